@@ -1,0 +1,321 @@
+"""``UGM``: a numpyro model traced into the parts an undirected model is made of.
+
+A model function declares
+
+* **parameters** as ``numpyro.param`` sites (maximum likelihood) or continuous
+  ``numpyro.sample`` sites with a prior (MAP);
+* **state** as ``numpyro.sample`` sites whose distribution is a domain
+  (:class:`~numpyro_ugm.domains.Spin`, :class:`~numpyro_ugm.domains.Binary`,
+  :class:`~numpyro_ugm.domains.Categorical`);
+* the **log-potential** f(x; θ) as the sum of its ``numpyro.factor`` terms (and of any
+  other observed sites).
+
+State sites present in the data are observed; the others are latent.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro import handlers
+from numpyro.distributions import constraints
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.initialization import init_to_median
+
+from .domains import Domain
+
+
+class ParamSite:
+    """A parameter of the model.
+
+    Attributes
+    ----------
+    name : str
+    shape : tuple of int
+    constraint : numpyro constraint
+        Support of the parameter; learning runs in the unconstrained space.
+    prior : numpyro Distribution or None
+        The prior of a ``numpyro.sample`` parameter (MAP), ``None`` for a
+        ``numpyro.param`` site (maximum likelihood).
+    """
+
+    def __init__(self, name, shape, constraint, prior):
+        self.name, self.shape, self.constraint, self.prior = name, shape, constraint, prior
+
+    def __repr__(self):
+        kind = "prior " + type(self.prior).__name__ if self.prior is not None else "param"
+        return f"ParamSite({self.name!r}, shape={self.shape}, {kind})"
+
+
+def _state_of(site):
+    return site["type"] == "sample" and isinstance(site["fn"], Domain)
+
+
+def _is_prior(site):
+    return site["type"] == "sample" and not site["is_observed"] and not _state_of(site)
+
+
+class UGM:
+    """An undirected graphical model declared as a numpyro model.
+
+    Parameters
+    ----------
+    model : callable
+        numpyro model function (see the module docstring).
+    *args, **kwargs
+        Arguments of ``model``; fixed for the lifetime of this object.
+    init_strategy : callable, optional
+        numpyro init strategy for parameters with a prior (default ``init_to_median``).
+
+    Attributes
+    ----------
+    param_sites : dict of str -> ParamSite
+    state_sites : dict of str -> Domain
+    latent_sites : tuple of str
+        State sites that the data does not supply (set by :meth:`observe`).
+    blocks : list of dict of str -> ndarray
+        Blocks of conditionally independent variables (flat indices per site), found from
+        the model (see :mod:`numpyro_ugm.structure`).
+    """
+
+    def __init__(self, model, *args, init_strategy=init_to_median, **kwargs):
+        self.model, self.args, self.kwargs = model, args, kwargs
+        self.init_strategy = init_strategy
+        trace = self._trace(jax.random.PRNGKey(0))
+        self.param_sites, self.state_sites = {}, {}
+        for name, site in trace.items():
+            if site["type"] == "param":
+                constraint = site["kwargs"].get("constraint", constraints.real)
+                self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
+                                                   constraint, None)
+            elif _state_of(site):
+                if site["is_observed"]:
+                    raise ValueError(f"state site {name!r} has obs=...: pass its values as "
+                                     "data to the learner instead")
+                self.state_sites[name] = site["fn"]
+            elif _is_prior(site):
+                if site["fn"].is_discrete:
+                    raise TypeError(
+                        f"site {name!r} has the discrete distribution "
+                        f"{type(site['fn']).__name__}: declare discrete state with "
+                        "ugm.Spin, ugm.Binary or ugm.Categorical")
+                self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
+                                                   site["fn"].support, site["fn"])
+        if not self.state_sites:
+            raise ValueError("the model has no state site: declare discrete variables with "
+                             "numpyro.sample(name, ugm.Spin/Binary/Categorical(shape))")
+        self.latent_sites = ()
+        self._cache = {}
+
+    # --- tracing ----------------------------------------------------------------------
+    def _trace(self, rng_key, values=None):
+        model = handlers.seed(self.model, rng_key)
+        if values is not None:
+            model = handlers.substitute(model, data=values)
+        return handlers.trace(model).get_trace(*self.args, **self.kwargs)
+
+    def observe(self, observed):
+        """A copy whose latent sites are the state sites not in ``observed``.
+
+        Parameters
+        ----------
+        observed : iterable of str
+            Names of the state sites the data supplies (e.g. ``data.keys()``).
+        """
+        observed = tuple(observed)
+        unknown = [n for n in observed if n not in self.state_sites]
+        if unknown:
+            raise KeyError(f"data has site(s) {unknown} that are not state sites of the "
+                           f"model; its state sites are {list(self.state_sites)}")
+        if not observed:
+            raise ValueError(f"data has none of the model's state sites "
+                             f"{list(self.state_sites)}")
+        latent = tuple(n for n in self.state_sites if n not in observed)
+        if latent == self.latent_sites:
+            return self
+        other = object.__new__(UGM)
+        other.__dict__.update(self.__dict__)  # shares the structure cache
+        other.latent_sites = latent
+        return other
+
+    @property
+    def observed_sites(self):
+        """State sites that the data supplies."""
+        return tuple(n for n in self.state_sites if n not in self.latent_sites)
+
+    @property
+    def structure(self):
+        """Interaction graph, coloring and multilinearity (computed once, on first use,
+        and shared with the copies made by :meth:`observe`)."""
+        if "structure" not in self._cache:
+            from .structure import analyze
+            self._cache["structure"] = analyze(self)
+        return self._cache["structure"]
+
+    @property
+    def blocks(self):
+        return self.structure.blocks
+
+    @property
+    def log_num_states(self):
+        """log of the number of configurations of all state sites."""
+        return sum(d.log_num_states for d in self.state_sites.values())
+
+    # --- parameters -------------------------------------------------------------------
+    def init_params(self, rng_key):
+        """Initial parameters (constrained space): ``numpyro.param`` init values, and the
+        ``init_strategy`` (default: median of prior draws) for sites with a prior."""
+        model = handlers.substitute(handlers.seed(self.model, rng_key),
+                                    substitute_fn=self.init_strategy)
+        trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        return {name: trace[name]["value"] for name in self.param_sites}
+
+    def to_unconstrained(self, params):
+        """Map constrained parameters to the unconstrained space learning runs in."""
+        return {n: biject_to(self.param_sites[n].constraint).inv(v)
+                for n, v in params.items()}
+
+    def to_constrained(self, unconstrained):
+        """Inverse of :meth:`to_unconstrained`."""
+        return {n: biject_to(self.param_sites[n].constraint)(v)
+                for n, v in unconstrained.items()}
+
+    def check_params(self, params):
+        """Raise if ``params`` miss a site, have a wrong shape or hold non-finite values."""
+        for name, site in self.param_sites.items():
+            if name not in params:
+                raise KeyError(f"parameter site {name!r} is missing from params")
+            value = np.asarray(params[name])
+            if value.shape != tuple(site.shape):
+                raise ValueError(f"parameter site {name!r} has shape {value.shape}, the "
+                                 f"model expects {tuple(site.shape)}")
+            bad = ~np.isfinite(value)
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise FloatingPointError(f"parameter site {name!r} holds a non-finite value "
+                                         f"{value[where]} at index {where}")
+
+    # --- potentials -------------------------------------------------------------------
+    def log_potential(self, params, state):
+        """Unnormalized log-probability f(x; θ): the sum of the model's factors.
+
+        Parameters
+        ----------
+        params : dict
+            Parameter values (constrained space), one per parameter site.
+        state : dict
+            State values in the model representation (see :mod:`numpyro_ugm.domains`),
+            one per state site, without a leading batch axis (``jax.vmap`` for batches).
+
+        Returns
+        -------
+        scalar
+        """
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
+        total = 0.0
+        for name, site in trace.items():
+            if site["type"] != "sample":
+                continue
+            if not site["is_observed"]:
+                if _state_of(site) and name not in state:
+                    raise KeyError(f"state site {name!r} is missing from the state")
+                continue
+            log_factor = site["fn"].log_prob(site["value"])
+            if site.get("scale") is not None:
+                log_factor = log_factor * site["scale"]
+            total = total + jnp.sum(log_factor)
+        return total
+
+    def log_prior(self, params):
+        """Sum of the log prior densities of the parameters with a prior (0 if none)."""
+        if not any(s.prior is not None for s in self.param_sites.values()):
+            return jnp.zeros(())
+        state = self.reference_state()
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
+        return sum(jnp.sum(trace[n]["fn"].log_prob(trace[n]["value"]))
+                   for n, s in self.param_sites.items() if s.prior is not None)
+
+    def reference_state(self):
+        """A fixed configuration (each variable at its first value), model representation."""
+        return {n: d.reference(d.batch_shape) for n, d in self.state_sites.items()}
+
+    def random_state(self, rng_key, sample_shape=()):
+        """Uniform random configuration(s) in the model representation."""
+        keys = jax.random.split(rng_key, len(self.state_sites))
+        return {n: d.sample(k, sample_shape)
+                for k, (n, d) in zip(keys, self.state_sites.items())}
+
+    # --- data -------------------------------------------------------------------------
+    def validate_data(self, data, *, allow_missing=True):
+        """Check data against the domains and return it in the model representation.
+
+        Parameters
+        ----------
+        data : dict of str -> array
+            Observed state sites, each with a leading example axis.
+
+        Returns
+        -------
+        dict of str -> jax.Array
+            The same sites in the model representation.
+
+        Raises
+        ------
+        KeyError, ValueError
+            Naming the site and the problem: unknown site, empty data, a shape that
+            disagrees with the domain, examples counts that disagree, or the first value
+            outside the domain.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"data must be a dict of site name -> array, got "
+                            f"{type(data).__name__}")
+        self.observe(data.keys())  # unknown / no sites
+        if not allow_missing and set(data) != set(self.state_sites):
+            missing = [n for n in self.state_sites if n not in data]
+            raise KeyError(f"data is missing state site(s) {missing}")
+        out, num_examples = {}, None
+        for name, value in data.items():
+            domain = self.state_sites[name]
+            value = np.asarray(value)
+            expected = tuple(domain.shape_)
+            if value.ndim != len(expected) + 1 or value.shape[1:] != expected:
+                raise ValueError(
+                    f"site {name!r}: data has shape {value.shape}; expected (num_examples, "
+                    f"{', '.join(map(str, expected))}) for {domain!r}")
+            if value.shape[0] == 0:
+                raise ValueError(f"site {name!r}: data has no examples")
+            if num_examples is None:
+                num_examples = value.shape[0]
+            elif value.shape[0] != num_examples:
+                raise ValueError(f"site {name!r} has {value.shape[0]} examples but other "
+                                 f"sites have {num_examples}")
+            if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
+                raise TypeError(f"site {name!r}: data has dtype {value.dtype}, expected "
+                                "numbers")
+            inside = np.asarray(domain.in_domain(value)) if value.size else np.ones(0, bool)
+            if not inside.all():
+                where = tuple(int(i) for i in np.argwhere(~inside)[0])
+                raise ValueError(
+                    f"site {name!r}: value {value[where]!r} at example {where[0]}, index "
+                    f"{where[1:]} is outside the domain {type(domain).__name__} "
+                    f"{{{', '.join(f'{v:g}' for v in domain.values)}}}")
+            out[name] = domain.to_model(value)
+        return out
+
+    def to_data(self, state):
+        """Model-representation state -> data representation (labels), site by site."""
+        return {n: self.state_sites[n].from_model(v) for n, v in state.items()}
+
+    def __repr__(self):
+        name = getattr(self.model, "__name__", "model")
+        return (f"UGM({name}: params={list(self.param_sites)}, "
+                f"state={ {n: d for n, d in self.state_sites.items()} }, "
+                f"latent={list(self.latent_sites)})")
+
+
+def num_configurations(m, sites=None):
+    """Number of joint configurations of ``sites`` (default: all state sites)."""
+    sites = m.state_sites if sites is None else sites
+    return math.prod(m.state_sites[n].num_values ** m.state_sites[n].num_variables
+                     for n in sites)

@@ -1,0 +1,345 @@
+"""Structure found from the model itself: interaction graph, coloring into blocks of
+conditionally independent variables, multilinearity, and closed-form sum-out.
+
+For a log-potential f that is multilinear in each variable, the conditional log-odds of
+every variable follow from one gradient (:func:`conditional_logits`), and two variables
+interact exactly when the mixed second derivative of f is non-zero somewhere. The graph
+is read off the sparsity of the Hessian at random states and random parameters (one
+Hessian-vector product per coordinate, in chunks). Multilinearity is verified at setup by
+comparing the gradient's conditionals with conditionals computed by evaluating f at each
+value; a model that fails falls back to those exact conditionals, and its graph comes
+from flipping variables one at a time (or, when that is too costly, to one variable per
+block) — never to a silently wrong sampler.
+"""
+
+import warnings
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+# --- variables of a site --------------------------------------------------------------
+
+
+def site_variables(x, domain):
+    """View a site value as (num_variables, *event)."""
+    return x.reshape((domain.num_variables,) + domain.event_shape)
+
+
+def gather(x, domain, idx):
+    """Model values of variables ``idx`` (flat indices; ``None`` = all) of a site."""
+    flat = site_variables(x, domain)
+    return flat if idx is None else flat[idx]
+
+
+def scatter(x, domain, idx, values):
+    """Set variables ``idx`` (``None`` = all) of a site to ``values``."""
+    if idx is None:
+        return values.reshape(x.shape).astype(x.dtype)
+    flat = site_variables(x, domain).at[idx].set(values.astype(x.dtype), mode="drop")
+    return flat.reshape(x.shape)
+
+
+# --- conditionals ---------------------------------------------------------------------
+
+
+def conditional_logits(logdensity_fn, state, domains, block):
+    """Conditional log-odds of the variables of a block, from one gradient.
+
+    Valid for a log-density multilinear in each variable.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        state dict -> scalar.
+    state : dict
+        Current state, model representation.
+    domains : dict of str -> Domain
+    block : dict of str -> ndarray or None
+        Flat variable indices per site (``None``: the whole site).
+
+    Returns
+    -------
+    dict of str -> array (num_block_variables, K)
+    """
+    sub = {s: state[s] for s in block}
+    grads = jax.grad(lambda v: logdensity_fn({**state, **v}))(sub)
+    return {s: domains[s].conditional_logits(gather(grads[s], domains[s], idx))
+            for s, idx in block.items()}
+
+
+def exact_conditional_logits(logdensity_fn, state, domains, block):
+    """Conditional log-probabilities (up to a constant) of the block's variables by
+    evaluating the log-density at each of their values (any log-density)."""
+    out = {}
+    for s, idx in block.items():
+        domain = domains[s]
+        idx = jnp.arange(domain.num_variables) if idx is None else jnp.asarray(idx)
+        values = domain.model_values(state[s].dtype)
+
+        def at(i, value, s=s, domain=domain):
+            x = scatter(state[s], domain, i[None], value[None])
+            return logdensity_fn({**state, s: x})
+
+        out[s] = jax.vmap(lambda i: jax.vmap(lambda v: at(i, v))(values))(idx)
+    return out
+
+
+def sum_out(logdensity_fn, state, domains, summed):
+    """log Σ over the ``summed`` variables of exp(logdensity), in closed form.
+
+    Valid when the log-density is multilinear and the summed variables do not interact
+    with each other: it is then affine in them jointly, f(x) = f(r) + Σ_i g_i·(x_i − r_i)
+    around a reference point r of the domain, and the sum factorizes.
+
+    Parameters
+    ----------
+    summed : dict of str -> ndarray or None
+        Flat variable indices per site (``None``: the whole site).
+    """
+    ref = dict(state)
+    for s, idx in summed.items():
+        domain = domains[s]
+        count = domain.num_variables if idx is None else len(idx)
+        ref[s] = scatter(state[s], domain, idx,
+                         domain.reference((count,), state[s].dtype))
+    sub = {s: ref[s] for s in summed}
+    value, grads = jax.value_and_grad(lambda v: logdensity_fn({**ref, **v}))(sub)
+    for s, idx in summed.items():
+        logits = domains[s].conditional_logits(gather(grads[s], domains[s], idx))
+        value = value + jnp.sum(jax.nn.logsumexp(logits, axis=-1) - logits[..., 0])
+    return value
+
+
+# --- structure ------------------------------------------------------------------------
+
+
+class Structure(NamedTuple):
+    """What :func:`analyze` finds.
+
+    Attributes
+    ----------
+    sites : tuple of str
+        State sites, in the order their variables are numbered.
+    offsets : ndarray
+        Global index of each site's first variable.
+    edges : ndarray (E, 2) or None
+        Interacting pairs of variables (global indices, i < j); ``None`` when the graph
+        is unknown and treated as complete.
+    colors : ndarray (num_variables,)
+        Color of each variable; variables of one color are conditionally independent.
+    blocks : list of dict of str -> ndarray
+        Per color, the flat indices of its variables in each site it touches.
+    multilinear : bool
+        Whether conditionals may be read off the gradient.
+    """
+
+    sites: tuple
+    offsets: np.ndarray
+    edges: np.ndarray
+    colors: np.ndarray
+    blocks: list
+    multilinear: bool
+
+    @property
+    def num_variables(self):
+        return int(self.colors.shape[0])
+
+    def global_indices(self, site, idx=None):
+        """Global variable indices of variables ``idx`` (None: all) of ``site``."""
+        k = self.sites.index(site)
+        n = int(self.offsets[k + 1] - self.offsets[k])
+        local = np.arange(n) if idx is None else np.asarray(idx)
+        return self.offsets[k] + local
+
+    def independent(self, sites):
+        """Whether the variables of ``sites`` have no interactions among themselves."""
+        members = np.zeros(self.num_variables, bool)
+        for s in sites:
+            members[self.global_indices(s)] = True
+        if self.edges is None:
+            return members.sum() <= 1
+        return not np.any(members[self.edges[:, 0]] & members[self.edges[:, 1]])
+
+
+def _random_params(m, rng_key):
+    params = m.init_params(rng_key)
+    u = m.to_unconstrained(params)
+    keys = jax.random.split(jax.random.fold_in(rng_key, 1), len(u))
+    u = {n: v + jax.random.normal(k, jnp.shape(v)) for k, (n, v) in zip(keys, u.items())}
+    return m.to_constrained(u)
+
+
+def _probe_points(m, rng_key, num_points):
+    keys = jax.random.split(rng_key, num_points)
+    return [(_random_params(m, jax.random.fold_in(k, 0)),
+             m.random_state(jax.random.fold_in(k, 1))) for k in keys]
+
+
+def check_multilinear(m, points, max_variables=256):
+    """Whether gradient conditionals equal exact conditionals at the probe points
+    (on up to ``max_variables`` random variables per site)."""
+    rng = np.random.default_rng(0)
+    domains = m.state_sites
+    block = {}
+    for s, d in domains.items():
+        n = d.num_variables
+        block[s] = np.sort(rng.choice(n, size=min(n, max_variables), replace=False))
+
+    @jax.jit
+    def both(params, state):
+        f = lambda x: m.log_potential(params, x)  # noqa: E731
+        return (conditional_logits(f, state, domains, block),
+                exact_conditional_logits(f, state, domains, block))
+
+    for params, state in points:
+        fast, slow = both(params, state)
+        for s in block:
+            a = np.asarray(fast[s] - fast[s][..., :1])
+            b = np.asarray(slow[s] - slow[s][..., :1])
+            if not np.all(np.isfinite(b)):
+                raise FloatingPointError(f"the log-potential is not finite at random "
+                                         f"states (site {s!r})")
+            scale = 1.0 + np.max(np.abs(b))
+            if not np.allclose(a, b, rtol=1e-3, atol=1e-3 * scale):
+                return False
+    return True
+
+
+def _hessian_edges(m, points, offsets, chunk=256):
+    """Interacting pairs from the Hessian's sparsity (multilinear models)."""
+    params0, state0 = points[0]
+    z0, unravel = ravel_pytree(state0)
+    var_tree = {s: jnp.broadcast_to(
+        (offsets[k] + jnp.arange(d.num_variables)).reshape(
+            d.batch_shape + (1,) * len(d.event_shape)), state0[s].shape).astype(z0.dtype)
+        for k, (s, d) in enumerate(m.state_sites.items())}
+    coord_var = np.asarray(ravel_pytree(var_tree)[0]).astype(np.int64)
+    dim = z0.shape[0]
+
+    @jax.jit
+    def columns(params, z, cols):
+        grad = jax.grad(lambda v: m.log_potential(params, unravel(v)))
+        basis = jax.nn.one_hot(cols, dim, dtype=z.dtype)
+        h = jnp.abs(jax.vmap(lambda e: jax.jvp(grad, (z,), (e,))[1])(basis))
+        return h > 1e-6 * (1.0 + jnp.max(h))
+
+    edges = []
+    for params, state in points:
+        z = ravel_pytree(state)[0]
+        for start in range(0, dim, chunk):
+            cols = np.arange(start, start + chunk)
+            cols = np.where(cols < dim, cols, dim - 1)  # one compiled shape for all chunks
+            which, rows = np.nonzero(np.asarray(columns(params, z, cols)))
+            edges.append(np.stack([coord_var[cols[which]], coord_var[rows]], axis=1))
+    return _unique_pairs(np.concatenate(edges))
+
+
+def _unique_pairs(pairs):
+    """Sorted unique (i < j) rows of an (E, 2) array of variable pairs, self-pairs dropped."""
+    pairs = np.sort(pairs.reshape(-1, 2).astype(np.int64), axis=1)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    width = int(pairs.max()) + 1 if len(pairs) else 1
+    keys = np.unique(pairs[:, 0] * width + pairs[:, 1])
+    return np.stack([keys // width, keys % width], axis=1)
+
+
+def _flip_edges(m, points, offsets):
+    """Interacting pairs by flipping each variable and comparing exact conditionals
+    (any log-potential; cost quadratic in the number of variables)."""
+    domains = m.state_sites
+    block = {s: None for s in domains}
+    edges = []
+    rng = np.random.default_rng(1)
+    for params, state in points:
+        f = lambda x, p=params: m.log_potential(p, x)  # noqa: E731
+        all_logits = jax.jit(lambda x: jnp.concatenate(
+            [(v - v[:, :1]).ravel() for v in
+             exact_conditional_logits(f, x, domains, block).values()]))
+        flat = lambda x: np.asarray(all_logits(x))  # noqa: E731
+        base = flat(state)
+        var_of_entry = np.concatenate(
+            [np.repeat(offsets[k] + np.arange(d.num_variables), d.num_values)
+             for k, d in enumerate(domains.values())])
+        for k, (s, d) in enumerate(domains.items()):
+            for i in range(d.num_variables):
+                current = int(d.labels(site_variables(state[s], d)[i]))
+                label = (current + rng.integers(1, d.num_values)) % d.num_values
+                x = dict(state)
+                x[s] = scatter(state[s], d, np.array([i]),
+                               d.label_to_model(jnp.array([label]), state[s].dtype))
+                changed = np.abs(flat(x) - base) > 1e-4 * (1 + np.abs(base))
+                others = np.unique(var_of_entry[changed])
+                edges.append(np.stack([others, np.full_like(others, offsets[k] + i)], 1))
+    return _unique_pairs(np.concatenate(edges))
+
+
+def greedy_coloring(num_variables, edges):
+    """Color variables in index order with the smallest color unused by neighbours
+    (RBM -> visible/hidden, even periodic grid -> checkerboard, complete graph ->
+    one variable per color)."""
+    both = np.concatenate([edges, edges[:, ::-1]]) if len(edges) else np.zeros((0, 2), int)
+    order = np.argsort(both[:, 0], kind="stable")
+    targets = both[order, 1]
+    starts = np.searchsorted(both[order, 0], np.arange(num_variables + 1))
+    colors = np.full(num_variables, -1, np.int64)
+    for v in range(num_variables):
+        used = colors[targets[starts[v]:starts[v + 1]]]
+        used = np.unique(used[used >= 0])
+        free = np.nonzero(used != np.arange(len(used)))[0]
+        colors[v] = free[0] if len(free) else len(used)
+    return colors
+
+
+def analyze(m, rng_key=None, num_points=2, max_flip_variables=512):
+    """Find the structure of a :class:`~numpyro_ugm.model.UGM` (see the module docstring).
+
+    Parameters
+    ----------
+    m : UGM
+    rng_key : jax PRNGKey, optional
+        Key for the random probe states and parameters (fixed default).
+    num_points : int
+        Number of random (state, parameters) probes.
+    max_flip_variables : int
+        Largest model for which a non-multilinear potential gets its graph by flipping;
+        above it every variable is its own block.
+
+    Returns
+    -------
+    Structure
+    """
+    rng_key = jax.random.PRNGKey(20100621) if rng_key is None else rng_key
+    domains = m.state_sites
+    sizes = [d.num_variables for d in domains.values()]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    num_variables = int(offsets[-1])
+    points = _probe_points(m, rng_key, num_points)
+    multilinear = check_multilinear(m, points)
+    if multilinear:
+        edges = _hessian_edges(m, points, offsets)
+    elif num_variables <= max_flip_variables:
+        edges = _flip_edges(m, points, offsets)
+    else:
+        warnings.warn(
+            f"the log-potential is not multilinear in its variables and the model has "
+            f"{num_variables} variables (> {max_flip_variables}): Gibbs falls back to one "
+            "variable per block with exact conditionals, which is correct but slow. Write "
+            "factors as products of variables (e.g. y_i + y_j - 2*y_i*y_j instead of "
+            "|y_i - y_j| for binary y) to get block updates.", stacklevel=3)
+        edges = None
+    if edges is None:  # unknown graph: treat as complete
+        colors = np.arange(num_variables)
+    else:
+        colors = greedy_coloring(num_variables, edges)
+    blocks = []
+    for c in range(int(colors.max()) + 1 if num_variables else 0):
+        block = {}
+        for k, s in enumerate(domains):
+            local = np.nonzero(colors[offsets[k]:offsets[k + 1]] == c)[0]
+            if local.size:
+                block[s] = None if local.size == sizes[k] else local
+        blocks.append(block)
+    return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear)

@@ -1,8 +1,15 @@
-"""numpyro_ugm: learning undirected graphical models with numpyro."""
+"""numpyro_ugm: learning undirected graphical models with numpyro.
 
-from . import kernels
+See ``DESIGN.md`` for the architecture; the names below are the public contract.
+"""
+
+from . import kernels, models
 from .domains import Binary, Categorical, Spin
+from .estimators import CD, PCD
+from .learn import MLE, LearnState, NonFiniteError, RunResult
 from .model import UGM
+from .sampling import sample
 
 __version__ = "0.1.0"
-__all__ = ["Binary", "Categorical", "Spin", "UGM", "kernels"]
+__all__ = ["Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MLE",
+           "LearnState", "NonFiniteError", "RunResult", "sample"]

@@ -343,3 +343,30 @@ def analyze(m, rng_key=None, num_points=2, max_flip_variables=512):
                 block[s] = None if local.size == sizes[k] else local
         blocks.append(block)
     return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear)
+
+
+def free_energy(m, params, state):
+    """log Σ_latent exp f(state; θ): the log-potential with the latent sites of ``m``
+    summed out in closed form (just f when nothing is latent).
+
+    ``state`` holds the observed sites (model representation, one configuration); any
+    latent values it holds are ignored.
+
+    Raises
+    ------
+    NotImplementedError
+        If the latent sites interact with each other or the potential is not
+        multilinear (no closed form).
+    """
+    latent = m.latent_sites
+    if not latent:
+        return m.log_potential(params, state)
+    if not (m.structure.multilinear and m.structure.independent(latent)):
+        raise NotImplementedError(
+            f"latent sites {list(latent)} interact with each other (or the potential is "
+            "not multilinear), so they cannot be summed out in closed form")
+    domains = m.state_sites
+    full = {**state, **{s: domains[s].reference(domains[s].batch_shape)
+                        for s in latent}}
+    return sum_out(lambda x: m.log_potential(params, x), full, domains,
+                   {s: None for s in latent})

@@ -1,0 +1,122 @@
+"""The interface every negative-phase estimator implements.
+
+An estimator is a configuration object (like an optax transformation) with
+
+* ``init(rng_key, m, params, batch) -> state``
+* ``update(rng_key, state, m, params, batch) -> (state, Particles, info)``
+
+where ``m`` is the :class:`~numpyro_ugm.model.UGM` (observed sites set), ``params`` the
+current parameters θ_t (constrained space), ``batch`` the current data batch in the model
+representation, and :class:`Particles` the weighted configurations whose weighted mean of
+∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is a dict of scalars;
+keys it lacks among :data:`INFO_KEYS` are filled with NaN by the learner.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..kernels import gibbs
+from ..kernels.base import as_spec
+from ..structure import conditional_logits
+from ..kernels.base import sample_labels
+from ..structure import scatter
+
+#: per-step diagnostics reported by every estimator (NaN where not applicable)
+INFO_KEYS = ("ess", "resampled", "rejuvenated", "num_betas", "acceptance", "log_z")
+
+
+class Particles(NamedTuple):
+    """Weighted configurations.
+
+    Attributes
+    ----------
+    position : dict of str -> array (S, ...)
+        Model-representation values of every state site.
+    log_weights : array (S,)
+        Normalized log-weights (``logsumexp(log_weights) == 0``).
+    """
+
+    position: dict
+    log_weights: jax.Array
+
+
+def uniform_log_weights(num_particles):
+    """Normalized log-weights of ``num_particles`` equally weighted particles."""
+    return jnp.full((num_particles,), -jnp.log(num_particles))
+
+
+def ess(log_weights):
+    """Effective sample size 1 / Σ w² of normalized log-weights."""
+    return 1.0 / jnp.sum(jnp.exp(2.0 * log_weights))
+
+
+class Estimator:
+    """Base class: holds the kernel spec and the particle-moving helpers."""
+
+    kernel = None
+
+    def build_kernel(self, m):
+        """The kernel (default: systematic-scan block Gibbs) bound to ``m``."""
+        return as_spec(self.kernel, gibbs()).build(m)
+
+    def init(self, rng_key, m, params, batch):
+        raise NotImplementedError
+
+    def update(self, rng_key, state, m, params, batch):
+        raise NotImplementedError
+
+
+def move(kernel, rng_key, position, logdensity_fn, num_steps):
+    """Run ``num_steps`` kernel steps on every particle (vmapped).
+
+    Returns
+    -------
+    position : dict of (S, ...) arrays
+    acceptance : scalar, mean kernel acceptance (1 for Gibbs)
+    """
+    states = jax.vmap(kernel.init, (0, None))(position, logdensity_fn)
+    num_particles = jax.tree.leaves(position)[0].shape[0]
+
+    def body(states, key):
+        keys = jax.random.split(key, num_particles)
+        states, info = jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn))(keys, states)
+        return states, jnp.mean(info.acceptance_rate)
+
+    states, acceptance = jax.lax.scan(body, states, jax.random.split(rng_key, num_steps))
+    return states.position, jnp.mean(acceptance) if num_steps else jnp.ones(())
+
+
+def sample_latent(m, params, rng_key, position):
+    """Draw the latent sites exactly from p(latent | observed) for each particle.
+
+    Requires latent sites that do not interact with each other (the learner checks);
+    their conditional then factorizes and is read off one gradient.
+    """
+    if not m.latent_sites:
+        return position
+    domains = m.state_sites
+    block = {s: None for s in m.latent_sites}
+
+    def one(key, x):
+        logits = conditional_logits(lambda y: m.log_potential(params, y), x, domains, block)
+        keys = jax.random.split(key, len(block))
+        for k, s in zip(keys, block):
+            labels = sample_labels(k, logits[s])
+            x = {**x, s: scatter(x[s], domains[s], None,
+                                 domains[s].label_to_model(labels, x[s].dtype))}
+        return x
+
+    num = jax.tree.leaves(position)[0].shape[0]
+    return jax.vmap(one)(jax.random.split(rng_key, num), position)
+
+
+def with_latent(m, rng_key, batch):
+    """Complete an observed batch with uniformly random latent sites."""
+    num = jax.tree.leaves(batch)[0].shape[0]
+    keys = jax.random.split(rng_key, max(len(m.latent_sites), 1))
+    out = dict(batch)
+    for k, s in zip(keys, m.latent_sites):
+        out[s] = m.state_sites[s].sample(k, (num,))
+    return out

@@ -1,0 +1,327 @@
+"""``MLE``: the learning driver, shaped like ``numpyro.infer.SVI``.
+
+Each step asks the estimator for weighted particles at the current parameters θ_t and
+ascends the stochastic gradient
+
+    mean_batch ∇θ F(x_n; θ)  −  Σ_s w_s ∇θ F(x_s; θ)  +  ∇θ log p(θ) / N,
+
+where F is the log-potential with latent sites summed out in closed form (Rao-Blackwell:
+the free energy of an RBM), so both phases use it. The optax optimizer runs in the
+unconstrained space of the parameters. One step is one jitted function; ``run`` scans it.
+"""
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+from .estimators.base import INFO_KEYS, Estimator
+from .model import UGM
+from .structure import free_energy
+
+
+class LearnState(NamedTuple):
+    """Everything a run needs to continue (plain arrays).
+
+    Attributes
+    ----------
+    params : dict
+        Parameters in the unconstrained space.
+    opt_state : optax state
+    estimator_state : the estimator's state (particles, weights, ...)
+    rng_key : raw PRNG key
+    data_key : raw PRNG key for the minibatch order
+    step : int32 scalar, number of updates done
+    failed_at : int32 scalar, the first step that produced non-finite values (-1: none)
+    """
+
+    params: dict
+    opt_state: Any
+    estimator_state: Any
+    rng_key: jax.Array
+    data_key: jax.Array
+    step: jax.Array
+    failed_at: jax.Array
+
+
+class RunResult(NamedTuple):
+    """What :meth:`MLE.run` returns.
+
+    Attributes
+    ----------
+    params : dict
+        Learned parameters (constrained space).
+    state : LearnState
+        Final state (pass as ``init_state`` to continue).
+    diagnostics : dict of str -> ndarray (num_steps,)
+        Per step: ``grad_norm``, ``positive`` (batch mean of F), ``log_likelihood``
+        (running estimate, NaN when the estimator has no log Z), and the estimator's
+        ``ess``, ``resampled``, ``rejuvenated``, ``num_betas``, ``acceptance``, ``log_z``.
+    """
+
+    params: dict
+    state: LearnState
+    diagnostics: dict
+
+
+class NonFiniteError(FloatingPointError):
+    """A learning step produced non-finite gradients or parameters.
+
+    Attributes
+    ----------
+    step : int
+        The failing step.
+    state : LearnState
+        The last good state (before the failing step).
+    diagnostics : dict
+        Diagnostics of the steps run so far, failing step included.
+    """
+
+    def __init__(self, message, step, state, diagnostics):
+        super().__init__(message)
+        self.step, self.state, self.diagnostics = step, state, diagnostics
+
+
+def _raw_key(key):
+    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return key
+
+
+def _all_finite(tree):
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+class MLE:
+    """Maximum-likelihood (or MAP, when parameters have priors) learning of a UGM.
+
+    Parameters
+    ----------
+    model : callable or UGM
+        numpyro model function (its arguments are given to :meth:`init` / :meth:`run`),
+        or an already traced :class:`~numpyro_ugm.model.UGM`.
+    estimator : Estimator
+        Negative-phase estimator, e.g. ``ugm.PCD(100)``.
+    optimizer : optax.GradientTransformation
+        e.g. ``optax.sgd(optax.linear_schedule(...))`` or ``optax.adam(1e-2)``; it
+        minimizes the negative log-likelihood.
+
+    Examples
+    --------
+    >>> learner = ugm.MLE(ugm.models.vbm, ugm.PCD(100), optax.adam(0.01))
+    >>> result = learner.run(jax.random.PRNGKey(0), 1000, {"x": x}, 15)
+    """
+
+    def __init__(self, model, estimator, optimizer):
+        if not isinstance(estimator, Estimator):
+            raise TypeError(f"estimator must be a ugm estimator such as ugm.PCD(100), got "
+                            f"{estimator!r}")
+        if not isinstance(optimizer, optax.GradientTransformation):
+            raise TypeError(f"optimizer must be an optax GradientTransformation, got "
+                            f"{optimizer!r}")
+        self.model, self.estimator, self.optimizer = model, estimator, optimizer
+        self.m = None
+        self.last_state = None
+
+    # --- setup ------------------------------------------------------------------------
+    def _setup(self, data, model_args, model_kwargs, inputs, batch_size):
+        if inputs is not None:
+            raise NotImplementedError("per-example inputs (CRFs) are not supported yet")
+        if isinstance(self.model, UGM):
+            if model_args or model_kwargs:
+                raise TypeError("model arguments were given but the model is already a UGM")
+            m = self.model
+        else:
+            m = UGM(self.model, *model_args, **model_kwargs)
+        data = m.validate_data(data)
+        m = m.observe(data.keys())
+        if m.latent_sites:
+            free_energy(m, m.init_params(jax.random.PRNGKey(0)),
+                        {n: v[0] for n, v in data.items()})  # raises if not summable
+        num_examples = int(jax.tree.leaves(data)[0].shape[0])
+        if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
+            raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
+                             f"examples), got {batch_size}")
+        self.m, self.data, self.num_examples = m, data, num_examples
+        self.batch_size = num_examples if batch_size is None else int(batch_size)
+        self._update_jit = jax.jit(self._update)
+        self._scan_jit = jax.jit(self._scan, static_argnums=1)
+
+    def _batch(self, state):
+        """The minibatch of ``state.step``: epochs of a fresh permutation each."""
+        if self.batch_size == self.num_examples:
+            return self.data
+        per_epoch = self.num_examples // self.batch_size
+        epoch, position = state.step // per_epoch, state.step % per_epoch
+        perm = jax.random.permutation(jax.random.fold_in(state.data_key, epoch),
+                                      self.num_examples)
+        idx = jax.lax.dynamic_slice(perm, (position * self.batch_size,), (self.batch_size,))
+        return jax.tree.map(lambda a: a[idx], self.data)
+
+    # --- one step -----------------------------------------------------------------------
+    def _update(self, state, batch):
+        m, estimator = self.m, self.estimator
+        key, est_key = jax.random.split(state.rng_key)
+        params = m.to_constrained(state.params)
+        estimator_state, particles, info = estimator.update(
+            est_key, state.estimator_state, m, params, batch)
+        weights = jax.lax.stop_gradient(jnp.exp(particles.log_weights))
+        positions = jax.lax.stop_gradient(particles.position)
+
+        def objective(u):
+            p = m.to_constrained(u)
+            energy = jax.vmap(free_energy, (None, None, 0))
+            positive = jnp.mean(energy(m, p, batch))
+            negative = jnp.sum(weights * energy(m, p, positions))
+            return positive - negative + m.log_prior(p) / self.num_examples, positive
+
+        grads, positive = jax.grad(objective, has_aux=True)(state.params)
+        neg_grads = jax.tree.map(jnp.negative, grads)
+        updates, opt_state = self.optimizer.update(neg_grads, state.opt_state, state.params)
+        new_params = optax.apply_updates(state.params, updates)
+
+        candidate = LearnState(new_params, opt_state, estimator_state, key, state.data_key,
+                               state.step + 1, state.failed_at)
+        finite = _all_finite((grads, new_params, estimator_state, particles.log_weights))
+        ok = finite & (state.failed_at < 0)
+        new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
+        new_state = new_state._replace(failed_at=jnp.where(
+            (state.failed_at < 0) & ~finite, state.step, state.failed_at))
+
+        diagnostics = {k: jnp.asarray(info.get(k, jnp.nan), jnp.float32) for k in INFO_KEYS}
+        diagnostics["grad_norm"] = optax.global_norm(grads).astype(jnp.float32)
+        diagnostics["positive"] = positive.astype(jnp.float32)
+        diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(jnp.float32)
+        return new_state, diagnostics
+
+    def _scan(self, state, num_steps):
+        def body(state, _):
+            return self._update(state, self._batch(state))
+
+        return jax.lax.scan(body, state, None, length=num_steps)
+
+    # --- public API ---------------------------------------------------------------------
+    def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
+             init_params=None, **model_kwargs):
+        """Trace the model, check the data and build the initial :class:`LearnState`.
+
+        Parameters
+        ----------
+        rng_key : jax PRNGKey
+        data : dict of str -> array
+            Observed state sites with a leading example axis (data representation).
+        *model_args, **model_kwargs
+            Arguments of the model function.
+        batch_size : int, optional
+            Minibatch size for :meth:`run` (default: the full data set every step).
+        init_params : dict, optional
+            Initial parameters (constrained space); default ``m.init_params``.
+        """
+        self._setup(data, model_args, model_kwargs, inputs, batch_size)
+        rng_key = _raw_key(rng_key)
+        param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
+        params = self.m.init_params(param_key) if init_params is None else dict(init_params)
+        self.m.check_params(params)
+        unconstrained = self.m.to_unconstrained(params)
+        state = LearnState(unconstrained, self.optimizer.init(unconstrained), None, key,
+                           data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
+        estimator_state = self.estimator.init(est_key, self.m, params, self._batch(state))
+        state = state._replace(estimator_state=estimator_state)
+        self.last_state = state
+        return state
+
+    def update(self, state, batch):
+        """One learning step on ``batch`` (dict of observed sites, data representation).
+
+        Returns
+        -------
+        state : LearnState
+        info : dict of scalars (that step's diagnostics)
+        """
+        if self.m is None:
+            raise RuntimeError("call init() before update()")
+        batch = self.m.validate_data(batch)
+        new_state, info = self._update_jit(state, batch)
+        self._raise_if_failed(new_state, jax.tree.map(lambda v: np.asarray(v)[None], info))
+        self.last_state = new_state
+        return new_state, info
+
+    def get_params(self, state):
+        """Parameters of ``state`` in the constrained space."""
+        return self.m.to_constrained(state.params)
+
+    def _raise_if_failed(self, state, diagnostics):
+        failed_at = int(state.failed_at)
+        if failed_at >= 0:
+            raise NonFiniteError(
+                f"learning step {failed_at} produced non-finite gradients or parameters; "
+                "the run stopped and kept the last good state (error.state). Lower the "
+                "learning rate, add a prior, or check the model's factors.",
+                failed_at, state, diagnostics)
+
+    def run(self, rng_key, num_steps, data, *model_args, inputs=None, batch_size=None,
+            progress_bar=True, init_state=None, init_params=None, **model_kwargs):
+        """Learn for ``num_steps`` updates.
+
+        Parameters
+        ----------
+        rng_key : jax PRNGKey
+        num_steps : int
+        data : dict of str -> array
+            Observed state sites with a leading example axis (data representation).
+        *model_args, **model_kwargs
+            Arguments of the model function.
+        batch_size : int, optional
+            Minibatch size (default: full batch). Each epoch visits a fresh permutation.
+        progress_bar : bool
+            Show a tqdm bar (the scan then runs in chunks; results are identical).
+        init_state : LearnState, optional
+            Continue from this state (e.g. ``result.state`` of an earlier run).
+        init_params : dict, optional
+            Initial parameters (constrained space).
+
+        Returns
+        -------
+        RunResult
+
+        Raises
+        ------
+        NonFiniteError
+            When a step produces non-finite values; it carries the last good state.
+        """
+        if init_state is None:
+            state = self.init(rng_key, data, *model_args, inputs=inputs,
+                              batch_size=batch_size, init_params=init_params, **model_kwargs)
+        else:
+            self._setup(data, model_args, model_kwargs, inputs, batch_size)
+            state = init_state
+        num_steps = int(num_steps)
+        chunk = max(1, math.ceil(num_steps / 100)) if progress_bar else max(num_steps, 1)
+        pieces, start = [], int(state.step)
+        with tqdm(total=num_steps, disable=not progress_bar, desc="learning") as bar:
+            done = 0
+            while done < num_steps:
+                length = min(chunk, num_steps - done)
+                state, info = self._scan_jit(state, length)
+                pieces.append(jax.tree.map(np.asarray, info))
+                done += length
+                self.last_state = state
+                bar.update(length)
+                if progress_bar:
+                    bar.set_postfix(grad_norm=f"{float(info['grad_norm'][-1]):.3g}")
+                if int(state.failed_at) >= 0:
+                    break
+        diagnostics = ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+                       if pieces else {})
+        if int(state.failed_at) >= 0:
+            stop = int(state.failed_at) - start + 1
+            diagnostics = {k: v[:stop] for k, v in diagnostics.items()}
+        self._raise_if_failed(state, diagnostics)
+        return RunResult(self.get_params(state), state, diagnostics)

@@ -1,0 +1,6 @@
+"""Ready-made models."""
+
+from .rbm import rbm
+from .vbm import vbm
+
+__all__ = ["rbm", "vbm"]

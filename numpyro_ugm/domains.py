@@ -155,7 +155,9 @@ class Domain(Distribution):
 
     def label_to_model(self, labels, dtype=None):
         """Integer labels 0..K-1 -> model representation."""
-        return jnp.take(self.model_values(dtype), labels, axis=0)
+        dtype = dtype or jnp.result_type(float)
+        low, high = self.values[0], self.values[-1]
+        return jnp.where(labels > 0, jnp.asarray(high, dtype), jnp.asarray(low, dtype))
 
     def log_prob(self, value):
         inside = self._inside_model(value)
@@ -247,6 +249,9 @@ class Categorical(Domain):
 
     def labels(self, x):
         return jnp.argmax(x, axis=-1).astype(jnp.int32)
+
+    def label_to_model(self, labels, dtype=None):
+        return jax.nn.one_hot(labels, self.num_categories, dtype=dtype or jnp.result_type(float))
 
     def model_values(self, dtype=None):
         return jnp.eye(self.num_categories, dtype=dtype or jnp.result_type(float))

@@ -142,6 +142,7 @@ class MLE:
             m = UGM(self.model, *model_args, **model_kwargs)
         data = m.validate_data(data)
         m = m.observe(data.keys())
+        m.structure  # analyse once, outside any trace
         if m.latent_sites:
             free_energy(m, m.init_params(jax.random.PRNGKey(0)),
                         {n: v[0] for n, v in data.items()})  # raises if not summable
@@ -196,16 +197,26 @@ class MLE:
             (state.failed_at < 0) & ~finite, state.step, state.failed_at))
 
         diagnostics = {k: jnp.asarray(info.get(k, jnp.nan), jnp.float32) for k in INFO_KEYS}
-        diagnostics["grad_norm"] = optax.global_norm(grads).astype(jnp.float32)
+        diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
         diagnostics["positive"] = positive.astype(jnp.float32)
         diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(jnp.float32)
         return new_state, diagnostics
 
-    def _scan(self, state, num_steps):
-        def body(state, _):
-            return self._update(state, self._batch(state))
+    def _scan(self, state, capacity, num_steps):
+        """Run ``num_steps`` (traced, <= ``capacity``) updates in a ``fori_loop`` with a
+        dynamic trip count, so that the loop body is the same compiled computation for
+        any chunking: a run split into pieces is bit-identical to one long run."""
+        template = jax.eval_shape(lambda s: self._update(s, self._batch(s))[1], state)
+        buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
+                               template)
 
-        return jax.lax.scan(body, state, None, length=num_steps)
+        def body(i, carry):
+            state, buffers = carry
+            state, info = self._update(state, self._batch(state))
+            buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
+            return state, buffers
+
+        return jax.lax.fori_loop(0, num_steps, body, (state, buffers))
 
     # --- public API ---------------------------------------------------------------------
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
@@ -309,8 +320,8 @@ class MLE:
             done = 0
             while done < num_steps:
                 length = min(chunk, num_steps - done)
-                state, info = self._scan_jit(state, length)
-                pieces.append(jax.tree.map(np.asarray, info))
+                state, info = self._scan_jit(state, chunk, length)
+                pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
                 done += length
                 self.last_state = state
                 bar.update(length)

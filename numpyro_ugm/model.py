@@ -150,7 +150,8 @@ class UGM:
         and shared with the copies made by :meth:`observe`)."""
         if "structure" not in self._cache:
             from .structure import analyze
-            self._cache["structure"] = analyze(self)
+            with jax.ensure_compile_time_eval():  # concrete even if first used in a trace
+                self._cache["structure"] = analyze(self)
         return self._cache["structure"]
 
     @property
@@ -194,7 +195,7 @@ class UGM:
             if bad.any():
                 where = tuple(int(i) for i in np.argwhere(bad)[0])
                 raise FloatingPointError(f"parameter site {name!r} holds a non-finite value "
-                                         f"{value[where]} at index {where}")
+                                         f"{value[where].item()} at index {where}")
 
     # --- potentials -------------------------------------------------------------------
     def log_potential(self, params, state):
@@ -297,7 +298,7 @@ class UGM:
             if not inside.all():
                 where = tuple(int(i) for i in np.argwhere(~inside)[0])
                 raise ValueError(
-                    f"site {name!r}: value {value[where]!r} at example {where[0]}, index "
+                    f"site {name!r}: value {value[where].item()!r} at example {where[0]}, index "
                     f"{where[1:]} is outside the domain {type(domain).__name__} "
                     f"{{{', '.join(f'{v:g}' for v in domain.values)}}}")
             out[name] = domain.to_model(value)

@@ -1,0 +1,70 @@
+"""Synthetic problems and loaders for the data sets shipped beside the repository.
+
+The shipped ``.npz`` files live in ``../shared/data`` relative to the repository root
+(override with the ``NUMPYRO_UGM_DATA`` environment variable). Nothing here touches the
+network, and the package works without them (the synthetic generators need nothing).
+"""
+
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def data_dir():
+    """Folder of the shipped data sets (``NUMPYRO_UGM_DATA`` or ``../shared/data``)."""
+    env = os.environ.get("NUMPYRO_UGM_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _load(name):
+    path = data_dir() / name
+    if not path.exists():
+        raise FileNotFoundError(f"{name} not found in {data_dir()}; set NUMPYRO_UGM_DATA "
+                                "to the folder that holds the shipped data sets")
+    return np.load(path, allow_pickle=False)
+
+
+def binarized_mnist(split="train"):
+    """Larochelle & Murray's fixed binarization of MNIST: uint8 {0,1}, (N, 784).
+
+    Parameters
+    ----------
+    split : {"train", "valid", "test"}
+    """
+    return _load("binarized_mnist.npz")[f"x_{split}"]
+
+
+def mnist(split="train"):
+    """MNIST grey levels: (images uint8 (N, 28, 28), labels uint8 (N,))."""
+    data = _load("mnist.npz")
+    return data[f"x_{split}"], data[f"y_{split}"]
+
+
+def vbm_problem(rng_key, num_units=15, num_train=500, num_test=100, *, scale=1.0):
+    """The PF paper's VBM study (Asuncion et al. 2010, sec. 4.1): couplings
+    θ_ij ~ N(0, scale²) for i < j, spins in {-1, +1}, no fields, and training and test
+    cases drawn exactly (by enumeration).
+
+    Returns
+    -------
+    params : dict
+        True parameters of ``ugm.models.vbm(num_units, fields=False)``.
+    train, test : dict
+        ``{"x": int8 array (num_cases, num_units)}``.
+    """
+    from .evaluate import exact
+    from .model import UGM
+    from .models import vbm
+
+    key_w, key_data = jax.random.split(rng_key)
+    W = jnp.triu(scale * jax.random.normal(key_w, (num_units, num_units)), 1)
+    params = {"W": W}
+    m = UGM(vbm, num_units, fields=False)
+    draws = exact.sample(m, params, key_data, num_train + num_test)
+    x = np.asarray(draws["x"])
+    return params, {"x": x[:num_train]}, {"x": x[num_train:]}

@@ -1,0 +1,61 @@
+"""Stochastic learning agrees with exact maximum likelihood / MAP on the PF paper's
+VBM-15 (exact log-likelihoods by enumeration of its 2^15 states)."""
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.datasets import vbm_problem
+from numpyro_ugm.evaluate import exact
+
+N = 15
+
+
+@pytest.fixture(scope="module")
+def problem():
+    true_params, train, test = vbm_problem(jax.random.PRNGKey(0), N, 500, 100)
+    return ugm.UGM(ugm.models.vbm, N, fields=False), true_params, train
+
+
+def objective(m, params, data):
+    ll = float(exact.log_likelihood(m, params, data))
+    return ll + float(m.log_prior(params)) / len(data["x"])
+
+
+def test_pcd_reaches_exact_ml_supremum(problem):
+    m, true_params, train = problem
+    best = exact.fit(m, train, num_steps=200)
+    steps = 1500
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
+                      optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
+    result = learner.run(jax.random.PRNGKey(1), steps, train, N, fields=False,
+                         progress_bar=False)
+    learned = float(exact.log_likelihood(m, result.params, train))
+    start = float(exact.log_likelihood(m, m.init_params(jax.random.PRNGKey(0)), train))
+    sup = float(best.log_likelihood)
+    assert start < sup - 0.5  # the test can fail: the starting point is far off
+    assert learned > sup - 0.05, (learned, sup)
+    assert learned < sup + 1e-3  # nothing beats the exact optimum
+    assert learned > float(exact.log_likelihood(m, true_params, train))
+
+
+def test_pcd_map_matches_exact_map(problem):
+    m_prior = ugm.UGM(ugm.models.vbm, N, fields=False, prior_scale=0.5)
+    _, _, train = problem
+    best = exact.fit(m_prior, train, num_steps=200)
+    assert float(best.grad_norm) < 1e-3  # with a Gaussian prior the optimum exists
+    steps = 1500
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
+                      optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
+    result = learner.run(jax.random.PRNGKey(2), steps, train, N, fields=False,
+                         prior_scale=0.5, progress_bar=False)
+    upper = np.triu_indices(N, 1)
+    error = np.abs(np.asarray(result.params["W"])[upper] - np.asarray(best.params["W"])[upper])
+    assert error.max() < 0.15, error.max()
+    assert objective(m_prior, result.params, train) > float(best.objective) - 0.01
+    # the prior matters: the MAP differs from the ML estimate
+    ml = exact.fit(problem[0], train, num_steps=200)
+    assert np.abs(np.asarray(ml.params["W"])[upper]
+                  - np.asarray(best.params["W"])[upper]).max() > 0.3

@@ -129,9 +129,18 @@ class MLE:
         self.model, self.estimator, self.optimizer = model, estimator, optimizer
         self.m = None
         self.last_state = None
+        self._setup_key = None
 
     # --- setup ------------------------------------------------------------------------
     def _setup(self, data, model_args, model_kwargs, inputs, batch_size):
+        key = (tuple(sorted((n, id(v)) for n, v in data.items())) if isinstance(data, dict)
+               else id(data), model_args, tuple(sorted(model_kwargs.items())), batch_size)
+        try:
+            if self.m is not None and key == self._setup_key:
+                return  # same model and data: keep the compiled steps
+        except (TypeError, ValueError):  # unhashable / array-valued arguments
+            pass
+        self._setup_key = key
         if inputs is not None:
             raise NotImplementedError("per-example inputs (CRFs) are not supported yet")
         if isinstance(self.model, UGM):

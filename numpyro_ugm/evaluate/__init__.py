@@ -1,0 +1,5 @@
+"""Evaluation of learned models: exact enumeration for small models."""
+
+from . import exact
+
+__all__ = ["exact"]

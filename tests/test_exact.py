@@ -1,0 +1,429 @@
+"""Exact evaluation by enumeration, checked against brute force written here: itertools
+over every configuration, each evaluated with ``m.log_potential`` and summed in float64."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import optax
+import pytest
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+
+# --- brute force ----------------------------------------------------------------------------
+
+
+def model_values(domain, labels):
+    """Labels -> model representation, written independently of the library."""
+    labels = np.asarray(labels)
+    if isinstance(domain, ugm.Categorical):
+        return np.eye(domain.num_categories, dtype=np.float32)[labels]
+    return np.asarray(domain.values, np.float32)[labels]
+
+
+def all_states(m, sites=None):
+    """Every configuration of ``sites`` (default: all state sites), batched."""
+    sites = list(m.state_sites) if sites is None else list(sites)
+    domains = [m.state_sites[s] for s in sites]
+    ranges = [range(d.num_values) for d in domains for _ in range(d.num_variables)]
+    labels = np.array(list(itertools.product(*ranges)), np.int64).reshape(-1, len(ranges))
+    out, pos = {}, 0
+    for s, d in zip(sites, domains):
+        block = labels[:, pos:pos + d.num_variables].reshape((-1,) + tuple(d.shape_))
+        out[s] = model_values(d, block)
+        pos += d.num_variables
+    return out
+
+
+_BRUTE = {}
+
+
+def brute_f(m, params, states):
+    """f at each of a batch of states, float64 (one compiled function per model)."""
+    if id(m) not in _BRUTE:
+        _BRUTE[id(m)] = (m, jax.jit(jax.vmap(m.log_potential, in_axes=(None, 0))))
+    f = _BRUTE[id(m)][1]
+    return np.asarray(f(params, {k: jnp.asarray(v) for k, v in states.items()}), np.float64)
+
+
+def brute_log_z(m, params):
+    return logsumexp(brute_f(m, params, all_states(m)))
+
+
+def brute_probs(m, params):
+    states = all_states(m)
+    f = brute_f(m, params, states)
+    return states, np.exp(f - logsumexp(f))
+
+
+def brute_grad_log_z(m, params):
+    states, p = brute_probs(m, params)
+    grads = jax.jit(jax.vmap(lambda x: jax.grad(m.log_potential)(params, x)))(states)
+    return {k: np.einsum("s,s...->...", p, np.asarray(v, np.float64)) for k, v in grads.items()}
+
+
+def brute_log_marginal(m, params, observed):
+    """log Σ_latent exp f(observed_n, latent) for each example (model representation)."""
+    latent = [s for s in m.state_sites if s not in observed]
+    hidden = all_states(m, latent)
+    num_hidden = len(next(iter(hidden.values())))
+    num_examples = len(next(iter(observed.values())))
+    states = {s: np.tile(v, (num_examples,) + (1,) * (v.ndim - 1)) for s, v in hidden.items()}
+    for s, v in observed.items():
+        states[s] = np.repeat(v, num_hidden, axis=0)
+    f = brute_f(m, params, states).reshape(num_examples, num_hidden)
+    return logsumexp(f, axis=1)
+
+
+def normal_params(m, seed, scale):
+    """N(0, scale²) draws for every parameter (numpy: no compilation per shape)."""
+    rng = np.random.default_rng(seed)
+    return {n: jnp.asarray(scale * rng.standard_normal(s.shape), jnp.float32)
+            for n, s in m.param_sites.items()}
+
+
+# --- models -------------------------------------------------------------------------------
+
+
+def cubic(nx, ny):
+    """Binary model with all third-order interactions z_i z_j z_k (i < j < k) and fields,
+    z = (x, y): two sites, so that ``y`` can be latent (its variables interact)."""
+    n = nx + ny
+    T = numpyro.param("T", jnp.zeros((n, n, n)))
+    b = numpyro.param("b", jnp.zeros(n))
+    x = numpyro.sample("x", ugm.Binary(nx))
+    y = numpyro.sample("y", ugm.Binary(ny))
+    z = jnp.concatenate([x, y])
+    i, j, k = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    mask = jnp.asarray((i < j) & (j < k), jnp.float32)
+    numpyro.factor("triples", jnp.einsum("ijk,i,j,k->", mask * T, z, z, z))
+    numpyro.factor("fields", b @ z)
+
+
+def potts_chain(n, k):
+    J = numpyro.param("J", jnp.zeros((k, k)))
+    h = numpyro.param("h", jnp.zeros((n, k)))
+    x = numpyro.sample("x", ugm.Categorical(n, k))
+    numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
+    numpyro.factor("fields", jnp.sum(h * x))
+
+
+def absolute(n):
+    """Not multilinear: |Σ x| and |x_i - x_{i+1}| are not products of variables."""
+    a = numpyro.param("a", 0.0)
+    J = numpyro.param("J", jnp.zeros(n - 1))
+    b = numpyro.param("b", jnp.zeros(n))
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("total", a * jnp.abs(jnp.sum(x)) ** 1.5)
+    numpyro.factor("steps", -J @ jnp.abs(x[1:] - x[:-1]))
+    numpyro.factor("fields", b @ x)
+
+
+def triangle_and_pair():
+    """A triangle p - q - r with a 16-valued r, and a separate pair x1 - x2. The coloring
+    puts r alone in the heaviest class; extending it to a maximal non-interacting set may
+    add x1 or x2, not both."""
+    A = numpyro.param("A", jnp.zeros((2, 16)))
+    J = numpyro.param("J", jnp.zeros(2))
+    b = numpyro.param("b", jnp.zeros(4))
+    t = numpyro.sample("t", ugm.Binary(2))
+    r = numpyro.sample("r", ugm.Categorical(1, 16))
+    x = numpyro.sample("x", ugm.Spin(2))
+    numpyro.factor("triangle", t @ A @ r[0] + J[0] * t[0] * t[1])
+    numpyro.factor("pair", J[1] * x[0] * x[1])
+    numpyro.factor("fields", b @ jnp.concatenate([t, x]))
+
+
+@pytest.fixture(scope="module")
+def vbm():
+    """Spin VBM with fields; W and b have N(0, 1) priors (used by the MAP fit too)."""
+    m = ugm.UGM(ugm.models.vbm, 9, prior_scale=1.0)
+    return m, normal_params(m, 1, 0.6)
+
+
+@pytest.fixture(scope="module")
+def rbm():
+    m = ugm.UGM(ugm.models.rbm, 6, 4)
+    return m, normal_params(m, 2, 1.0)
+
+
+@pytest.fixture(scope="module")
+def potts():
+    m = ugm.UGM(potts_chain, 6, 3)
+    return m, normal_params(m, 3, 1.0)
+
+
+# --- log Z -----------------------------------------------------------------------------------
+
+
+def test_vbm_log_z_any_chunk_size(vbm):
+    m, params = vbm
+    expected = brute_log_z(m, params)
+    # summing out one spin only halves the enumeration: not done unless asked for
+    assert exact.num_enumerated(m) == (2 ** 9, {})
+    num, summed = exact.num_enumerated(m, sum_out=True)
+    assert num == 2 ** 8 and len(summed["x"]) == 1
+    # chunks that do not divide the number of enumerated configurations
+    for chunk_size, sum_out in ((37, True), (2 ** 14, True), (100, False), (2 ** 14, "auto")):
+        got = exact.log_partition(m, params, chunk_size=chunk_size, sum_out=sum_out)
+        np.testing.assert_allclose(got, expected, rtol=2e-6, err_msg=f"{chunk_size=}")
+
+
+@pytest.fixture(scope="module")
+def third_order():
+    m = ugm.UGM(cubic, 5, 3)
+    return m, normal_params(m, 4, 0.8)
+
+
+def test_third_order_binary_log_z(third_order):
+    m, params = third_order
+    assert m.structure.multilinear
+    np.testing.assert_allclose(exact.log_partition(m, params, chunk_size=50),
+                               brute_log_z(m, params), rtol=2e-6)
+
+
+def test_potts_chain_log_z(potts):
+    m, params = potts
+    num, summed = exact.num_enumerated(m)
+    assert num == 3 ** 3  # every other variable of the chain is summed out
+    np.testing.assert_allclose(exact.log_partition(m, params, chunk_size=10),
+                               brute_log_z(m, params), rtol=2e-6)
+    np.testing.assert_allclose(exact.log_partition(m, params, sum_out=False),
+                               brute_log_z(m, params), rtol=2e-6)
+
+
+def test_sum_out_set_is_extended_but_stays_non_interacting():
+    m = ugm.UGM(triangle_and_pair)
+    params = normal_params(m, 8, 1.0)
+    num, summed = exact.num_enumerated(m)
+    assert num == 2 ** 3  # r (16 values) and one of x1, x2 summed out
+    assert summed["r"] is None and len(summed["x"]) == 1
+    np.testing.assert_allclose(exact.log_partition(m, params), brute_log_z(m, params),
+                               rtol=2e-6)
+
+
+def test_not_multilinear_is_enumerated_in_full():
+    m = ugm.UGM(absolute, 7)
+    params = normal_params(m, 5, 0.7)
+    assert not m.structure.multilinear
+    assert exact.num_enumerated(m) == (2 ** 7, {})
+    np.testing.assert_allclose(exact.log_partition(m, params, chunk_size=29),
+                               brute_log_z(m, params), rtol=2e-6)
+    g = jax.grad(lambda p: exact.log_partition(m, p, chunk_size=29))(params)
+    expected = brute_grad_log_z(m, params)
+    for k in params:
+        np.testing.assert_allclose(g[k], expected[k], atol=2e-5, err_msg=k)
+
+
+def test_log_z_changes_with_params(vbm):
+    """Guards against an answer that ignores the parameters."""
+    m, params = vbm
+    other = {k: v * 1.3 for k, v in params.items()}
+    a, b = exact.log_partition(m, params), exact.log_partition(m, other)
+    assert abs(float(a) - float(b)) > 0.1
+    np.testing.assert_allclose(b, brute_log_z(m, other), rtol=2e-6)
+
+
+# --- gradients ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["vbm", "potts", "rbm"])
+def test_grad_log_z_is_model_expectation(name, request):
+    m, params = request.getfixturevalue(name)
+    g = jax.jit(jax.grad(lambda p: exact.log_partition(m, p, chunk_size=24,
+                                                       sum_out=True)))(params)
+    expected = brute_grad_log_z(m, params)
+    for k in params:
+        np.testing.assert_allclose(g[k], expected[k], atol=2e-5, err_msg=k)
+
+
+# --- likelihood with latent sites -------------------------------------------------------------
+
+
+def test_rbm_log_likelihood_hidden_summed(rbm):
+    m, params = rbm
+    rng = np.random.default_rng(0)
+    v = rng.integers(0, 2, size=(13, 6)).astype(np.int8)
+    log_z = brute_log_z(m, params)
+    expected = brute_log_marginal(m, params, {"v": v.astype(np.float32)}) - log_z
+    np.testing.assert_allclose(exact.log_prob(m, params, {"v": v}), expected, atol=2e-5)
+    np.testing.assert_allclose(exact.log_likelihood(m, params, {"v": v}, chunk_size=4),
+                               expected.mean(), atol=2e-5)
+    # the other way round: hidden observed, visibles latent
+    h = rng.integers(0, 2, size=(5, 4))
+    expected = brute_log_marginal(m, params, {"h": h.astype(np.float32)}) - log_z
+    np.testing.assert_allclose(exact.log_likelihood(m, params, {"h": h}), expected.mean(),
+                               atol=2e-5)
+
+
+def test_interacting_latent_sites_enumerated_per_example(third_order):
+    m, params = third_order
+    assert not m.structure.independent(("y",))  # no closed form: enumerated per example
+    x = np.random.default_rng(1).integers(0, 2, size=(7, 5))
+    expected = brute_log_marginal(m, params, {"x": x.astype(np.float32)}) - brute_log_z(m,
+                                                                                       params)
+    for chunk_size in (3, 2 ** 14):
+        np.testing.assert_allclose(exact.log_prob(m, params, {"x": x}, chunk_size=chunk_size),
+                                   expected, atol=2e-5)
+
+
+def test_fully_observed_log_likelihood(potts):
+    m, params = potts
+    labels = np.random.default_rng(2).integers(0, 3, size=(11, 6))
+    states = {"x": np.eye(3, dtype=np.float32)[labels]}
+    expected = brute_f(m, params, states) - brute_log_z(m, params)
+    np.testing.assert_allclose(exact.log_likelihood(m, params, {"x": labels}),
+                               expected.mean(), atol=2e-5)
+
+
+def test_bad_data_is_rejected(rbm):
+    m, params = rbm
+    with pytest.raises(ValueError, match="outside the domain"):
+        exact.log_likelihood(m, params, {"v": np.full((2, 6), 2)})
+    with pytest.raises(KeyError, match="not state sites"):
+        exact.log_likelihood(m, params, {"z": np.zeros((2, 6))})
+
+
+# --- expectations and marginals -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["rbm", "potts"])
+def test_marginals(name, request):
+    m, params = request.getfixturevalue(name)
+    states, p = brute_probs(m, params)
+    got = exact.marginals(m, params, chunk_size=5)
+    for s, d in m.state_sites.items():
+        if isinstance(d, ugm.Categorical):
+            onehot = states[s]
+        else:
+            onehot = np.stack([states[s] == v for v in d.values], -1).astype(np.float64)
+        expected = np.einsum("s,s...->...", p, onehot)
+        assert got[s].shape == tuple(d.shape_) + (d.num_values,)
+        np.testing.assert_allclose(got[s], expected, atol=2e-6, err_msg=s)
+
+
+def test_expectation_of_a_pytree(rbm):
+    m, params = rbm
+    states, p = brute_probs(m, params)
+    fn = lambda x: {"vh": jnp.outer(x["v"], x["h"]), "n": jnp.sum(x["v"]) ** 2}  # noqa: E731
+    got = exact.expectation(m, params, fn, chunk_size=100)
+    vh = np.einsum("s,si,sj->ij", p, states["v"], states["h"])
+    n2 = np.sum(p * states["v"].sum(1) ** 2)
+    np.testing.assert_allclose(got["vh"], vh, atol=2e-6)
+    np.testing.assert_allclose(got["n"], n2, rtol=2e-6)
+
+
+# --- a large RBM against its independent closed form --------------------------------------------
+
+
+def test_rbm_784x10_against_closed_form():
+    V, H = 784, 10
+    m = ugm.UGM(ugm.models.rbm, V, H)
+    rng = np.random.default_rng(3)
+    W, b, c = rng.normal(0, 0.1, (V, H)), rng.normal(0, 0.5, V), rng.normal(0, 0.5, H)
+    params = {"W": jnp.asarray(W, jnp.float32), "b": jnp.asarray(b, jnp.float32),
+              "c": jnp.asarray(c, jnp.float32)}
+    num, summed = exact.num_enumerated(m)
+    assert num == 2 ** H and summed == {"v": None}
+    hs = np.array(list(itertools.product([0.0, 1.0], repeat=H)))  # (1024, H)
+    terms = hs @ c + np.logaddexp(0.0, b[None, :] + hs @ W.T).sum(1)
+    log_z = logsumexp(terms)
+    np.testing.assert_allclose(exact.log_partition(m, params), log_z, rtol=1e-6)
+    v = (rng.random((5, V)) < 0.3).astype(np.int8)
+    free = v @ b + np.logaddexp(0.0, c + v @ W).sum(1)
+    np.testing.assert_allclose(exact.log_prob(m, params, {"v": v}), free - log_z, rtol=1e-5)
+
+
+# --- float64 ----------------------------------------------------------------------------------------
+
+
+def test_float64(potts):
+    m, params = potts
+    with jax.enable_x64(True):
+        params = {k: jnp.asarray(v, jnp.float64) * 2.0 for k, v in params.items()}
+        got = exact.log_partition(m, params, chunk_size=7)
+        assert got.dtype == jnp.float64
+        states = all_states(m)
+        f = jax.vmap(lambda x: m.log_potential(params, x))(
+            {k: jnp.asarray(v, jnp.float64) for k, v in states.items()})
+        np.testing.assert_allclose(got, logsumexp(np.asarray(f)), rtol=1e-12)
+
+
+def test_too_many_configurations():
+    m = ugm.UGM(ugm.models.vbm, 32)
+    with pytest.raises(ValueError, match="exact enumeration would need"):
+        exact.log_partition(m, {"W": jnp.zeros((32, 32)), "b": jnp.zeros(32)}, sum_out=False)
+
+
+# --- fit -------------------------------------------------------------------------------------------
+
+
+def test_fit_map_matches_brute_force_optimum(vbm):
+    m, _ = vbm
+    n, prior = 9, 1.0
+    rng = np.random.default_rng(4)
+    x = np.where(rng.random((30, n)) < 0.7, 1, -1)
+    x[:, 1] = x[:, 0] * np.where(rng.random(30) < 0.85, 1, -1)  # a strong coupling
+    x[:, 2] = x[:, 0]  # a pair that always agrees: without the prior the MLE would not exist
+    result = exact.fit(m, {"x": x}, num_steps=300)
+
+    # brute force in float64: features x_i x_j (i < j) and x_i, Gaussian prior on all of W, b
+    X = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+    iu = np.triu_indices(n, 1)
+    phi = lambda s: np.concatenate([(s[:, :, None] * s[:, None, :])[:, iu[0], iu[1]], s], 1)  # noqa
+    data_mean, phi_all = phi(x.astype(float)).mean(0), phi(X)
+
+    def neg_objective(theta):
+        f = phi_all @ theta
+        log_z = logsumexp(f)
+        p = np.exp(f - log_z)
+        obj = data_mean @ theta - log_z - 0.5 * theta @ theta / prior ** 2 / len(x)
+        grad = data_mean - p @ phi_all - theta / prior ** 2 / len(x)
+        return -obj, -grad
+
+    k = len(iu[0])
+    opt = minimize(neg_objective, np.zeros(k + n), jac=True, method="BFGS",
+                   options={"gtol": 1e-10})
+    W = np.asarray(result.params["W"])
+    theta = np.concatenate([W[iu], np.asarray(result.params["b"])])
+    np.testing.assert_allclose(theta, opt.x, atol=3e-3)
+    # entries of W the model does not use sit at the prior mode
+    np.testing.assert_allclose(np.tril(W), 0.0, atol=1e-3)
+    # objective: the brute force omits the prior's normalizing constant and the unused entries
+    const = -0.5 * (n * n + n) * np.log(2 * np.pi * prior ** 2) / len(x)
+    np.testing.assert_allclose(result.objective, -opt.fun + const, atol=2e-5)
+    assert float(result.grad_norm) < 1e-3
+    assert result.trace["objective"][0] < float(result.objective) - 0.1
+    # the gradient is ~0 at the result, by the brute-force gradient (the entries of W
+    # that f does not use only feel the prior and were checked above)
+    assert np.max(np.abs(neg_objective(theta)[1])) < 1e-4
+
+
+def test_exact_samples_follow_the_marginals(potts):
+    m, params = potts
+    draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=100)
+    assert draws["x"].shape == (4000, 6)
+    freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
+    p = np.asarray(exact.marginals(m, params)["x"])
+    assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
+
+
+def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):
+    m, _ = rbm
+    v = np.random.default_rng(5).integers(0, 2, size=(20, 6))
+    v[:, 1] = v[:, 0]
+    result = exact.fit(m, {"v": v}, num_steps=150, optimizer=optax.adam(0.05),
+                       rng_key=jax.random.PRNGKey(0))
+    assert result.num_steps == 150 and not result.converged
+    ll0 = result.trace["log_likelihood"][0]
+    np.testing.assert_allclose(result.log_likelihood,
+                               exact.log_likelihood(m, result.params, {"v": v}), atol=1e-5)
+    assert float(result.log_likelihood) > ll0 + 0.5
+    with pytest.raises(TypeError, match="already a UGM"):
+        exact.fit(m, {"v": v}, 6)

@@ -96,9 +96,12 @@ class UGM:
                 self.state_sites[name] = site["fn"]
             elif _is_prior(site):
                 if site["fn"].is_discrete:
+                    base = site["fn"]
+                    while hasattr(base, "base_dist"):  # .expand(), .to_event(), .mask()
+                        base = base.base_dist
                     raise TypeError(
                         f"site {name!r} has the discrete distribution "
-                        f"{type(site['fn']).__name__}: declare discrete state with "
+                        f"{type(base).__name__}: declare discrete state with "
                         "ugm.Spin, ugm.Binary or ugm.Categorical")
                 self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
                                                    site["fn"].support, site["fn"])

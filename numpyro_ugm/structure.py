@@ -4,14 +4,22 @@ conditionally independent variables, multilinearity, and closed-form sum-out.
 For a log-potential f that is multilinear in each variable, the conditional log-odds of
 every variable follow from one gradient (:func:`conditional_logits`), and two variables
 interact exactly when the mixed second derivative of f is non-zero somewhere. The graph
-is read off the sparsity of the Hessian at random states and random parameters (one
+is read off the sparsity of the Hessian at random parameters and random states (one
 Hessian-vector product per coordinate, in chunks). Multilinearity is verified at setup by
 comparing the gradient's conditionals with conditionals computed by evaluating f at each
 value; a model that fails falls back to those exact conditionals, and its graph comes
 from flipping variables one at a time (or, when that is too costly, to one variable per
 block) — never to a silently wrong sampler.
+
+The random states are points of the domain **and interior points** (each variable a
+random convex combination of its values). At domain points a mixed derivative can vanish
+by accident — ∂²(x₀x₁x₂)/∂x₁∂x₂ = x₀ is 0 whenever the binary x₀ is 0 — and an edge
+missed that way would put interacting variables in one block; at interior points a
+non-zero multilinear polynomial is non-zero with probability one. The union of the edges
+found at all points is kept (an extra edge costs speed, a missing one correctness).
 """
 
+import functools
 import warnings
 from typing import NamedTuple
 
@@ -164,23 +172,46 @@ class Structure(NamedTuple):
         return not np.any(members[self.edges[:, 0]] & members[self.edges[:, 1]])
 
 
-def _random_params(m, rng_key):
-    params = m.init_params(rng_key)
-    u = m.to_unconstrained(params)
-    keys = jax.random.split(jax.random.fold_in(rng_key, 1), len(u))
-    u = {n: v + jax.random.normal(k, jnp.shape(v)) for k, (n, v) in zip(keys, u.items())}
+def _random_params(m, rng_key, rng):
+    """Initial parameters moved by N(0, 1) in the unconstrained space."""
+    u = m.to_unconstrained(m.init_params(rng_key))
+    u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
+         for n, v in u.items()}
     return m.to_constrained(u)
 
 
-def _probe_points(m, rng_key, num_points):
-    keys = jax.random.split(rng_key, num_points)
-    return [(_random_params(m, jax.random.fold_in(k, 0)),
-             m.random_state(jax.random.fold_in(k, 1))) for k in keys]
+def _probe_points(m, rng_key, num_points, interior=False):
+    """Random (parameters, state) pairs: states uniform on the domain, or (``interior``)
+    each variable a uniformly random convex combination of its values.
+
+    The draws use numpy (seeded from ``rng_key``): eager JAX draws would compile one small
+    program per shape, which dominated the setup time of small models.
+    """
+    dtype = np.dtype(jnp.result_type(float))
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).ravel())
+    points = []
+    for key in jax.random.split(rng_key, num_points):
+        params = _random_params(m, key, rng)
+        state = {}
+        for s, d in m.state_sites.items():
+            values = np.asarray(d.model_values(), dtype)  # (K, *event)
+            if interior:
+                w = rng.exponential(size=d.batch_shape + (d.num_values,))
+                w = w / w.sum(-1, keepdims=True)  # Dirichlet(1, ..., 1)
+                state[s] = np.tensordot(w, values, axes=1).astype(dtype)
+            else:
+                state[s] = values[rng.integers(0, d.num_values, d.batch_shape)]
+        points.append((params, state))
+    return points
 
 
-def check_multilinear(m, points, max_variables=256):
+def check_multilinear(m, points, interior_points=(), max_variables=256):
     """Whether gradient conditionals equal exact conditionals at the probe points
-    (on up to ``max_variables`` random variables per site)."""
+    (on up to ``max_variables`` random variables per site).
+
+    A non-finite log-potential is an error at ``points`` (domain states); the
+    ``interior_points`` where it is not finite are skipped.
+    """
     rng = np.random.default_rng(0)
     domains = m.state_sites
     block = {}
@@ -194,16 +225,21 @@ def check_multilinear(m, points, max_variables=256):
         return (conditional_logits(f, state, domains, block),
                 exact_conditional_logits(f, state, domains, block))
 
-    for params, state in points:
+    labelled = [(p, False) for p in points] + [(p, True) for p in interior_points]
+    for (params, state), interior in labelled:
         fast, slow = both(params, state)
+        a = {s: np.asarray(fast[s] - fast[s][..., :1]) for s in block}
+        b = {s: np.asarray(slow[s] - slow[s][..., :1]) for s in block}
+        finite = [s for s in block if np.all(np.isfinite(b[s]))]
+        if len(finite) < len(block):
+            if interior:
+                continue
+            bad = next(s for s in block if s not in finite)
+            raise FloatingPointError(f"the log-potential is not finite at random "
+                                     f"states (site {bad!r})")
         for s in block:
-            a = np.asarray(fast[s] - fast[s][..., :1])
-            b = np.asarray(slow[s] - slow[s][..., :1])
-            if not np.all(np.isfinite(b)):
-                raise FloatingPointError(f"the log-potential is not finite at random "
-                                         f"states (site {s!r})")
-            scale = 1.0 + np.max(np.abs(b))
-            if not np.allclose(a, b, rtol=1e-3, atol=1e-3 * scale):
+            scale = 1.0 + np.max(np.abs(b[s]))
+            if not np.allclose(a[s], b[s], rtol=1e-3, atol=1e-3 * scale):
                 return False
     return True
 
@@ -212,11 +248,12 @@ def _hessian_edges(m, points, offsets, chunk=256):
     """Interacting pairs from the Hessian's sparsity (multilinear models)."""
     params0, state0 = points[0]
     z0, unravel = ravel_pytree(state0)
-    var_tree = {s: jnp.broadcast_to(
-        (offsets[k] + jnp.arange(d.num_variables)).reshape(
-            d.batch_shape + (1,) * len(d.event_shape)), state0[s].shape).astype(z0.dtype)
+    var_tree = {s: np.broadcast_to(
+        (offsets[k] + np.arange(d.num_variables)).reshape(
+            d.batch_shape + (1,) * len(d.event_shape)), np.shape(state0[s]))
         for k, (s, d) in enumerate(m.state_sites.items())}
-    coord_var = np.asarray(ravel_pytree(var_tree)[0]).astype(np.int64)
+    # the variable of each coordinate, in ravel_pytree's (tree-leaves) order
+    coord_var = np.concatenate([v.ravel() for v in jax.tree.leaves(var_tree)])
     dim = z0.shape[0]
 
     @jax.jit
@@ -246,33 +283,52 @@ def _unique_pairs(pairs):
     return np.stack([keys // width, keys % width], axis=1)
 
 
-def _flip_edges(m, points, offsets):
+def _flip_edges(m, points, offsets, max_floats=1 << 24):
     """Interacting pairs by flipping each variable and comparing exact conditionals
-    (any log-potential; cost quadratic in the number of variables)."""
+    (any log-potential; cost quadratic in the number of variables). Flips are vmapped
+    in chunks of about ``max_floats`` state values; points where the log-potential is not
+    finite are skipped."""
     domains = m.state_sites
     block = {s: None for s in domains}
-    edges = []
+    var_of_entry = np.concatenate(
+        [np.repeat(offsets[k] + np.arange(d.num_variables), d.num_values)
+         for k, d in enumerate(domains.values())])
+    state_size = sum(int(np.prod(d.batch_shape + d.event_shape)) for d in domains.values())
+    chunk = int(np.clip(max_floats // max(1, state_size * len(var_of_entry)), 1, 256))
+
+    def all_logits(params, x):
+        f = lambda y: m.log_potential(params, y)  # noqa: E731
+        return jnp.concatenate([(v - v[:, :1]).ravel() for v in
+                                exact_conditional_logits(f, x, domains, block).values()])
+
+    def flipped(s, params, state, idx, labels):
+        d = domains[s]
+
+        def one(i, label):
+            value = d.label_to_model(label[None], state[s].dtype)
+            return all_logits(params, {**state, s: scatter(state[s], d, i[None], value)})
+
+        return jax.vmap(one)(idx, labels)
+
+    base_fn = jax.jit(all_logits)
+    flipped_fns = {s: jax.jit(functools.partial(flipped, s)) for s in domains}
+    edges = [np.zeros((0, 2), np.int64)]
     rng = np.random.default_rng(1)
     for params, state in points:
-        f = lambda x, p=params: m.log_potential(p, x)  # noqa: E731
-        all_logits = jax.jit(lambda x: jnp.concatenate(
-            [(v - v[:, :1]).ravel() for v in
-             exact_conditional_logits(f, x, domains, block).values()]))
-        flat = lambda x: np.asarray(all_logits(x))  # noqa: E731
-        base = flat(state)
-        var_of_entry = np.concatenate(
-            [np.repeat(offsets[k] + np.arange(d.num_variables), d.num_values)
-             for k, d in enumerate(domains.values())])
+        base = np.asarray(base_fn(params, state))
+        if not np.all(np.isfinite(base)):
+            continue
         for k, (s, d) in enumerate(domains.items()):
-            for i in range(d.num_variables):
-                current = int(d.labels(site_variables(state[s], d)[i]))
-                label = (current + rng.integers(1, d.num_values)) % d.num_values
-                x = dict(state)
-                x[s] = scatter(state[s], d, np.array([i]),
-                               d.label_to_model(jnp.array([label]), state[s].dtype))
-                changed = np.abs(flat(x) - base) > 1e-4 * (1 + np.abs(base))
-                others = np.unique(var_of_entry[changed])
-                edges.append(np.stack([others, np.full_like(others, offsets[k] + i)], 1))
+            n = d.num_variables
+            current = np.asarray(d.labels(site_variables(state[s], d)))
+            labels = ((current + rng.integers(1, d.num_values, n)) % d.num_values)
+            for start in range(0, n, chunk):
+                idx = np.minimum(np.arange(start, start + chunk), n - 1)
+                out = np.asarray(flipped_fns[s](params, state, jnp.asarray(idx),
+                                                jnp.asarray(labels[idx], jnp.int32)))
+                changed = ~(np.abs(out - base) <= 1e-4 * (1 + np.abs(base)))  # NaN: changed
+                rows, cols = np.nonzero(changed)
+                edges.append(np.stack([var_of_entry[cols], offsets[k] + idx[rows]], 1))
     return _unique_pairs(np.concatenate(edges))
 
 
@@ -293,7 +349,7 @@ def greedy_coloring(num_variables, edges):
     return colors
 
 
-def analyze(m, rng_key=None, num_points=2, max_flip_variables=512):
+def analyze(m, rng_key=None, num_points=2, max_flip_variables=512, num_interior=2):
     """Find the structure of a :class:`~numpyro_ugm.model.UGM` (see the module docstring).
 
     Parameters
@@ -302,7 +358,9 @@ def analyze(m, rng_key=None, num_points=2, max_flip_variables=512):
     rng_key : jax PRNGKey, optional
         Key for the random probe states and parameters (fixed default).
     num_points : int
-        Number of random (state, parameters) probes.
+        Number of random (parameters, domain state) probes.
+    num_interior : int
+        Number of random (parameters, interior state) probes (see the module docstring).
     max_flip_variables : int
         Largest model for which a non-multilinear potential gets its graph by flipping;
         above it every variable is its own block.
@@ -317,11 +375,12 @@ def analyze(m, rng_key=None, num_points=2, max_flip_variables=512):
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     num_variables = int(offsets[-1])
     points = _probe_points(m, rng_key, num_points)
-    multilinear = check_multilinear(m, points)
+    inner = _probe_points(m, jax.random.fold_in(rng_key, 1), num_interior, interior=True)
+    multilinear = check_multilinear(m, points, inner)
     if multilinear:
-        edges = _hessian_edges(m, points, offsets)
+        edges = _hessian_edges(m, points + inner, offsets)
     elif num_variables <= max_flip_variables:
-        edges = _flip_edges(m, points, offsets)
+        edges = _flip_edges(m, points + inner, offsets)
     else:
         warnings.warn(
             f"the log-potential is not multilinear in its variables and the model has "

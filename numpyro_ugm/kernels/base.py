@@ -42,11 +42,44 @@ class KernelSpec:
 
 
 def sample_labels(rng_key, logits):
-    """Draw labels from per-variable logits (..., K); one uniform per variable if K = 2."""
+    """Draw labels from per-variable logits (..., K).
+
+    One uniform per variable: a comparison with the sigmoid of the log-odds if K = 2,
+    otherwise inversion of the cumulative distribution (K exponentials, no Gumbel noise).
+    """
     if logits.shape[-1] == 2:
-        p1 = jax.nn.sigmoid(logits[..., 1] - logits[..., 0])
-        return (jax.random.uniform(rng_key, p1.shape, p1.dtype) < p1).astype(jnp.int32)
-    return jax.random.categorical(rng_key, logits, axis=-1).astype(jnp.int32)
+        return _draw_second(rng_key, logits[..., 1] - logits[..., 0]).astype(jnp.int32)
+    weights = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
+    cumulative = jnp.cumsum(weights, axis=-1)
+    u = jax.random.uniform(rng_key, logits.shape[:-1], logits.dtype) * cumulative[..., -1]
+    return jnp.sum(cumulative[..., :-1] <= u[..., None], axis=-1, dtype=jnp.int32)
+
+
+def sample_values(rng_key, logits, domain, dtype):
+    """Draw values (model representation) of variables of ``domain`` from their logits.
+
+    Parameters
+    ----------
+    rng_key : jax PRNGKey
+    logits : array (n, K)
+        Conditional log-probabilities (up to a constant per variable).
+    domain : Domain
+    dtype : dtype of the result
+
+    Returns
+    -------
+    array (n, *domain.event_shape)
+    """
+    if logits.shape[-1] == 2 and not domain.event_shape:
+        low, high = (jnp.asarray(v, dtype) for v in domain.values)
+        return jnp.where(_draw_second(rng_key, logits[..., 1] - logits[..., 0]), high, low)
+    return domain.label_to_model(sample_labels(rng_key, logits), dtype)
+
+
+def _draw_second(rng_key, log_odds):
+    """Bernoulli(sigmoid(log_odds)) draws, one uniform each."""
+    u = jax.random.uniform(rng_key, log_odds.shape, log_odds.dtype)
+    return u < jax.nn.sigmoid(log_odds)
 
 
 def as_spec(kernel, default):

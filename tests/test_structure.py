@@ -1,0 +1,270 @@
+"""The structure found from the model itself: interaction graph, coloring into blocks,
+multilinearity, ``independent()``, and the errors for models that cannot be sampled."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.structure import analyze, greedy_coloring
+
+# --- models -----------------------------------------------------------------------------
+
+
+def grid(L):
+    """Periodic L×L Ising grid, written with rolls."""
+    J = numpyro.param("J", 0.3)
+    h = numpyro.param("h", 0.1)
+    x = numpyro.sample("x", ugm.Spin((L, L)))
+    numpyro.factor("couplings", J * jnp.sum(x * jnp.roll(x, 1, 0) + x * jnp.roll(x, 1, 1)))
+    numpyro.factor("field", h * jnp.sum(x))
+
+
+def potts_chain(n, K):
+    """Open chain of K-label variables with one K×K coupling matrix per bond."""
+    J = numpyro.param("J", jnp.zeros((n - 1, K, K)))
+    h = numpyro.param("h", jnp.zeros((n, K)))
+    x = numpyro.sample("x", ugm.Categorical(n, K))
+    numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x[:-1], J, x[1:]))
+    numpyro.factor("fields", jnp.sum(h * x))
+
+
+def abs_chain(n):
+    """A spin chain written with |.| (not multilinear) plus a square on the first three
+    spins (a triangle)."""
+    J = numpyro.param("J", jnp.ones(n - 1))
+    c = numpyro.param("c", 0.5)
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("chain", jnp.sum(J * jnp.abs(x[:-1] + x[1:] + 0.5)))
+    numpyro.factor("triangle", c * (x[0] + x[1] + x[2]) ** 2)
+
+
+def third_order():
+    """Binary variables with one third-order factor and one pairwise factor."""
+    T = numpyro.param("T", 1.0)
+    W = numpyro.param("W", 1.0)
+    x = numpyro.sample("x", ugm.Binary(5))
+    numpyro.factor("triple", T * x[0] * x[1] * x[2])
+    numpyro.factor("pair", W * x[3] * x[4])
+
+
+def two_sites():
+    """A spin site and a categorical site, coupled through one pair."""
+    A = numpyro.param("A", jnp.ones(3))
+    s = numpyro.sample("s", ugm.Spin(4))
+    y = numpyro.sample("y", ugm.Categorical(2, 3))
+    numpyro.factor("link", s[0] * (A @ y[1]) + s[1] * s[2])
+
+
+def edge_set(structure):
+    return {tuple(int(v) for v in e) for e in structure.edges}
+
+
+# --- graphs and blocks ------------------------------------------------------------------
+
+
+def test_rbm_two_blocks():
+    m = ugm.UGM(ugm.models.rbm, 5, 3)
+    st = m.structure
+    assert st.multilinear
+    assert st.sites == ("v", "h")
+    assert m.blocks == [{"v": None}, {"h": None}]
+    expected = {(i, 5 + j) for i in range(5) for j in range(3)}  # complete bipartite
+    assert edge_set(st) == expected
+    assert st.independent(["v"]) and st.independent(["h"])
+    assert not st.independent(["v", "h"])
+
+
+@pytest.mark.parametrize("L", [4, 6])
+def test_even_periodic_grid_checkerboard(L):
+    m = ugm.UGM(grid, L)
+    st = m.structure
+    assert st.multilinear
+    i, j = np.divmod(np.arange(L * L), L)
+    expected = set()
+    for a, b in [(1, 0), (0, 1)]:
+        nb = ((i + a) % L) * L + (j + b) % L
+        expected |= {(min(p, q), max(p, q)) for p, q in zip(range(L * L), nb)}
+    assert edge_set(st) == expected
+    np.testing.assert_array_equal(st.colors, (i + j) % 2)
+    assert len(m.blocks) == 2
+    np.testing.assert_array_equal(m.blocks[0]["x"], np.nonzero((i + j) % 2 == 0)[0])
+    np.testing.assert_array_equal(m.blocks[1]["x"], np.nonzero((i + j) % 2 == 1)[0])
+    assert not st.independent(["x"])
+
+
+def test_fully_connected_one_variable_per_block():
+    m = ugm.UGM(ugm.models.vbm, 6)
+    st = m.structure
+    assert st.multilinear
+    assert edge_set(st) == {(i, j) for i in range(6) for j in range(i + 1, 6)}
+    assert len(m.blocks) == 6
+    for c, block in enumerate(m.blocks):
+        np.testing.assert_array_equal(block["x"], [c])
+
+
+def test_potts_chain_alternating():
+    m = ugm.UGM(potts_chain, 7, 3)
+    st = m.structure
+    assert st.multilinear  # one-hot representation keeps x_i J x_j multilinear
+    assert edge_set(st) == {(i, i + 1) for i in range(6)}
+    np.testing.assert_array_equal(st.colors, np.arange(7) % 2)
+    np.testing.assert_array_equal(m.blocks[0]["x"], [0, 2, 4, 6])
+    np.testing.assert_array_equal(m.blocks[1]["x"], [1, 3, 5])
+
+
+def test_third_order_factor_gives_a_triangle():
+    m = ugm.UGM(third_order)
+    st = m.structure
+    assert st.multilinear
+    assert edge_set(st) == {(0, 1), (0, 2), (1, 2), (3, 4)}
+    assert len(m.blocks) == 3  # the triangle needs three colors
+    for a, b in edge_set(st):
+        assert st.colors[a] != st.colors[b]
+
+
+def gated(multilinear):
+    """Binary model whose 1-2 interaction is switched off whenever x0 = 0: at domain
+    points it is invisible half the time, so probes must not rely on them alone."""
+    c = numpyro.param("c", 1.0)
+    x = numpyro.sample("x", ugm.Binary(5))
+    pair = x[1] * x[2] if multilinear else jnp.abs(x[1] + x[2] - 0.5)
+    numpyro.factor("gated", c * x[0] * pair)
+    numpyro.factor("pair", c * x[3] * x[4])
+
+
+@pytest.mark.parametrize("multilinear", [True, False])
+def test_interactions_masked_at_domain_points_are_found(multilinear):
+    m = ugm.UGM(gated, multilinear)
+    for seed in range(3):
+        st = analyze(m, rng_key=jax.random.PRNGKey(seed))
+        assert st.multilinear == multilinear
+        assert edge_set(st) == {(0, 1), (0, 2), (1, 2), (3, 4)}, seed
+
+
+def test_several_sites_global_numbering():
+    m = ugm.UGM(two_sites)
+    st = m.structure
+    assert st.sites == ("s", "y")
+    np.testing.assert_array_equal(st.offsets, [0, 4, 6])
+    assert edge_set(st) == {(0, 5), (1, 2)}  # s[0]-y[1], s[1]-s[2]
+    np.testing.assert_array_equal(st.global_indices("y"), [4, 5])
+    np.testing.assert_array_equal(st.global_indices("y", [1]), [5])
+    # every variable appears in exactly one block, and blocks hold no edge
+    seen = np.zeros(st.num_variables, int)
+    for block in m.blocks:
+        members = []
+        for s, idx in block.items():
+            members.extend(st.global_indices(s, idx))
+        seen[members] += 1
+        members = set(int(v) for v in members)
+        assert not any(a in members and b in members for a, b in edge_set(st))
+    np.testing.assert_array_equal(seen, 1)
+    assert not st.independent(["s", "y"])
+    assert st.independent(["y"])
+
+
+def test_non_multilinear_detected_and_graph_found_by_flips():
+    m = ugm.UGM(abs_chain, 6)
+    st = m.structure
+    assert not st.multilinear
+    assert edge_set(st) == {(i, i + 1) for i in range(5)} | {(0, 2)}
+    assert len(m.blocks) == 3  # the triangle 0-1-2
+    for a, b in edge_set(st):
+        assert st.colors[a] != st.colors[b]
+
+
+def test_non_multilinear_too_large_falls_back_to_single_sites():
+    m = ugm.UGM(abs_chain, 6)
+    with pytest.warns(UserWarning, match="not multilinear"):
+        st = analyze(m, max_flip_variables=4)
+    assert not st.multilinear and st.edges is None
+    np.testing.assert_array_equal(st.colors, np.arange(6))
+    assert not st.independent(["x"])
+
+
+def test_square_of_sum_is_not_multilinear():
+    def model():
+        w = numpyro.param("w", jnp.ones(4))
+        x = numpyro.sample("x", ugm.Spin(4))
+        numpyro.factor("sq", (w @ x) ** 2)
+
+    st = ugm.UGM(model).structure
+    assert not st.multilinear
+    assert len(st.edges) == 6 and len(st.blocks) == 4  # complete graph
+
+
+def test_independent_unknown_graph_and_singletons():
+    m = ugm.UGM(two_sites)
+    st = m.structure._replace(edges=None)
+    assert not st.independent(["s"])
+    one = ugm.UGM(lambda: numpyro.factor("f", numpyro.sample("z", ugm.Spin(1)).sum()))
+    assert one.structure._replace(edges=None).independent(["z"])
+
+
+def test_greedy_coloring_is_proper_on_random_graphs():
+    rng = np.random.default_rng(0)
+    for n in [1, 5, 30]:
+        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)
+                          if rng.random() < 0.3], np.int64).reshape(-1, 2)
+        colors = greedy_coloring(n, pairs)
+        assert colors.shape == (n,) and colors.min() == 0
+        assert np.all(colors[pairs[:, 0]] != colors[pairs[:, 1]])
+        assert colors.max() <= (np.bincount(pairs.ravel(), minlength=n).max() if n > 1 else 0)
+
+
+def test_structure_computed_once_and_shared_by_observe():
+    m = ugm.UGM(ugm.models.rbm, 4, 2)
+    st = m.structure
+    assert m.structure is st
+    assert m.observe(["v"]).structure is st
+
+
+def test_structure_found_inside_a_trace():
+    m = ugm.UGM(ugm.models.rbm, 3, 2)
+
+    @jax.jit
+    def f(x):
+        return x + len(m.blocks)
+
+    assert int(f(0)) == 2
+
+
+# --- errors -----------------------------------------------------------------------------
+
+
+def test_no_state_site_is_an_error():
+    def model():
+        w = numpyro.param("w", 1.0)
+        numpyro.factor("f", w ** 2)
+
+    with pytest.raises(ValueError, match="no state site"):
+        ugm.UGM(model)
+
+
+@pytest.mark.parametrize("make", [lambda: dist.Bernoulli(0.5).expand([3]),
+                                  lambda: dist.Bernoulli(0.5),
+                                  lambda: dist.Bernoulli(0.5).expand([3]).to_event(1)])
+def test_discrete_numpyro_distribution_is_an_error(make):
+    def model():
+        x = numpyro.sample("x", make())
+        numpyro.factor("f", jnp.sum(x))
+
+    with pytest.raises(TypeError, match=r"'x'.*Bernoulli.*ugm\.Spin, ugm\.Binary"):
+        ugm.UGM(model)
+
+
+def test_non_finite_potential_is_an_error():
+    def model():
+        x = numpyro.sample("x", ugm.Binary(3))
+        numpyro.factor("f", jnp.log(x[0]) + x[1] * x[2])  # -inf at x[0] = 0
+
+    m = ugm.UGM(model)
+    with warnings.catch_warnings(), pytest.raises(FloatingPointError, match="not finite"):
+        warnings.simplefilter("ignore")
+        m.structure

@@ -5,11 +5,12 @@ See ``DESIGN.md`` for the architecture; the names below are the public contract.
 
 from . import kernels, models
 from .domains import Binary, Categorical, Spin
-from .estimators import CD, PCD
+from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .learn import MLE, LearnState, NonFiniteError, RunResult
 from .model import UGM
 from .sampling import sample
 
 __version__ = "0.1.0"
-__all__ = ["Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MLE",
+__all__ = ["Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MCMCMLE",
+           "PF", "SMC", "PSMC", "MLE",
            "LearnState", "NonFiniteError", "RunResult", "sample"]

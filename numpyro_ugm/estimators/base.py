@@ -17,11 +17,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from blackjax.smc import resampling as bj_resampling
+
 from ..kernels import gibbs
-from ..kernels.base import as_spec
-from ..structure import conditional_logits
-from ..kernels.base import sample_labels
-from ..structure import scatter
+from ..kernels.base import as_spec, sample_labels
+from ..structure import conditional_logits, free_energy, scatter
 
 #: per-step diagnostics reported by every estimator (NaN where not applicable)
 INFO_KEYS = ("ess", "resampled", "rejuvenated", "num_betas", "acceptance", "log_z")
@@ -48,8 +48,60 @@ def uniform_log_weights(num_particles):
 
 
 def ess(log_weights):
-    """Effective sample size 1 / Σ w² of normalized log-weights."""
-    return 1.0 / jnp.sum(jnp.exp(2.0 * log_weights))
+    """Effective sample size (Σ w)² / Σ w² of (possibly unnormalized) log-weights."""
+    return jnp.exp(2.0 * jax.nn.logsumexp(log_weights) - jax.nn.logsumexp(2.0 * log_weights))
+
+
+def normalize(log_weights):
+    """Log-weights shifted so that ``logsumexp == 0``."""
+    return log_weights - jax.nn.logsumexp(log_weights)
+
+
+#: resampling schemes of ``blackjax.smc.resampling`` by name
+RESAMPLING = ("systematic", "stratified", "multinomial", "residual")
+
+
+def check_resampling(owner, resampling):
+    """Validate a resampling scheme name at construction."""
+    if resampling not in RESAMPLING:
+        raise ValueError(f"{owner}: resampling must be one of {RESAMPLING}, got "
+                         f"{resampling!r}")
+    return resampling
+
+
+def check_fraction(owner, name, value, high_open=True):
+    """Validate a fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""
+    value = float(value)
+    if not (0.0 < value < 1.0 or (not high_open and value == 1.0)):
+        interval = "(0, 1)" if high_open else "(0, 1]"
+        raise ValueError(f"{owner}: {name} must be in {interval}, got {value}")
+    return value
+
+
+def check_count(owner, name, value, minimum=1):
+    """Validate an integer setting at construction."""
+    if int(value) != value or int(value) < minimum:
+        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def resample(rng_key, position, log_weights, method="systematic"):
+    """Resample particles in proportion to their weights (blackjax's schemes).
+
+    Equally weighted particles are returned unchanged: resampling them would only add
+    noise (and this keeps PF with unit weights identical to PCD).
+    """
+    num = log_weights.shape[0]
+    weights = jnp.exp(normalize(log_weights))
+    idx = getattr(bj_resampling, method)(rng_key, weights, num)
+    uniform = jnp.all(log_weights == log_weights[0])
+    idx = jnp.where(uniform, jnp.arange(num), idx)
+    return jax.tree.map(lambda a: a[idx], position)
+
+
+def free_energies(m, params, position):
+    """F(x_s; θ) for every particle: the log-potential with latent sites summed out."""
+    return jax.vmap(free_energy, (None, None, 0))(m, params, position)
 
 
 class Estimator:

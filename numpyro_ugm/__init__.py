@@ -5,6 +5,7 @@ See ``DESIGN.md`` for the architecture; the names below are the public contract.
 
 from . import kernels, models
 from .domains import Binary, Categorical, Spin
+from .evaluate import ais, exact, pseudo_log_likelihood
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .learn import MLE, LearnState, NonFiniteError, RunResult
 from .model import UGM
@@ -13,4 +14,5 @@ from .sampling import sample
 __version__ = "0.1.0"
 __all__ = ["Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MCMCMLE",
            "PF", "SMC", "PSMC", "MLE",
-           "LearnState", "NonFiniteError", "RunResult", "sample"]
+           "LearnState", "NonFiniteError", "RunResult", "sample", "ais", "exact",
+           "pseudo_log_likelihood"]

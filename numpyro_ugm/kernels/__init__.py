@@ -3,6 +3,11 @@
 from .base import Kernel, KernelInfo, KernelSpec
 from .gibbs import GibbsState, gibbs
 from .metropolis import MetropolisState, metropolis
+from .tempered import (ParallelTemperingInfo, ParallelTemperingState,
+                       TemperedTransitionsInfo, TemperedTransitionsState,
+                       parallel_tempering, tempered_transitions)
 
 __all__ = ["Kernel", "KernelInfo", "KernelSpec", "GibbsState", "gibbs", "MetropolisState",
-           "metropolis"]
+           "metropolis", "tempered_transitions", "TemperedTransitionsState",
+           "TemperedTransitionsInfo", "parallel_tempering", "ParallelTemperingState",
+           "ParallelTemperingInfo"]

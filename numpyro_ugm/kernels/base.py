@@ -37,6 +37,13 @@ class KernelSpec:
         """Bind to the model ``m`` (a :class:`~numpyro_ugm.model.UGM`) -> :class:`Kernel`."""
         raise NotImplementedError
 
+    def reverse(self):
+        """The reverse operator T̃ of this kernel's step T, with p(x) T(x'←x) =
+        T̃(x←x') p(x') (needed by tempered transitions). The default, ``self``, is right
+        for reversible kernels; kernels made of sub-transitions in a fixed order return
+        the spec that applies them in the reverse order."""
+        return self
+
     def __call__(self, m):
         return self.build(m)
 

@@ -39,11 +39,21 @@ class gibbs(KernelSpec):
         update compiled separately (gradients only with respect to the sites the block
         touches, static index tables); more blocks, and random scan, are updated in a
         ``lax.scan`` over padded index tables.
+    backward : bool
+        Systematic scan visits the blocks in reverse order (see :meth:`reverse`).
     """
 
     scan: str = "systematic"
     sweeps: int = 1
     max_unrolled: int = 16
+    backward: bool = False
+
+    def reverse(self):
+        """The reverse operator: systematic scan with the block order reversed (random
+        scan is reversible, so itself)."""
+        if self.scan == "random":
+            return self
+        return dataclasses.replace(self, backward=not self.backward)
 
     def __post_init__(self):
         if self.scan not in ("systematic", "random"):
@@ -69,7 +79,7 @@ class gibbs(KernelSpec):
                 new[s] = _merge(position[s], domains[s], values, table)
             return new
 
-        blocks = structure.blocks
+        blocks = structure.blocks[::-1] if self.backward else structure.blocks
         num_blocks = len(blocks)
         unrolled = num_blocks <= self.max_unrolled
         if self.scan == "systematic" and unrolled:

@@ -121,7 +121,8 @@ class Estimator:
 
 
 def move(kernel, rng_key, position, logdensity_fn, num_steps):
-    """Run ``num_steps`` kernel steps on every particle (vmapped).
+    """Run ``num_steps`` kernel steps on every particle (vmapped), from fresh kernel
+    states.
 
     Returns
     -------
@@ -129,7 +130,19 @@ def move(kernel, rng_key, position, logdensity_fn, num_steps):
     acceptance : scalar, mean kernel acceptance (1 for Gibbs)
     """
     states = jax.vmap(kernel.init, (0, None))(position, logdensity_fn)
-    num_particles = jax.tree.leaves(position)[0].shape[0]
+    states, acceptance = move_states(kernel, rng_key, states, logdensity_fn, num_steps)
+    return states.position, acceptance
+
+
+def move_states(kernel, rng_key, states, logdensity_fn, num_steps):
+    """Run ``num_steps`` kernel steps on a batch of kernel states (kept between updates
+    by persistent estimators, so that e.g. parallel tempering's replicas persist),
+    carried over to ``logdensity_fn`` first (``kernel.refresh``)."""
+    num_particles = jax.tree.leaves(states.position)[0].shape[0]
+    if kernel.refresh is None:
+        states = jax.vmap(kernel.init, (0, None))(states.position, logdensity_fn)
+    else:
+        states = jax.vmap(kernel.refresh, (0, None))(states, logdensity_fn)
 
     def body(states, key):
         keys = jax.random.split(key, num_particles)
@@ -137,7 +150,7 @@ def move(kernel, rng_key, position, logdensity_fn, num_steps):
         return states, jnp.mean(info.acceptance_rate)
 
     states, acceptance = jax.lax.scan(body, states, jax.random.split(rng_key, num_steps))
-    return states.position, jnp.mean(acceptance) if num_steps else jnp.ones(())
+    return states, jnp.mean(acceptance) if num_steps else jnp.ones(())
 
 
 def sample_latent(m, params, rng_key, position):

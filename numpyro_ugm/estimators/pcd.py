@@ -1,17 +1,23 @@
 """Persistent contrastive divergence (Younes 1989; Tieleman 2008), also called
 stochastic maximum likelihood or SAP."""
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 
-from .base import Estimator, Particles, move, uniform_log_weights
+from .base import Estimator, Particles, move_states, uniform_log_weights
 
 
 class PCDState(NamedTuple):
-    """Persistent particles (model representation, leading axis S)."""
+    """The persistent chains' kernel states (leading axis S): the particles and whatever
+    the kernel carries between steps (parallel tempering's replicas, ...)."""
 
-    position: dict
+    kernel_state: Any
+
+    @property
+    def position(self):
+        """Persistent particles (model representation, leading axis S)."""
+        return self.kernel_state.position
 
 
 class PCD(Estimator):
@@ -36,14 +42,17 @@ class PCD(Estimator):
         self.num_particles, self.k, self.kernel = int(num_particles), int(k), kernel
 
     def init(self, rng_key, m, params, batch):
-        self.build_kernel(m)
-        return PCDState(m.random_state(rng_key, (self.num_particles,)))
+        kernel = self.build_kernel(m)
+        position = m.random_state(rng_key, (self.num_particles,))
+        logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+        return PCDState(jax.vmap(kernel.init, (0, None))(position, logdensity))
 
     def update(self, rng_key, state, m, params, batch):
         kernel = self.build_kernel(m)
         logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
-        position, acceptance = move(kernel, rng_key, state.position, logdensity, self.k)
-        return PCDState(position), Particles(position, uniform_log_weights(
+        states, acceptance = move_states(kernel, rng_key, state.kernel_state, logdensity,
+                                         self.k)
+        return PCDState(states), Particles(states.position, uniform_log_weights(
             self.num_particles)), {"ess": float(self.num_particles), "acceptance": acceptance}
 
     def __repr__(self):

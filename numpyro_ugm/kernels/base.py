@@ -18,10 +18,17 @@ import jax.numpy as jnp
 
 
 class Kernel(NamedTuple):
-    """A kernel bound to a model: blackjax's ``init`` / ``step`` pair."""
+    """A kernel bound to a model: blackjax's ``init`` / ``step`` pair, and ``refresh``.
+
+    ``refresh(state, logdensity_fn) -> state`` carries a state kept between parameter
+    updates over to a new target (persistent chains): ``None`` means the state holds
+    nothing but the position and values of the old target, so it is rebuilt with
+    ``init``; kernels with more state (parallel tempering's replicas) keep it.
+    """
 
     init: Callable
     step: Callable
+    refresh: Callable = None
 
 
 class KernelInfo(NamedTuple):

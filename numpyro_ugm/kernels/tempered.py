@@ -141,7 +141,7 @@ class tempered_transitions(KernelSpec):
             return (TemperedTransitionsState(position, state.count + 1),
                     TemperedTransitionsInfo(rate.astype(jnp.float32), accept, ran))
 
-        return Kernel(init, step)
+        return Kernel(init, step, refresh=lambda state, logdensity_fn: state)
 
 
 class ParallelTemperingState(NamedTuple):
@@ -221,4 +221,4 @@ class parallel_tempering(KernelSpec):
             new = ParallelTemperingState(top, replicas, 1 - state.parity)
             return new, ParallelTemperingInfo(jnp.mean(acceptance), attempted, accepted)
 
-        return Kernel(init, step)
+        return Kernel(init, step, refresh=lambda state, logdensity_fn: state)

@@ -93,6 +93,27 @@ def _raw_key(key):
     return key
 
 
+def _check_inputs(inputs, data):
+    """Per-example model inputs as arrays sharing the data's leading example axis."""
+    if inputs is None:
+        return None
+    if not isinstance(inputs, dict) or not inputs:
+        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
+                        f"arguments, got {type(inputs).__name__}")
+    num = {n: np.shape(v)[0] if np.ndim(v) else None for n, v in data.items()}
+    expected = next(iter(num.values()))
+    out = {}
+    for name, value in inputs.items():
+        value = jnp.asarray(value)
+        if value.ndim == 0 or value.shape[0] != expected:
+            raise ValueError(f"input {name!r} has shape {value.shape}: its leading axis "
+                             f"must be the {expected} examples of the data")
+        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
+            raise ValueError(f"input {name!r} holds non-finite values")
+        out[name] = value
+    return out
+
+
 def _all_finite(tree):
     leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
               if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
@@ -133,22 +154,24 @@ class MLE:
 
     # --- setup ------------------------------------------------------------------------
     def _setup(self, data, model_args, model_kwargs, inputs, batch_size):
-        key = (tuple(sorted((n, id(v)) for n, v in data.items())) if isinstance(data, dict)
-               else id(data), model_args, tuple(sorted(model_kwargs.items())), batch_size)
+        ids = lambda d: (tuple(sorted((n, id(v)) for n, v in d.items()))  # noqa: E731
+                         if isinstance(d, dict) else id(d))
+        key = (ids(data), None if inputs is None else ids(inputs), model_args,
+               tuple(sorted(model_kwargs.items())), batch_size)
         try:
             if self.m is not None and key == self._setup_key:
                 return  # same model and data: keep the compiled steps
         except (TypeError, ValueError):  # unhashable / array-valued arguments
             pass
         self._setup_key = key
-        if inputs is not None:
-            raise NotImplementedError("per-example inputs (CRFs) are not supported yet")
+        inputs = _check_inputs(inputs, data)
+        first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
         if isinstance(self.model, UGM):
             if model_args or model_kwargs:
                 raise TypeError("model arguments were given but the model is already a UGM")
-            m = self.model
+            m = self.model.bind(**first) if first else self.model
         else:
-            m = UGM(self.model, *model_args, **model_kwargs)
+            m = UGM(self.model, *model_args, **model_kwargs, **first)
         data = m.validate_data(data)
         m = m.observe(data.keys())
         m.structure  # analyse once, outside any trace
@@ -159,37 +182,74 @@ class MLE:
         if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
-        self.m, self.data, self.num_examples = m, data, num_examples
+        self.m, self.data, self.inputs, self.num_examples = m, data, inputs, num_examples
         self.batch_size = num_examples if batch_size is None else int(batch_size)
         self._update_jit = jax.jit(self._update)
         self._scan_jit = jax.jit(self._scan, static_argnums=1)
 
     def _batch(self, state):
-        """The minibatch of ``state.step``: epochs of a fresh permutation each."""
+        """The minibatch of ``state.step`` (epochs of a fresh permutation each):
+        ``(indices, data, inputs)``; ``indices`` is None for the full batch."""
         if self.batch_size == self.num_examples:
-            return self.data
+            return None, self.data, self.inputs
         per_epoch = self.num_examples // self.batch_size
         epoch, position = state.step // per_epoch, state.step % per_epoch
         perm = jax.random.permutation(jax.random.fold_in(state.data_key, epoch),
                                       self.num_examples)
         idx = jax.lax.dynamic_slice(perm, (position * self.batch_size,), (self.batch_size,))
-        return jax.tree.map(lambda a: a[idx], self.data)
+        take = lambda tree: jax.tree.map(lambda a: a[idx], tree)  # noqa: E731
+        return idx, take(self.data), take(self.inputs)
+
+    def _negative_phase(self, est_key, estimator_state, params, selection):
+        """The estimator's update: once for the model, or per example (CRFs: vmapped
+        over the batch's examples, each with its own persistent particles)."""
+        m, estimator = self.m, self.estimator
+        idx, batch, inputs = selection
+        if inputs is None:
+            return estimator.update(est_key, estimator_state, m, params, batch)
+        states = estimator_state if idx is None else jax.tree.map(
+            lambda a: a[idx], estimator_state)
+
+        def one(key, state, example_inputs, example):
+            return estimator.update(key, state, m.bind(**example_inputs), params,
+                                    jax.tree.map(lambda a: a[None], example))
+
+        keys = jax.random.split(est_key, jax.tree.leaves(batch)[0].shape[0])
+        states, particles, info = jax.vmap(one)(keys, states, inputs, batch)
+        estimator_state = states if idx is None else jax.tree.map(
+            lambda a, b: a.at[idx].set(b), estimator_state, states)
+        info = {k: jnp.mean(jnp.asarray(v, jnp.float32)) for k, v in info.items()}
+        return estimator_state, particles, info
+
+    def _energies(self, params, positions, inputs):
+        """F(x; θ) for a batch of configurations (one per example's inputs, if any)."""
+        if inputs is None:
+            return jax.vmap(free_energy, (None, None, 0))(self.m, params, positions)
+        return jax.vmap(lambda inp, x: free_energy(self.m.bind(**inp), params, x))(
+            inputs, positions)
 
     # --- one step -----------------------------------------------------------------------
-    def _update(self, state, batch):
-        m, estimator = self.m, self.estimator
+    def _update(self, state, selection):
+        m = self.m
         key, est_key = jax.random.split(state.rng_key)
         params = m.to_constrained(state.params)
-        estimator_state, particles, info = estimator.update(
-            est_key, state.estimator_state, m, params, batch)
+        estimator_state, particles, info = self._negative_phase(
+            est_key, state.estimator_state, params, selection)
         weights = jax.lax.stop_gradient(jnp.exp(particles.log_weights))
         positions = jax.lax.stop_gradient(particles.position)
+        _, batch, inputs = selection
 
         def objective(u):
             p = m.to_constrained(u)
-            energy = jax.vmap(free_energy, (None, None, 0))
-            positive = jnp.mean(energy(m, p, batch))
-            negative = jnp.sum(weights * energy(m, p, positions))
+            positive = jnp.mean(self._energies(p, batch, inputs))
+            if inputs is None:
+                negative = jnp.sum(weights * self._energies(p, positions, None))
+            else:  # per example: its own weighted particles under its own inputs
+                def example_negative(w, inp, x):
+                    many = jax.tree.map(lambda a: jnp.broadcast_to(a, w.shape + a.shape), inp)
+                    return jnp.sum(w * self._energies(p, x, many))
+
+                negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
             return positive - negative + m.log_prior(p) / self.num_examples, positive
 
         grads, positive = jax.grad(objective, has_aux=True)(state.params)
@@ -241,6 +301,10 @@ class MLE:
             Arguments of the model function.
         batch_size : int, optional
             Minibatch size for :meth:`run` (default: the full data set every step).
+        inputs : dict of str -> array, optional
+            Conditional models (CRFs): per-example model keyword arguments with the
+            data's leading example axis. The model is called once per example
+            (vectorized) and the estimator keeps particles per example.
         init_params : dict, optional
             Initial parameters (constrained space); default ``m.init_params``.
         """
@@ -252,13 +316,29 @@ class MLE:
         unconstrained = self.m.to_unconstrained(params)
         state = LearnState(unconstrained, self.optimizer.init(unconstrained), None, key,
                            data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
-        estimator_state = self.estimator.init(est_key, self.m, params, self._batch(state))
+        if self.inputs is None:
+            estimator_state = self.estimator.init(est_key, self.m, params, self.data)
+        else:  # particles per example, each initialized under its own inputs
+            def init_one(key, example_inputs, example):
+                return self.estimator.init(key, self.m.bind(**example_inputs), params,
+                                           jax.tree.map(lambda a: a[None], example))
+
+            estimator_state = jax.jit(jax.vmap(init_one))(
+                jax.random.split(est_key, self.num_examples), self.inputs, self.data)
         state = state._replace(estimator_state=estimator_state)
         self.last_state = state
         return state
 
-    def update(self, state, batch):
-        """One learning step on ``batch`` (dict of observed sites, data representation).
+    def update(self, state, batch=None):
+        """One learning step.
+
+        Parameters
+        ----------
+        state : LearnState
+        batch : dict, optional
+            Observed sites (data representation) to step on; default: the minibatch of
+            ``state.step`` from the data given to :meth:`init` (required with CRF
+            ``inputs``, whose particles belong to the examples).
 
         Returns
         -------
@@ -267,8 +347,15 @@ class MLE:
         """
         if self.m is None:
             raise RuntimeError("call init() before update()")
-        batch = self.m.validate_data(batch)
-        new_state, info = self._update_jit(state, batch)
+        if batch is None:
+            selection = self._batch(state)
+        elif self.inputs is not None:
+            raise ValueError("with per-example inputs the learner steps on its own "
+                             "minibatches (their particles persist per example): call "
+                             "update(state) without a batch")
+        else:
+            selection = (None, self.m.validate_data(batch), None)
+        new_state, info = self._update_jit(state, selection)
         self._raise_if_failed(new_state, jax.tree.map(lambda v: np.asarray(v)[None], info))
         self.last_state = new_state
         return new_state, info
@@ -298,6 +385,8 @@ class MLE:
             Observed state sites with a leading example axis (data representation).
         *model_args, **model_kwargs
             Arguments of the model function.
+        inputs : dict of str -> array, optional
+            Per-example model keyword arguments (CRFs), leading axis = examples.
         batch_size : int, optional
             Minibatch size (default: full batch). Each epoch visits a fresh permutation.
         progress_bar : bool

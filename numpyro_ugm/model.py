@@ -142,6 +142,24 @@ class UGM:
         other.latent_sites = latent
         return other
 
+    def bind(self, **inputs):
+        """A copy whose model keyword arguments are updated with ``inputs`` (one
+        example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``).
+
+        The copy shares the structure found for the arguments this model was traced
+        with: inputs may change the potential's values, not its interaction graph.
+        """
+        unknown = [k for k in inputs if k not in self.kwargs]
+        if unknown:
+            raise TypeError(f"inputs {unknown} are not keyword arguments the model was "
+                            f"traced with ({list(self.kwargs)})")
+        structure = self.structure  # found once, from the traced arguments
+        other = object.__new__(UGM)
+        other.__dict__.update(self.__dict__)
+        other.kwargs = {**self.kwargs, **inputs}
+        other._cache = {"structure": structure}  # not the compiled functions of self
+        return other
+
     @property
     def observed_sites(self):
         """State sites that the data supplies."""

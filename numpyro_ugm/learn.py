@@ -19,6 +19,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
+from . import checkpoint
 from .estimators.base import INFO_KEYS, Estimator
 from .model import UGM
 from .structure import free_energy
@@ -373,8 +374,30 @@ class MLE:
                 "learning rate, add a prior, or check the model's factors.",
                 failed_at, state, diagnostics)
 
+    def restore(self, path, data, *model_args, inputs=None, batch_size=None,
+                **model_kwargs):
+        """The :class:`LearnState` saved in a checkpoint (see ``run(checkpoint_dir=...)``),
+        for the same model, data and settings: continue with
+        ``run(..., init_state=learner.restore(path, ...))`` — the result is bit-identical
+        to a run that was never interrupted. A checkpoint written when a step failed
+        holds the last good state, ready to retry (e.g. with another learning rate).
+
+        Returns
+        -------
+        state : LearnState
+        diagnostics : dict
+            The per-step diagnostics recorded up to the checkpoint.
+        """
+        template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
+                             batch_size=batch_size, **model_kwargs)
+        state, diagnostics = checkpoint.load(path, template)
+        state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
+        self.last_state = state
+        return state, diagnostics
+
     def run(self, rng_key, num_steps, data, *model_args, inputs=None, batch_size=None,
-            progress_bar=True, init_state=None, init_params=None, **model_kwargs):
+            progress_bar=True, init_state=None, init_params=None, checkpoint_every=None,
+            checkpoint_dir=None, **model_kwargs):
         """Learn for ``num_steps`` updates.
 
         Parameters
@@ -395,6 +418,12 @@ class MLE:
             Continue from this state (e.g. ``result.state`` of an earlier run).
         init_params : dict, optional
             Initial parameters (constrained space).
+        checkpoint_every : int, optional
+            Save the state (and the diagnostics so far) every this many steps, at the
+            end, and when the run stops early (non-finite step, interruption), as
+            ``checkpoint_dir/step_<step>.npz`` (plain arrays; see :meth:`restore`).
+        checkpoint_dir : str or Path, optional
+            Where checkpoints go (required with ``checkpoint_every``).
 
         Returns
         -------
@@ -412,25 +441,53 @@ class MLE:
             self._setup(data, model_args, model_kwargs, inputs, batch_size)
             state = init_state
         num_steps = int(num_steps)
+        if (checkpoint_every is None) != (checkpoint_dir is None):
+            raise ValueError("give both checkpoint_every and checkpoint_dir, or neither")
         chunk = max(1, math.ceil(num_steps / 100)) if progress_bar else max(num_steps, 1)
+        if checkpoint_every is not None:
+            if int(checkpoint_every) < 1:
+                raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+            chunk = min(chunk, int(checkpoint_every))
         pieces, start = [], int(state.step)
+
+        def collected():
+            out = ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+                   if pieces else {})
+            if int(state.failed_at) >= 0:
+                out = {k: v[:int(state.failed_at) - start + 1] for k, v in out.items()}
+            return out
+
+        def save():
+            if checkpoint_dir is not None:
+                good = self.last_state
+                checkpoint.save(checkpoint.step_path(checkpoint_dir, int(good.step)), good,
+                                collected())
+
         with tqdm(total=num_steps, disable=not progress_bar, desc="learning") as bar:
             done = 0
-            while done < num_steps:
-                length = min(chunk, num_steps - done)
-                state, info = self._scan_jit(state, chunk, length)
-                pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
-                done += length
-                self.last_state = state
-                bar.update(length)
-                if progress_bar:
-                    bar.set_postfix(grad_norm=f"{float(info['grad_norm'][-1]):.3g}")
-                if int(state.failed_at) >= 0:
-                    break
-        diagnostics = ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-                       if pieces else {})
-        if int(state.failed_at) >= 0:
-            stop = int(state.failed_at) - start + 1
-            diagnostics = {k: v[:stop] for k, v in diagnostics.items()}
+            try:
+                while done < num_steps:
+                    length = min(chunk, num_steps - done)
+                    new_state, info = self._scan_jit(state, chunk, length)
+                    state = new_state
+                    pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
+                    done += length
+                    self.last_state = state
+                    bar.update(length)
+                    if progress_bar:
+                        bar.set_postfix(grad_norm=f"{float(info['grad_norm'][-1]):.3g}")
+                    if int(state.failed_at) >= 0:
+                        break
+                    if checkpoint_every is not None and (
+                            (int(state.step) - start) % int(checkpoint_every) == 0):
+                        save()
+            except KeyboardInterrupt:
+                save()  # the last completed chunk's state is kept
+                raise
+        diagnostics = collected()
+        if checkpoint_every is not None and (
+                int(state.failed_at) >= 0 or (int(state.step) - start) % int(
+                    checkpoint_every)):
+            save()
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

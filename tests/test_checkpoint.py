@@ -1,0 +1,84 @@
+"""Checkpoints: plain arrays, and an interrupted run resumed from one is bit-identical to
+a run that was never interrupted."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm import checkpoint
+from numpyro_ugm.datasets import vbm_problem
+
+
+@pytest.fixture(scope="module")
+def problem():
+    _, train, _ = vbm_problem(jax.random.PRNGKey(0), 6, 100, 10)
+    return train
+
+
+def same(a, b):
+    return all(np.array_equal(np.asarray(x), np.asarray(y))
+               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+@pytest.mark.parametrize("estimator", [ugm.PCD(20), ugm.PF(20, rejuvenate_every=7)],
+                         ids=["pcd", "pf"])
+def test_interrupted_and_resumed_run_is_bit_identical(problem, estimator, tmp_path):
+    key = jax.random.PRNGKey(1)
+    optimizer = optax.adam(0.05)
+    full = ugm.MLE(ugm.models.vbm, estimator, optimizer).run(
+        key, 40, problem, 6, progress_bar=False)
+
+    learner = ugm.MLE(ugm.models.vbm, estimator, optimizer)
+    # the "interrupted" run: 27 of 40 steps, checkpointing every 10
+    learner.run(key, 27, problem, 6, progress_bar=False, checkpoint_every=10,
+                checkpoint_dir=tmp_path)
+    names = sorted(p.name for p in tmp_path.glob("*.npz"))
+    assert names == ["step_000000010.npz", "step_000000020.npz", "step_000000027.npz"]
+    with np.load(tmp_path / names[1], allow_pickle=False) as f:  # plain arrays only
+        assert all(f[k].dtype != object for k in f.files)
+
+    fresh = ugm.MLE(ugm.models.vbm, estimator, optimizer)
+    state, diagnostics = fresh.restore(tmp_path / "step_000000020.npz", problem, 6)
+    assert int(state.step) == 20 and len(diagnostics["grad_norm"]) == 20
+    np.testing.assert_array_equal(diagnostics["grad_norm"], full.diagnostics["grad_norm"][:20])
+    resumed = fresh.run(key, 20, problem, 6, init_state=state, progress_bar=True)
+    assert same(resumed.state, full.state), "resumed run differs from the uninterrupted one"
+    np.testing.assert_array_equal(resumed.diagnostics["grad_norm"],
+                                  full.diagnostics["grad_norm"][20:])
+
+
+def test_checkpoint_of_another_model_is_rejected(problem, tmp_path):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    learner.run(jax.random.PRNGKey(0), 5, problem, 6, progress_bar=False,
+                checkpoint_every=5, checkpoint_dir=tmp_path)
+    other = ugm.MLE(ugm.models.vbm, ugm.PCD(30), optax.sgd(0.1))
+    with pytest.raises(ValueError, match="shape"):
+        other.restore(checkpoint.latest(tmp_path), problem, 6)
+    with pytest.raises(ValueError, match="lacks"):
+        ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.adam(0.1)).restore(
+            checkpoint.latest(tmp_path), problem, 6)
+
+
+def test_failed_run_leaves_a_checkpoint_of_the_last_good_state(problem, tmp_path):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(1e38))
+    with pytest.raises(ugm.NonFiniteError) as err:
+        learner.run(jax.random.PRNGKey(0), 50, problem, 6, progress_bar=False,
+                    checkpoint_every=100, checkpoint_dir=tmp_path)
+    path = checkpoint.latest(tmp_path)
+    assert path is not None
+    state, diagnostics = learner.restore(path, problem, 6)
+    assert same(state.params, err.value.state.params)
+    assert int(state.failed_at) == -1 and len(diagnostics["grad_norm"]) == err.value.step + 1
+    assert all(np.all(np.isfinite(np.asarray(v))) for v in jax.tree.leaves(state.params))
+
+
+def test_checkpoint_options_are_checked(problem, tmp_path):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    with pytest.raises(ValueError, match="both"):
+        learner.run(jax.random.PRNGKey(0), 5, problem, 6, checkpoint_every=5)
+    with pytest.raises(ValueError, match=">= 1"):
+        learner.run(jax.random.PRNGKey(0), 5, problem, 6, checkpoint_every=0,
+                    checkpoint_dir=tmp_path)

@@ -11,6 +11,7 @@ unconstrained space of the parameters. One step is one jitted function; ``run`` 
 """
 
 import math
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -113,6 +114,21 @@ def _check_inputs(inputs, data):
             raise ValueError(f"input {name!r} holds non-finite values")
         out[name] = value
     return out
+
+
+def _warn_if_collapsed(diagnostics, start):
+    """Warn when the weighted particles degenerated to about one (ESS < 1.5)."""
+    ess = diagnostics.get("ess")
+    if ess is None:
+        return
+    collapsed = np.flatnonzero(np.asarray(ess) < 1.5)
+    if collapsed.size:
+        warnings.warn(
+            f"the importance weights collapsed to about one particle (ESS < 1.5) on "
+            f"{collapsed.size} of {len(ess)} steps, first at step {start + collapsed[0]}: "
+            "the particle approximation was poor there. Lower the learning rate, use "
+            "more particles, a higher ess_threshold, or (PF) a weight temperature > 1.",
+            RuntimeWarning, stacklevel=3)
 
 
 def _all_finite(tree):
@@ -485,6 +501,7 @@ class MLE:
                 save()  # the last completed chunk's state is kept
                 raise
         diagnostics = collected()
+        _warn_if_collapsed(diagnostics, start)
         if checkpoint_every is not None and (
                 int(state.failed_at) >= 0 or (int(state.step) - start) % int(
                     checkpoint_every)):

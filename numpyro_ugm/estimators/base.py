@@ -53,8 +53,16 @@ def ess(log_weights):
 
 
 def normalize(log_weights):
-    """Log-weights shifted so that ``logsumexp == 0``."""
-    return log_weights - jax.nn.logsumexp(log_weights)
+    """Log-weights shifted so that ``logsumexp == 0``.
+
+    NaN weights count as zero; if no weight is left (all zero, or an infinite one),
+    the particles fall back to equal weights rather than NaN (the ESS then reports the
+    collapse on the step that caused it).
+    """
+    log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
+    total = jax.nn.logsumexp(log_weights)
+    uniform = jnp.full_like(log_weights, -jnp.log(log_weights.shape[0]))
+    return jnp.where(jnp.isfinite(total), log_weights - total, uniform)
 
 
 #: resampling schemes of ``blackjax.smc.resampling`` by name

@@ -117,7 +117,7 @@ class Domain(Distribution):
         return jnp.asarray(x).astype(self.data_dtype)
 
     def model_values(self, dtype=None):
-        """The values of one variable in the model representation, stacked: (K, *event)."""
+        """The values of one variable in the model representation, stacked: ``(K, *event)``."""
         return jnp.asarray(self.values, dtype or jnp.result_type(float))
 
     def labels(self, x):
@@ -133,7 +133,7 @@ class Domain(Distribution):
         """Log-odds of each value of a variable from the gradient of a multilinear
         log-potential with respect to that variable's model value.
 
-        ``grad`` has shape (..., *event); the result has shape (..., K) and is defined up
+        ``grad`` has shape ``(..., *event)``; the result has shape (..., K) and is defined up
         to an additive constant per variable.
         """
         return grad[..., None] * self.model_values(grad.dtype)

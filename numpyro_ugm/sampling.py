@@ -32,7 +32,7 @@ def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinn
 
     Returns
     -------
-    dict of str -> array (num_chains * num_samples, *site_shape)
+    dict of str -> array ``(num_chains * num_samples, *site_shape)``
         Data representation (±1, 0/1, integer labels), chain-major.
     """
     if int(num_samples) < 1 or int(num_chains) < 1 or int(thinning) < 1 or num_warmup < 0:

@@ -32,7 +32,7 @@ from jax.flatten_util import ravel_pytree
 
 
 def site_variables(x, domain):
-    """View a site value as (num_variables, *event)."""
+    """View a site value as ``(num_variables, *event)``."""
     return x.reshape((domain.num_variables,) + domain.event_shape)
 
 

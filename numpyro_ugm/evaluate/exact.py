@@ -516,7 +516,7 @@ def marginals(m, params, *, chunk_size=DEFAULT_CHUNK_SIZE):
 
     Returns
     -------
-    dict of str -> array (*site_shape, K)
+    dict of str -> array ``(*site_shape, K)``
         For each state site, the probability of each of its K values, in the order of
         the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels 0..K-1).
     """
@@ -692,7 +692,7 @@ def sample(m, params, rng_key, num_samples, *, chunk_size=DEFAULT_CHUNK_SIZE):
 
     Returns
     -------
-    dict of str -> array (num_samples, *site_shape), data representation
+    dict of str -> array ``(num_samples, *site_shape)``, data representation
     """
     num_samples = int(num_samples)
     if num_samples < 1:

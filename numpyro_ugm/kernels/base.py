@@ -82,7 +82,7 @@ def sample_values(rng_key, logits, domain, dtype):
 
     Returns
     -------
-    array (n, *domain.event_shape)
+    array ``(n, *domain.event_shape)``
     """
     if logits.shape[-1] == 2 and not domain.event_shape:
         low, high = (jnp.asarray(v, dtype) for v in domain.values)

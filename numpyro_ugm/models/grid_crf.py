@@ -18,7 +18,7 @@ def grid_edges(height, width):
 
 def image_features(y):
     """The PF paper's features of a noisy image y (H, W) (its sec. 4.3):
-    node h_i(y) = [1, y_i] and edge h_ij(y) = [1, |y_i − y_j|] over :func:`grid_edges`.
+    node ``h_i(y) = [1, y_i]`` and edge ``h_ij(y) = [1, |y_i − y_j|]`` over :func:`grid_edges`.
 
     Returns
     -------

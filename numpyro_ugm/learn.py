@@ -150,6 +150,13 @@ class MLE:
     optimizer : optax.GradientTransformation
         e.g. ``optax.sgd(optax.linear_schedule(...))`` or ``optax.adam(1e-2)``; it
         minimizes the negative log-likelihood.
+    mesh : jax.sharding.Mesh, optional
+        Scale out over devices: particles (and the examples of the data and of CRF
+        inputs) are split over the mesh's first axis, parameters replicated; the jitted
+        steps are partitioned by XLA and give the numbers of a one-device run (up to
+        the order of floating-point sums). Multi-host: call
+        ``jax.distributed.initialize()`` on every host first and build the mesh over
+        ``jax.devices()``.
 
     Examples
     --------
@@ -157,7 +164,13 @@ class MLE:
     >>> result = learner.run(jax.random.PRNGKey(0), 1000, {"x": x}, 15)
     """
 
-    def __init__(self, model, estimator, optimizer):
+    def __init__(self, model, estimator, optimizer, *, mesh=None):
+        if mesh is not None and not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"mesh must be a jax.sharding.Mesh, got {mesh!r}")
+        if mesh is not None:  # XLA partitions the steps (automatic sharding propagation)
+            mesh = jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
+                jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+        self.mesh = mesh
         if not isinstance(estimator, Estimator):
             raise TypeError(f"estimator must be a ugm estimator such as ugm.PCD(100), got "
                             f"{estimator!r}")
@@ -199,10 +212,40 @@ class MLE:
         if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
+        data, inputs = self._shard(data, num_examples), self._shard(inputs, num_examples)
         self.m, self.data, self.inputs, self.num_examples = m, data, inputs, num_examples
         self.batch_size = num_examples if batch_size is None else int(batch_size)
-        self._update_jit = jax.jit(self._update)
-        self._scan_jit = jax.jit(self._scan, static_argnums=1)
+        self._update_jit = self._in_mesh(jax.jit(self._update))
+        self._scan_jit = self._in_mesh(jax.jit(self._scan, static_argnums=1))
+
+    def _in_mesh(self, fn):
+        """``fn`` run with the learner's mesh set (estimators then split particles they
+        create over it), or ``fn`` itself without a mesh."""
+        if self.mesh is None:
+            return fn
+
+        def wrapped(*args):
+            with jax.set_mesh(self.mesh):
+                return fn(*args)
+
+        return wrapped
+
+    def _shard(self, tree, *sizes):
+        """With a mesh: split the leading axis of the leaves whose leading axis is one of
+        ``sizes`` (particles, examples) over the mesh's first axis; the rest replicated.
+        jit then partitions every vmap over particles or examples accordingly."""
+        if self.mesh is None or tree is None:
+            return tree
+        axis = self.mesh.axis_names[0]
+        count = self.mesh.shape[axis]
+        P = jax.sharding.PartitionSpec
+
+        def place(a):
+            split = (np.ndim(a) > 0 and a.shape[0] in sizes and a.shape[0] % count == 0)
+            spec = P(axis) if split else P()
+            return jax.device_put(a, jax.sharding.NamedSharding(self.mesh, spec))
+
+        return jax.tree.map(place, tree)
 
     def _batch(self, state):
         """The minibatch of ``state.step`` (epochs of a fresh permutation each):
@@ -334,15 +377,18 @@ class MLE:
         state = LearnState(unconstrained, self.optimizer.init(unconstrained), None, key,
                            data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
         if self.inputs is None:
-            estimator_state = self.estimator.init(est_key, self.m, params, self.data)
+            estimator_state = self._in_mesh(self.estimator.init)(est_key, self.m, params,
+                                                                 self.data)
         else:  # particles per example, each initialized under its own inputs
             def init_one(key, example_inputs, example):
                 return self.estimator.init(key, self.m.bind(**example_inputs), params,
                                            jax.tree.map(lambda a: a[None], example))
 
-            estimator_state = jax.jit(jax.vmap(init_one))(
+            estimator_state = self._in_mesh(jax.jit(jax.vmap(init_one)))(
                 jax.random.split(est_key, self.num_examples), self.inputs, self.data)
-        state = state._replace(estimator_state=estimator_state)
+        sizes = (getattr(self.estimator, "num_particles", None),
+                 self.num_examples if self.inputs is not None else None)
+        state = state._replace(estimator_state=self._shard(estimator_state, *sizes))
         self.last_state = state
         return state
 

@@ -47,7 +47,7 @@ def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinn
     @jax.jit
     def run(key, position):
         logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
-        states = jax.vmap(kernel.init, (0, None))(position, logdensity)
+        states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
 
         def one_step(states, key):
             keys = jax.random.split(key, num_chains)

@@ -107,6 +107,20 @@ def resample(rng_key, position, log_weights, method="systematic"):
     return jax.tree.map(lambda a: a[idx], position)
 
 
+def shard_particles(tree):
+    """Split the leading (particle) axis over the first axis of the mesh set by the
+    learner (``MLE(..., mesh=...)``); a no-op without one."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if mesh.empty:
+        return tree
+    axis = mesh.axis_names[0]
+    count = mesh.shape[axis]
+    spec = jax.sharding.PartitionSpec(axis)
+    return jax.tree.map(
+        lambda a: jax.lax.with_sharding_constraint(a, spec)
+        if jnp.ndim(a) and a.shape[0] % count == 0 else a, tree)
+
+
 def free_energies(m, params, position):
     """F(x_s; θ) for every particle: the log-potential with latent sites summed out."""
     return jax.vmap(free_energy, (None, None, 0))(m, params, position)
@@ -137,7 +151,7 @@ def move(kernel, rng_key, position, logdensity_fn, num_steps):
     position : dict of (S, ...) arrays
     acceptance : scalar, mean kernel acceptance (1 for Gibbs)
     """
-    states = jax.vmap(kernel.init, (0, None))(position, logdensity_fn)
+    states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(position)
     states, acceptance = move_states(kernel, rng_key, states, logdensity_fn, num_steps)
     return states.position, acceptance
 
@@ -148,9 +162,9 @@ def move_states(kernel, rng_key, states, logdensity_fn, num_steps):
     carried over to ``logdensity_fn`` first (``kernel.refresh``)."""
     num_particles = jax.tree.leaves(states.position)[0].shape[0]
     if kernel.refresh is None:
-        states = jax.vmap(kernel.init, (0, None))(states.position, logdensity_fn)
+        states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(states.position)
     else:
-        states = jax.vmap(kernel.refresh, (0, None))(states, logdensity_fn)
+        states = jax.vmap(lambda s: kernel.refresh(s, logdensity_fn))(states)
 
     def body(states, key):
         keys = jax.random.split(key, num_particles)

@@ -45,7 +45,7 @@ class PCD(Estimator):
         kernel = self.build_kernel(m)
         position = m.random_state(rng_key, (self.num_particles,))
         logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
-        return PCDState(jax.vmap(kernel.init, (0, None))(position, logdensity))
+        return PCDState(jax.vmap(lambda x: kernel.init(x, logdensity))(position))
 
     def update(self, rng_key, state, m, params, batch):
         kernel = self.build_kernel(m)

@@ -17,6 +17,8 @@ from blackjax.smc import resampling as bj_resampling
 from blackjax.smc import solver, tempered
 from blackjax.smc.ess import ess_solver
 
+from .base import shard_particles
+
 
 class TemperResult(NamedTuple):
     """Weighted particles at β = 1 and what the path cost.
@@ -102,7 +104,7 @@ def anneal_from_uniform(m, kernel, rng_key, params, num_particles, *, target_ess
         number of configurations is added).
     """
     init_key, key = jax.random.split(rng_key)
-    position = m.random_state(init_key, (num_particles,))
+    position = shard_particles(m.random_state(init_key, (num_particles,)))
     dtype = jnp.result_type(float)
     weights = jnp.full((num_particles,), 1.0 / num_particles, dtype)
     result = temper(kernel, key, position, weights, lambda x: jnp.zeros((), dtype),

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec
 from ..structure import free_energy, sum_out
@@ -83,7 +84,7 @@ def _summable(m, sites):
 
 
 def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
-                  base_log_probs=None, sum_out_sites=None, kernel=None):
+                  base_log_probs=None, sum_out_sites=None, kernel=None, mesh=None):
     """AIS estimate of log Z(θ) with a standard error.
 
     Parameters
@@ -108,6 +109,8 @@ def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
         they do not interact with each other).
     kernel : KernelSpec, optional
         Transition at each β (default: systematic-scan block Gibbs).
+    mesh : jax.sharding.Mesh, optional
+        Split the chains over the mesh's first axis (multi-device); same estimate.
 
     Returns
     -------
@@ -133,8 +136,13 @@ def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
         logq = {**logq, s: jnp.zeros_like(logq[s]) - np.log(domains[s].num_values)}
     log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1))) for s in domains)
     kernel = as_spec(kernel, gibbs()).build(m)
-    return _run(m, kernel, summed, logq, log_z_base, params, jnp.asarray(rng_key),
-                jnp.asarray(betas, jnp.result_type(float)), int(num_chains))
+    args = (m, kernel, summed, logq, log_z_base, params, jnp.asarray(rng_key),
+            jnp.asarray(betas, jnp.result_type(float)), int(num_chains))
+    if mesh is None:
+        return _run(*args)
+    with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
+            jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
+        return _run(*args)
 
 
 def _run(m, kernel, summed, logq, log_z_base, params, rng_key, betas, num_chains):
@@ -162,7 +170,8 @@ def _run(m, kernel, summed, logq, log_z_base, params, rng_key, betas, num_chains
             labels = jax.random.categorical(k, logq[s], shape=(num_chains, d.num_variables))
             x[s] = d.label_to_model(labels, betas.dtype).reshape(
                 (num_chains,) + d.batch_shape + d.event_shape)
-        states = jax.vmap(kernel.init, (0, None))(x, tempered(betas[0]))
+        x = shard_particles(x)
+        states = jax.vmap(lambda y: kernel.init(y, tempered(betas[0])))(x)
 
         def body(carry, xs):
             states, log_w = carry

@@ -10,9 +10,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .base import (Estimator, Particles, check_count, check_fraction, check_resampling,
-                   ess, resample)
-from .tempering import anneal_from_uniform, temper
+from .base import Particles, check_fraction, ess, resample
+from .tempering import TemperingEstimator, anneal_from_uniform, temper
 
 
 class PSMCState(NamedTuple):
@@ -24,7 +23,7 @@ class PSMCState(NamedTuple):
     log_z: jax.Array
 
 
-class PSMC(Estimator):
+class PSMC(TemperingEstimator):
     """PSMC: at each update the bridge p_β ∝ p(·; θ_{t−1})^{1−β} p(·; θ_t)^β, β: 0 → 1,
     with each Δβ the largest that keeps the ESS of the incremental weights
     Δβ·(f(x; θ_t) − f(x; θ_{t−1})) at ``ess_threshold``·S (the paper's eqs. 27–31 and
@@ -55,22 +54,13 @@ class PSMC(Estimator):
 
     def __init__(self, num_particles, ess_threshold=0.9, keep_fraction=0.5, kernel=None,
                  steps=1, resampling="systematic", max_betas=1000):
-        self.num_particles = check_count("PSMC", "num_particles", num_particles)
-        self.ess_threshold = check_fraction("PSMC", "ess_threshold", ess_threshold)
+        super().__init__(num_particles, ess_threshold, kernel, steps, resampling, max_betas)
         self.keep_fraction = check_fraction("PSMC", "keep_fraction", keep_fraction,
                                             high_open=False)
-        self.steps = check_count("PSMC", "steps", steps)
-        self.max_betas = check_count("PSMC", "max_betas", max_betas)
-        self.resampling = check_resampling("PSMC", resampling)
-        self.kernel = kernel
-
-    def _tempering(self):
-        return dict(target_ess=self.ess_threshold, num_mcmc_steps=self.steps,
-                    resampling=self.resampling, max_betas=self.max_betas)
 
     def init(self, rng_key, m, params, batch):
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
-                                     self.num_particles, **self._tempering())
+                                     self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
                          result.log_z_increment)
 
@@ -94,7 +84,7 @@ class PSMC(Estimator):
             lambda x: m.log_potential(previous, x).astype(dtype),
             lambda x: (m.log_potential(params, x) - m.log_potential(previous, x)
                        ).astype(dtype),
-            **self._tempering())
+            **self.tempering())
         log_z = state.log_z + result.log_z_increment
         info = {"ess": ess(result.log_weights), "resampled": 1.0, "rejuvenated": 1.0,
                 "num_betas": result.num_betas, "acceptance": result.acceptance,

@@ -3,16 +3,15 @@ every update, tempered adaptively to p(·; θ_t)."""
 
 from typing import NamedTuple
 
-from .base import (Estimator, Particles, check_count, check_fraction, check_resampling,
-                   ess)
-from .tempering import anneal_from_uniform
+from .base import Particles, ess
+from .tempering import TemperingEstimator, anneal_from_uniform
 
 
 class SMCState(NamedTuple):
     """SMC keeps nothing between updates."""
 
 
-class SMC(Estimator):
+class SMC(TemperingEstimator):
     """SMC: each update draws ``num_particles`` uniform configurations and follows
     β f(·; θ_t), β: 0 → 1, with Δβ chosen so the ESS stays at ``ess_threshold``·S
     (``blackjax.smc``), resampling and moving the particles at each β.
@@ -35,22 +34,15 @@ class SMC(Estimator):
 
     def __init__(self, num_particles, ess_threshold=0.9, kernel=None, steps=1,
                  resampling="systematic", max_betas=1000):
-        self.num_particles = check_count("SMC", "num_particles", num_particles)
-        self.ess_threshold = check_fraction("SMC", "ess_threshold", ess_threshold)
-        self.steps = check_count("SMC", "steps", steps)
-        self.max_betas = check_count("SMC", "max_betas", max_betas)
-        self.resampling = check_resampling("SMC", resampling)
-        self.kernel = kernel
+        super().__init__(num_particles, ess_threshold, kernel, steps, resampling, max_betas)
 
     def init(self, rng_key, m, params, batch):
         self.build_kernel(m)
         return SMCState()
 
     def update(self, rng_key, state, m, params, batch):
-        result = anneal_from_uniform(
-            m, self.build_kernel(m), rng_key, params, self.num_particles,
-            target_ess=self.ess_threshold, num_mcmc_steps=self.steps,
-            resampling=self.resampling, max_betas=self.max_betas)
+        result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
+                                     self.num_particles, **self.tempering())
         info = {"ess": ess(result.log_weights), "resampled": 1.0, "rejuvenated": 1.0,
                 "num_betas": result.num_betas, "acceptance": result.acceptance,
                 "log_z": result.log_z_increment}

@@ -17,7 +17,8 @@ from blackjax.smc import resampling as bj_resampling
 from blackjax.smc import solver, tempered
 from blackjax.smc.ess import ess_solver
 
-from .base import shard_particles
+from .base import (Estimator, check_count, check_fraction, check_resampling,
+                   shard_particles)
 
 
 class TemperResult(NamedTuple):
@@ -112,3 +113,21 @@ def anneal_from_uniform(m, kernel, rng_key, params, num_particles, *, target_ess
                     target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                     resampling=resampling, max_betas=max_betas)
     return result._replace(log_z_increment=result.log_z_increment + m.log_num_states)
+
+
+class TemperingEstimator(Estimator):
+    """Settings shared by the estimators that temper adaptively (SMC, PSMC)."""
+
+    def __init__(self, num_particles, ess_threshold, kernel, steps, resampling, max_betas):
+        owner = type(self).__name__
+        self.num_particles = check_count(owner, "num_particles", num_particles)
+        self.ess_threshold = check_fraction(owner, "ess_threshold", ess_threshold)
+        self.steps = check_count(owner, "steps", steps)
+        self.max_betas = check_count(owner, "max_betas", max_betas)
+        self.resampling = check_resampling(owner, resampling)
+        self.kernel = kernel
+
+    def tempering(self):
+        """Keyword arguments of :func:`temper` / :func:`anneal_from_uniform`."""
+        return dict(target_ess=self.ess_threshold, num_mcmc_steps=self.steps,
+                    resampling=self.resampling, max_betas=self.max_betas)

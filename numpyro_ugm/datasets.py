@@ -68,3 +68,19 @@ def vbm_problem(rng_key, num_units=15, num_train=500, num_test=100, *, scale=1.0
     draws = exact.sample(m, params, key_data, num_train + num_test)
     x = np.asarray(draws["x"])
     return params, {"x": x[:num_train]}, {"x": x[num_train:]}
+
+
+def scene(split="train"):
+    """The scene multi-label data (Boutell et al. 2004, MULAN split): features float32
+    (N, 294) in [0, 1] and labels int8 (N, 6) in {0, 1} (Beach, Sunset, FallFoliage,
+    Field, Mountain, Urban)."""
+    data = _load("scene.npz")
+    return data[f"x_{split}"], data[f"y_{split}"]
+
+
+def kumar_hebert(split="train"):
+    """Kumar & Hebert's man-made structure images (research use only; read from the
+    shipped folder, never copied): greyscale uint8 (N, 256, 384) and block labels uint8
+    (N, 16, 24), 1 = man-made structure (16×16-pixel blocks)."""
+    data = _load("kumar_hebert_manmade.npz")
+    return data[f"x_{split}"], data[f"y_{split}"]

@@ -3,7 +3,7 @@
 See ``DESIGN.md`` for the architecture; the names below are the public contract.
 """
 
-from . import checkpoint, kernels, models
+from . import checkpoint, infer, kernels, models
 from .domains import Binary, Categorical, Spin
 from .evaluate import ais, exact, pseudo_log_likelihood
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
@@ -12,7 +12,7 @@ from .model import UGM
 from .sampling import sample
 
 __version__ = "0.1.0"
-__all__ = ["checkpoint", "Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MCMCMLE",
+__all__ = ["checkpoint", "infer", "Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MCMCMLE",
            "PF", "SMC", "PSMC", "MLE",
            "LearnState", "NonFiniteError", "RunResult", "sample", "ais", "exact",
            "pseudo_log_likelihood"]

@@ -9,7 +9,7 @@ paper's Algorithm 3). The log-normalizer increments are summed: they estimate
 log Z_1 − log Z_0.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +31,11 @@ class TemperResult(NamedTuple):
     log_z_increment : estimate of log Z_1 − log Z_0
     num_betas : number of tempering steps taken (β values after β_0 = 0)
     acceptance : mean kernel acceptance over the path
+    betas : (max_betas,) array or None
+        With ``record_path=True``: β after each step (NaN after the last, which is 1).
+    ess : (max_betas,) array or None
+        With ``record_path=True``: ESS fraction (ESS / S) of each step's incremental
+        weights, on the particles that step moved (NaN after the last step).
     """
 
     position: dict
@@ -38,10 +43,13 @@ class TemperResult(NamedTuple):
     log_z_increment: jax.Array
     num_betas: jax.Array
     acceptance: jax.Array
+    betas: Any = None
+    ess: Any = None
 
 
 def temper(kernel, rng_key, position, weights, logprior_fn, loglikelihood_fn, *,
-           target_ess, num_mcmc_steps=1, resampling="systematic", max_betas=1000):
+           target_ess, num_mcmc_steps=1, resampling="systematic", max_betas=1000,
+           record_path=False):
     """Follow p_β ∝ exp(logprior + β loglikelihood) from β = 0 to 1 adaptively.
 
     Parameters
@@ -62,6 +70,10 @@ def temper(kernel, rng_key, position, weights, logprior_fn, loglikelihood_fn, *,
         A ``blackjax.smc.resampling`` scheme.
     max_betas : int
         At most this many steps: the last one jumps to β = 1.
+    record_path : bool
+        Also return each step's β and ESS fraction (``TemperResult.betas`` and ``.ess``,
+        fixed-size buffers of ``max_betas`` entries, NaN-padded); for diagnostics and
+        tests.
     """
     step = tempered.build_kernel(logprior_fn, loglikelihood_fn, kernel.step, kernel.init,
                                  getattr(bj_resampling, resampling))
@@ -80,18 +92,25 @@ def temper(kernel, rng_key, position, weights, logprior_fn, loglikelihood_fn, *,
         return carry[1].tempering_param < 1.0
 
     def body(carry):
-        key, state, log_z, count, acceptance = carry
+        key, state, log_z, count, acceptance, path = carry
         key, step_key = jax.random.split(key)
         state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count), {})
+        if record_path:
+            num = state.weights.shape[0]
+            ess_fraction = 1.0 / (num * jnp.sum(state.weights ** 2))
+            path = (path[0].at[count].set(state.tempering_param),
+                    path[1].at[count].set(ess_fraction.astype(dtype)))
         return (key, state, log_z + info.log_likelihood_increment, count + 1,
-                acceptance + jnp.mean(info.update_info.acceptance_rate))
+                acceptance + jnp.mean(info.update_info.acceptance_rate), path)
 
     init = tempered.TemperedSMCState(position, weights, jnp.zeros((), dtype))
     zero = jnp.zeros((), dtype)
-    _, state, log_z, count, acceptance = jax.lax.while_loop(
-        cond, body, (rng_key, init, zero, jnp.zeros((), jnp.int32), zero))
+    path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 2 if record_path else None)
+    _, state, log_z, count, acceptance, path = jax.lax.while_loop(
+        cond, body, (rng_key, init, zero, jnp.zeros((), jnp.int32), zero, path))
     return TemperResult(state.particles, jnp.log(state.weights), log_z, count,
-                        acceptance / jnp.maximum(count, 1))
+                        acceptance / jnp.maximum(count, 1),
+                        *(path if record_path else (None, None)))
 
 
 def anneal_from_uniform(m, kernel, rng_key, params, num_particles, *, target_ess=0.9,

@@ -59,7 +59,7 @@ class RunResult(NamedTuple):
         Learned parameters (constrained space).
     state : LearnState
         Final state (pass as ``init_state`` to continue).
-    diagnostics : dict of str -> ndarray (num_steps,)
+    diagnostics : dict of str -> ndarray, each of shape ``(num_steps,)``
         Per step: ``grad_norm``, ``positive`` (batch mean of F), ``log_likelihood``
         (running estimate, NaN when the estimator has no log Z), and the estimator's
         ``ess``, ``resampled``, ``rejuvenated``, ``num_betas``, ``acceptance``, ``log_z``.

@@ -1,11 +1,50 @@
-"""Pseudo-likelihood (Besag 1975): Σ_i log p(x_i | x_−i; θ), averaged over examples."""
+"""Pseudo-likelihood (Besag 1975): Σ_i log p(x_i | x_−i; θ), averaged over examples, and
+its maximization (:func:`fit_pseudo_likelihood`: MPLE, e.g. to initialize MCMC maximum
+likelihood)."""
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import optax
 
+from ..model import UGM
 from ..structure import conditional_logits, exact_conditional_logits, free_energy
 
-__all__ = ["pseudo_log_likelihood"]
+__all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
+
+
+def _pseudo_log_likelihood_fn(m, x):
+    """params -> mean pseudo-log-likelihood of the model-representation data ``x``
+    (traceable in the parameters; ``m`` observes the sites of ``x``)."""
+    domains = {s: m.state_sites[s] for s in x}
+    block = {s: None for s in x}
+    if m.latent_sites:
+        potential = free_energy
+        logits_fn = exact_conditional_logits
+    else:
+        def potential(m, params, y):
+            return m.log_potential(params, y)
+        logits_fn = (conditional_logits if m.structure.multilinear
+                     else exact_conditional_logits)
+
+    def value(params):
+        def f(y):
+            return potential(m, params, y)
+
+        def one(example):
+            logits = logits_fn(f, example, domains, block)
+            total = 0.0
+            for s, d in domains.items():
+                labels = d.labels(example[s]).reshape(d.num_variables)
+                log_probs = jax.nn.log_softmax(logits[s], axis=-1)
+                total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
+            return total
+
+        return jnp.mean(jax.vmap(one)(x))
+
+    return value
 
 
 def pseudo_log_likelihood(m, params, data):
@@ -27,25 +66,122 @@ def pseudo_log_likelihood(m, params, data):
     m = m.observe(tuple(data))
     x = m.validate_data(data)
     m.check_params(params)
-    domains = {s: m.state_sites[s] for s in x}
-    block = {s: None for s in x}
-    if m.latent_sites:
-        def f(y):
-            return free_energy(m, params, y)
-        logits_fn = exact_conditional_logits
+    return jax.jit(_pseudo_log_likelihood_fn(m, x))(params)
+
+
+class PseudoFitResult(NamedTuple):
+    """What :func:`fit_pseudo_likelihood` returns.
+
+    Attributes
+    ----------
+    params : dict
+        Final parameters (constrained space).
+    pseudo_log_likelihood : scalar
+        Mean pseudo-log-likelihood of the data at ``params``.
+    objective : scalar
+        pseudo_log_likelihood + log p(θ) / N (equal to it without priors).
+    grad_norm : scalar
+        Norm of the objective's gradient (unconstrained space) at ``params``.
+    num_steps : int
+        Optimizer steps taken.
+    converged : bool
+        Whether the gradient norm reached ``tol``.
+    """
+
+    params: dict
+    pseudo_log_likelihood: jax.Array
+    objective: jax.Array
+    grad_norm: jax.Array
+    num_steps: int
+    converged: bool
+
+
+def fit_pseudo_likelihood(model, data, *model_args, params=None, num_steps=200,
+                          optimizer=None, rng_key=None, tol=1e-6, **model_kwargs):
+    """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
+    when parameter sites have priors).
+
+    Maximizes ``pseudo_log_likelihood(θ) + log p(θ) / N`` over the unconstrained
+    parameters. No partition function is involved, so it is cheap for any model size;
+    it is consistent but less efficient than maximum likelihood, and a common
+    initialization for the stochastic learners (``MLE.run(..., init_params=...)``). For
+    an exponential family without latent sites the objective is concave (a logistic /
+    multinomial regression on each variable's change statistics).
+
+    Parameters
+    ----------
+    model : callable or UGM
+        numpyro model function (called with ``model_args`` and ``model_kwargs``) or a
+        traced :class:`~numpyro_ugm.model.UGM` (then give no model arguments).
+    data : dict of str -> array
+        Observed sites (data representation), leading example axis.
+    params : dict, optional
+        Initial parameters (constrained space); default ``m.init_params(rng_key)``.
+    num_steps : int
+        Maximum number of optimizer steps.
+    optimizer : optax.GradientTransformation, optional
+        Minimizes the negative objective; default ``optax.lbfgs()``.
+    rng_key : jax PRNGKey, optional
+        For the initial parameters (default ``PRNGKey(0)``).
+    tol : float
+        Stop when the gradient norm of the objective falls to ``tol``.
+
+    Returns
+    -------
+    PseudoFitResult
+    """
+    if isinstance(model, UGM):
+        if model_args or model_kwargs:
+            raise TypeError("fit_pseudo_likelihood: model is already a UGM; do not pass "
+                            "model arguments")
+        m = model
     else:
-        def f(y):
-            return m.log_potential(params, y)
-        logits_fn = (conditional_logits if m.structure.multilinear
-                     else exact_conditional_logits)
+        m = UGM(model, *model_args, **model_kwargs)
+    num_steps = int(num_steps)
+    if num_steps < 0:
+        raise ValueError(f"fit_pseudo_likelihood: num_steps must be >= 0, got {num_steps}")
+    mo = m.observe(tuple(data))
+    x = mo.validate_data(data)
+    num_examples = int(jax.tree.leaves(x)[0].shape[0])
+    if params is None:
+        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
+    m.check_params(params)
+    pll = _pseudo_log_likelihood_fn(mo, x)
+    opt = optax.with_extra_args_support(optax.lbfgs() if optimizer is None else optimizer)
 
-    def one(example):
-        logits = logits_fn(f, example, domains, block)
-        total = 0.0
-        for s, d in domains.items():
-            labels = d.labels(example[s]).reshape(d.num_variables)
-            log_probs = jax.nn.log_softmax(logits[s], axis=-1)
-            total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
-        return total
+    def loss(u):
+        p = m.to_constrained(u)
+        value = pll(p)
+        return -(value + m.log_prior(p) / num_examples), value
 
-    return jnp.mean(jax.jit(jax.vmap(one))(x))
+    value_and_grad = jax.value_and_grad(loss, has_aux=True)
+
+    @jax.jit
+    def run(u0):
+        def cond(carry):
+            return ~carry[-1]
+
+        def body(carry):
+            i, u, s, good, _ = carry
+            (value, pl), grad = value_and_grad(u)
+            gnorm = optax.tree.norm(grad)
+            finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
+            good = jax.tree.map(lambda a, b: jnp.where(finite, a, b),
+                                (u, -value, pl, gnorm), good)
+            stop = (~finite) | (gnorm <= tol) | (i >= num_steps)
+            updates, s = opt.update(grad, s, u, value=value, grad=grad,
+                                    value_fn=lambda v: loss(v)[0])
+            stepped = optax.apply_updates(u, updates)
+            u = jax.tree.map(lambda a, b: jnp.where(stop, a, b), u, stepped)
+            return i + (~stop).astype(i.dtype), u, s, good, stop
+
+        nan = jnp.full((), jnp.nan, jnp.result_type(float))
+        carry = (jnp.zeros((), jnp.int32), u0, opt.init(u0), (u0, nan, nan, nan),
+                 jnp.array(False))
+        i, _, _, good, _ = jax.lax.while_loop(cond, body, carry)
+        return i, good
+
+    steps, (u, objective, pl, gnorm) = run(m.to_unconstrained(params))
+    return PseudoFitResult(params=m.to_constrained(u), pseudo_log_likelihood=pl,
+                           objective=objective, grad_norm=gnorm, num_steps=int(steps),
+                           converged=bool(np.asarray(gnorm) <= tol))

@@ -1,0 +1,582 @@
+"""Exponential random graph models (ERGMs, p* models) of undirected graphs.
+
+An undirected graph on ``n`` nodes is one :class:`~numpyro_ugm.domains.Binary` site
+``"y"`` over its ``n(n-1)/2`` node pairs, in the order of ``numpy.triu_indices(n, 1)``:
+(0, 1), (0, 2), ..., (0, n-1), (1, 2), ... (``y[e] = 1``: the pair is an edge). The
+log-potential is θ·s(y) for a vector of graph statistics s (:data:`STATISTICS`), with one
+parameter per statistic in the site ``"theta"``.
+
+Every statistic except the geometrically weighted ones is written **multilinearly**:
+each term is a product of distinct edge variables (2-stars as
+((Σ_j y_ij)² − Σ_j y_ij²)/2 per node, triangles as trace(A³)/6 with A the symmetric
+adjacency built from the site, ...). The conditional log-odds of every edge (its change
+statistics θ·Δ_e s) then come from one gradient, and :mod:`numpyro_ugm.structure` finds
+that two edges interact only when they share a node, so block Gibbs updates **edge
+matchings** (sets of node-disjoint edges) together. ``gwesp`` and ``gwdegree`` are not
+multilinear (they hold (1 − e^{−α})^k for counts k): with them the sampler falls back to
+exact conditionals, one edge at a time, which is correct but slower.
+
+Helpers: :func:`graph_to_edges` / :func:`edges_to_adjacency` / :func:`edges_to_graph`
+convert between graphs (networkx or adjacency arrays) and data; :func:`ergm_statistics`
+computes s(y) for data; :func:`change_statistics` the change statistics Δ_e s(y);
+:func:`mple` the maximum pseudo-likelihood estimate (logistic regression on the change
+statistics), the usual starting point of MCMC maximum likelihood; :func:`check_degeneracy`
+warns when sampled graphs collapse to the empty or the complete graph.
+"""
+
+import functools
+import itertools
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from ..domains import Binary
+
+__all__ = ["ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
+           "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
+           "check_degeneracy", "DegeneracyWarning"]
+
+#: default decay α of the geometrically weighted statistics (statnet's ``fixed=TRUE``)
+DEFAULT_DECAY = 0.5
+
+
+# --- the graph as a site -------------------------------------------------------------
+
+
+def num_pairs(num_nodes):
+    """Number of node pairs n(n−1)/2 (variables of the site ``"y"``)."""
+    n = int(num_nodes)
+    return n * (n - 1) // 2
+
+
+def num_nodes_of(num_edge_variables):
+    """The n with n(n−1)/2 == ``num_edge_variables`` (raises if there is none)."""
+    e = int(num_edge_variables)
+    n = int(round((1 + math.sqrt(1 + 8 * e)) / 2))
+    if num_pairs(n) != e:
+        raise ValueError(f"{e} edge variables are not n(n-1)/2 for any number of nodes n")
+    return n
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(n):
+    """Constant tables of the n-node graph: the edge index of each ordered pair
+    (``n(n−1)/2`` on the diagonal, pointing at an appended zero), the node-edge incidence
+    matrix (E, n), and the edge triples of the C(n, 3) triangles."""
+    i, j = np.triu_indices(n, 1)
+    e = len(i)
+    pair = np.full((n, n), e, np.int32)
+    pair[i, j] = np.arange(e)
+    pair[j, i] = np.arange(e)
+    incidence = np.zeros((e, n), np.float32)
+    incidence[np.arange(e), i] = 1
+    incidence[np.arange(e), j] = 1
+    triples = np.array([[pair[a, b], pair[a, c], pair[b, c]]
+                        for a, b, c in itertools.combinations(range(n), 3)],
+                       np.int32).reshape(-1, 3)
+    return pair, incidence, triples
+
+
+def _adjacency(y, n):
+    """Symmetric adjacency ``(..., n, n)`` (zero diagonal) from edge variables ``(..., E)``,
+    by one gather (differentiable in ``y``)."""
+    padded = jnp.concatenate([y, jnp.zeros(y.shape[:-1] + (1,), y.dtype)], axis=-1)
+    return padded[..., _tables(n)[0]]
+
+
+class _Graph:
+    """Edge variables ``y`` (..., E) of an n-node graph, with the quantities statistics
+    share (degrees, adjacency) computed once, on first use. Everything is a polynomial
+    in ``y`` written so that the multilinear statistics stay multilinear."""
+
+    def __init__(self, y, n):
+        self.y, self.n = y, n
+
+    @functools.cached_property
+    def incidence(self):
+        return jnp.asarray(_tables(self.n)[1], self.y.dtype)
+
+    @functools.cached_property
+    def degrees(self):
+        return self.y @ self.incidence  # (..., n): a linear map, cheap to differentiate
+
+    def power_degrees(self, k):
+        """Σ_{e ∋ i} y_e^k per node (equal to the degree on the domain, not as a
+        polynomial: the power sums of Newton's identities)."""
+        return (self.y ** k) @ self.incidence
+
+    @functools.cached_property
+    def adjacency(self):
+        return _adjacency(self.y, self.n)
+
+
+# --- statistics ----------------------------------------------------------------------
+
+
+def _edges(g, decay):
+    return jnp.sum(g.y, -1)
+
+
+def _twostars(g, decay):
+    # Σ_i C(d_i, 2) written multilinearly: ((Σ_j y_ij)² − Σ_j y_ij²) / 2 per node
+    d = g.degrees
+    return jnp.sum(d * d - g.power_degrees(2), -1) / 2
+
+
+def _threestars(g, decay):
+    # Σ_i C(d_i, 3) as the elementary symmetric polynomial e3 = (p1³ − 3 p1 p2 + 2 p3)/6
+    p1, p2, p3 = g.degrees, g.power_degrees(2), g.power_degrees(3)
+    return jnp.sum(p1 ** 3 - 3 * p1 * p2 + 2 * p3, -1) / 6
+
+
+def _triangles(g, decay):
+    # Σ over node triples of y_ab y_ac y_bc (= trace(A³)/6), a product of distinct edges
+    t = _tables(g.n)[2]
+    y = g.y
+    return jnp.sum(y[..., t[:, 0]] * y[..., t[:, 1]] * y[..., t[:, 2]], -1)
+
+
+def _isolates(g, decay):
+    # Π_j (1 − A_ij) is a product of distinct edges (the diagonal contributes 1)
+    return jnp.sum(jnp.prod(1 - g.adjacency, -1), -1)
+
+
+def _gwesp(g, decay):
+    # e^α Σ_{i<j} y_ij (1 − (1 − e^{−α})^{sp_ij}), sp_ij = shared partners (statnet's
+    # gwesp(decay, fixed=TRUE)); not multilinear
+    A = g.adjacency
+    r = -jnp.expm1(-decay)
+    sp = A @ A
+    return jnp.exp(decay) * jnp.sum(A * (1 - r ** sp), axis=(-2, -1)) / 2
+
+
+def _gwdegree(g, decay):
+    # e^α Σ_i (1 − (1 − e^{−α})^{d_i}) (statnet's gwdegree(decay, fixed=TRUE));
+    # not multilinear
+    r = -jnp.expm1(-decay)
+    return jnp.exp(decay) * jnp.sum(1 - r ** g.degrees, -1)
+
+
+#: statistic name -> (function of a _Graph, multilinear as written, uses a decay)
+_STATISTICS = {
+    "edges": (_edges, True, False),
+    "twostars": (_twostars, True, False),
+    "threestars": (_threestars, True, False),
+    "triangles": (_triangles, True, False),
+    "isolates": (_isolates, True, False),
+    "gwesp": (_gwesp, False, True),
+    "gwdegree": (_gwdegree, False, True),
+}
+_ALIASES = {"edge": "edges", "kstar2": "twostars", "2-stars": "twostars",
+            "2stars": "twostars", "kstar3": "threestars", "3-stars": "threestars",
+            "triangle": "triangles", "isolate": "isolates"}
+
+#: Names of the statistics :func:`ergm` knows (aliases: ``triangle``, ``kstar2``,
+#: ``kstar3``, ``edge``, ``isolate``). ``gwesp`` and ``gwdegree`` take a decay α > 0,
+#: either ``decay=`` or as a pair ``("gwesp", α)``.
+STATISTICS = tuple(_STATISTICS)
+
+
+def _parse(statistics, decay):
+    """Normalize ``statistics`` to a tuple of (canonical name, decay or None)."""
+    if isinstance(statistics, str):
+        statistics = (statistics,)
+    out = []
+    for entry in statistics:
+        if isinstance(entry, (tuple, list)):
+            if len(entry) != 2:
+                raise ValueError(f"ergm: a statistic given as a pair must be (name, decay), "
+                                 f"got {entry!r}")
+            name, value = entry
+        else:
+            name, value = entry, None
+        if not isinstance(name, str):
+            raise TypeError(f"ergm: statistic names are strings, got {name!r}")
+        key = _ALIASES.get(name.lower(), name.lower())
+        if key not in _STATISTICS:
+            raise ValueError(f"ergm: unknown statistic {name!r}; known: {list(STATISTICS)}")
+        uses_decay = _STATISTICS[key][2]
+        if value is not None and not uses_decay:
+            raise ValueError(f"ergm: statistic {name!r} takes no decay, got {value!r}")
+        if uses_decay:
+            value = float(decay if value is None else value)
+            if not value > 0:
+                raise ValueError(f"ergm: the decay of {name!r} must be > 0, got {value}")
+        out.append((key, value))
+    if not out:
+        raise ValueError("ergm: give at least one statistic")
+    if len(set(out)) < len(out):
+        raise ValueError(f"ergm: a statistic is repeated in {statistics!r}")
+    return tuple(out)
+
+
+def _statistics(y, n, parsed):
+    """s(y) (..., num_statistics) from edge variables (..., E)."""
+    g = _Graph(y, n)
+    return jnp.stack([_STATISTICS[name][0](g, value) for name, value in parsed], axis=-1)
+
+
+def is_multilinear(statistics, decay=DEFAULT_DECAY):
+    """Whether the log-potential of these statistics is multilinear as written (block
+    Gibbs over edge matchings) rather than handled by the exact fallback."""
+    return all(_STATISTICS[name][1] for name, _ in _parse(statistics, decay))
+
+
+def ergm_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY):
+    """Graph statistics s(y) of edge data.
+
+    Parameters
+    ----------
+    edges : array (..., n(n−1)/2)
+        Edge indicators (0/1), as :func:`graph_to_edges` gives them; any leading axes.
+    statistics : sequence of str or (str, float)
+        As in :func:`ergm`.
+    decay : float
+        Decay α of ``gwesp`` / ``gwdegree``.
+
+    Returns
+    -------
+    jax.Array (..., num_statistics)
+        In the order of ``statistics`` (floating point).
+    """
+    parsed = _parse(statistics, decay)
+    y = jnp.asarray(edges)
+    y = y.astype(jnp.result_type(float)) if not jnp.issubdtype(y.dtype, jnp.floating) else y
+    n = num_nodes_of(y.shape[-1])
+    return _statistics(y, n, parsed)
+
+
+def change_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY):
+    """Change statistics Δ_e s(y) = s(y with e on) − s(y with e off), for every pair e.
+
+    The conditional log-odds of edge e given the rest is θ·Δ_e s(y), so the MPLE is the
+    logistic regression of the observed y_e on these rows (:func:`mple`).
+
+    Parameters
+    ----------
+    edges : array (..., n(n−1)/2)
+        Edge indicators (0/1).
+    statistics, decay
+        As in :func:`ergm_statistics`.
+
+    Returns
+    -------
+    jax.Array (..., n(n−1)/2, num_statistics)
+    """
+    parsed = _parse(statistics, decay)
+    y = jnp.asarray(edges, jnp.result_type(float))
+    num = y.shape[-1]
+    n = num_nodes_of(num)
+    eye = jnp.eye(num, dtype=y.dtype)
+    on = jnp.maximum(y[..., None, :], eye)  # (..., E, E): row e has edge e on
+    off = y[..., None, :] * (1 - eye)
+    return _statistics(on, n, parsed) - _statistics(off, n, parsed)
+
+
+# --- the model -----------------------------------------------------------------------
+
+
+def ergm(num_nodes, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY,
+         prior_scale=None, init=None):
+    """Exponential random graph model: p(y; θ) ∝ exp(θ·s(y)) over undirected graphs.
+
+    Sites: ``"y"``, a :class:`~numpyro_ugm.domains.Binary` site of the n(n−1)/2 node pairs
+    (order of ``numpy.triu_indices(n, 1)``; data from :func:`graph_to_edges`), and
+    ``"theta"``, one parameter per statistic in the order of ``statistics``.
+
+    Statistics (:data:`STATISTICS`):
+
+    * ``"edges"``: number of edges;
+    * ``"twostars"``: Σ_i C(d_i, 2), pairs of edges sharing a node (``"kstar2"``);
+    * ``"threestars"``: Σ_i C(d_i, 3) (``"kstar3"``);
+    * ``"triangles"``: number of triangles (``"triangle"``);
+    * ``"isolates"``: number of nodes of degree 0;
+    * ``"gwesp"``: geometrically weighted edgewise shared partners with fixed decay α,
+      e^α Σ_k (1 − (1 − e^{−α})^k) EP_k (statnet's ``gwesp(α, fixed=TRUE)``);
+    * ``"gwdegree"``: geometrically weighted degree, e^α Σ_i (1 − (1 − e^{−α})^{d_i}).
+
+    All but the last two are written multilinearly (see the module docstring), so Gibbs
+    updates edge matchings from one gradient; ``gwesp`` and ``gwdegree`` use the exact
+    (slower) fallback. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
+    ``statistics=("edges", "twostars", "triangles")``.
+
+    Parameters
+    ----------
+    num_nodes : int
+        Number of nodes n (at least 2).
+    statistics : sequence of str or (str, float)
+        Statistic names; ``("gwesp", 0.25)`` gives a statistic its own decay.
+    decay : float
+        Default decay α > 0 of ``gwesp`` / ``gwdegree``.
+    prior_scale : float, optional
+        If given, ``theta`` gets independent Normal(0, prior_scale) priors (MAP);
+        otherwise it is a ``numpyro.param`` site (maximum likelihood).
+    init : array (num_statistics,), optional
+        Initial ``theta`` of the ``numpyro.param`` site (default zeros).
+    """
+    n = int(num_nodes)
+    if n < 2:
+        raise ValueError(f"ergm: num_nodes must be >= 2, got {num_nodes}")
+    parsed = _parse(statistics, decay)
+    k = len(parsed)
+    if prior_scale is None:
+        start = jnp.zeros(k) if init is None else jnp.asarray(init, jnp.result_type(float))
+        if start.shape != (k,):
+            raise ValueError(f"ergm: init must have shape ({k},) (one value per statistic), "
+                             f"got {start.shape}")
+        theta = numpyro.param("theta", start)
+    else:
+        theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand((k,)).to_event(1))
+    y = numpyro.sample("y", Binary(num_pairs(n)))
+    numpyro.factor("statistics", theta @ _statistics(y, n, parsed))
+
+
+# --- graphs <-> data -----------------------------------------------------------------
+
+
+def _is_networkx(obj):
+    return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj")
+
+
+def _networkx_adjacency(graph, nodelist):
+    import networkx as nx
+
+    if graph.is_directed():
+        raise ValueError("graph_to_edges: the graph is directed; ERGMs here are undirected")
+    if nx.number_of_selfloops(graph):
+        raise ValueError("graph_to_edges: the graph has self-loops")
+    return nx.to_numpy_array(graph, nodelist=nodelist, weight=None, dtype=np.int8)
+
+
+def graph_to_edges(graph, *, nodelist=None, dtype=np.int8):
+    """Edge data (the site ``"y"``) from graphs.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, sequence of networkx.Graph, or array (..., n, n)
+        A networkx graph (nodes in ``nodelist`` order, default ``list(graph.nodes)``),
+        a list of graphs on the same nodes, or symmetric 0/1 adjacency matrices with a
+        zero diagonal (any leading batch axes).
+    nodelist : sequence, optional
+        Node order for networkx graphs (it fixes the edge order; nodes of the list
+        absent from the graph are isolates).
+    dtype : numpy dtype
+        dtype of the result.
+
+    Returns
+    -------
+    numpy.ndarray (..., n(n−1)/2)
+        Edge indicators of the pairs (i, j), i < j, in ``numpy.triu_indices(n, 1)`` order;
+        a batch axis first for a list of graphs. Pass as ``{"y": edges}`` (add a leading
+        axis for a single graph).
+    """
+    if _is_networkx(graph):
+        nodes = list(graph.nodes) if nodelist is None else list(nodelist)
+        return graph_to_edges(_networkx_adjacency(graph, nodes), dtype=dtype)
+    if isinstance(graph, (list, tuple)) and graph and all(_is_networkx(g) for g in graph):
+        nodes = list(graph[0].nodes) if nodelist is None else list(nodelist)
+        for g in graph:
+            if nodelist is None and set(g.nodes) != set(nodes):
+                raise ValueError("graph_to_edges: the graphs have different node sets; "
+                                 "give nodelist=")
+        return np.stack([graph_to_edges(g, nodelist=nodes, dtype=dtype) for g in graph])
+    A = np.asarray(graph)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"graph_to_edges: expected a networkx graph or adjacency "
+                         f"matrices (..., n, n), got an array of shape {A.shape}")
+    if not np.array_equal(A, np.swapaxes(A, -1, -2)):
+        raise ValueError("graph_to_edges: the adjacency matrix is not symmetric "
+                         "(ERGMs here are undirected)")
+    if np.any(np.diagonal(A, axis1=-2, axis2=-1) != 0):
+        raise ValueError("graph_to_edges: the adjacency matrix has a non-zero diagonal "
+                         "(self-loops)")
+    if not np.all((A == 0) | (A == 1)):
+        raise ValueError("graph_to_edges: adjacency entries must be 0 or 1")
+    i, j = np.triu_indices(A.shape[-1], 1)
+    return A[..., i, j].astype(dtype)
+
+
+def edges_to_adjacency(edges, dtype=np.int8):
+    """Symmetric adjacency matrices ``(..., n, n)`` from edge data ``(..., n(n−1)/2)``
+    (the inverse of :func:`graph_to_edges` on arrays)."""
+    y = np.asarray(edges)
+    n = num_nodes_of(y.shape[-1])
+    A = np.zeros(y.shape[:-1] + (n, n), dtype)
+    i, j = np.triu_indices(n, 1)
+    A[..., i, j] = y
+    A[..., j, i] = y
+    return A
+
+
+def edges_to_graph(edges, nodelist=None):
+    """networkx graph(s) from edge data: one ``networkx.Graph`` for ``(E,)``, a list for
+    ``(N, E)``. ``nodelist`` names the nodes (default 0..n−1)."""
+    import networkx as nx
+
+    y = np.asarray(edges)
+    if y.ndim == 2:
+        return [edges_to_graph(row, nodelist) for row in y]
+    if y.ndim != 1:
+        raise ValueError(f"edges_to_graph: expected (E,) or (N, E) edge data, got shape "
+                         f"{y.shape}")
+    n = num_nodes_of(y.shape[0])
+    nodes = list(range(n)) if nodelist is None else list(nodelist)
+    if len(nodes) != n:
+        raise ValueError(f"edges_to_graph: nodelist has {len(nodes)} nodes, the data {n}")
+    graph = nx.Graph()
+    graph.add_nodes_from(nodes)
+    i, j = np.triu_indices(n, 1)
+    on = np.flatnonzero(y)
+    graph.add_edges_from((nodes[i[e]], nodes[j[e]]) for e in on)
+    return graph
+
+
+def _as_edge_data(data):
+    """``{"y": (N, E)}`` from a dict, edge array (E,) / (N, E), or networkx graph(s)."""
+    if isinstance(data, dict):
+        if set(data) != {"y"}:
+            raise KeyError(f"ERGM data has the single site 'y', got {list(data)}")
+        y = np.asarray(data["y"])
+    elif _is_networkx(data) or (isinstance(data, (list, tuple)) and data
+                                and _is_networkx(data[0])):
+        y = graph_to_edges(data)
+    else:
+        y = np.asarray(data)
+    return {"y": y[None] if y.ndim == 1 else y}
+
+
+# --- estimation helpers --------------------------------------------------------------
+
+
+def mple(data, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY, prior_scale=None,
+         num_steps=200, tol=1e-6, return_result=False):
+    """Maximum pseudo-likelihood estimate of θ (Strauss & Ikeda 1990).
+
+    The pseudo-likelihood Π_e p(y_e | y_−e; θ) of an ERGM is a logistic regression of each
+    y_e on its change statistics Δ_e s(y) (:func:`change_statistics`). It is maximized
+    here through the generic
+    :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood` (L-BFGS on
+    :func:`~numpyro_ugm.evaluate.pseudo.pseudo_log_likelihood`), whose conditionals come
+    from one gradient of the potential. The MPLE is consistent for many graphs but can be
+    far from the MLE for one graph with strong dependence; it is the usual starting point
+    of MCMC maximum likelihood (``init_params=`` of :meth:`~numpyro_ugm.learn.MLE.run`).
+
+    Parameters
+    ----------
+    data : dict, array or networkx graph(s)
+        ``{"y": (N, E)}``, edge data ``(E,)`` / ``(N, E)``, or networkx graph(s).
+    statistics, decay, prior_scale
+        As in :func:`ergm` (with ``prior_scale``: maximum penalized pseudo-likelihood).
+    num_steps : int
+        Maximum L-BFGS steps.
+    tol : float
+        Stop when the gradient norm reaches ``tol``.
+    return_result : bool
+        Return the full :class:`~numpyro_ugm.evaluate.pseudo.PseudoFitResult` instead of
+        the parameters.
+
+    Returns
+    -------
+    dict ``{"theta": array}`` (or the fit result)
+        When the pseudo-likelihood has no maximum (e.g. a statistic whose change
+        statistics separate the observed edges from the non-edges) the result has
+        ``converged`` False and diverging parameters.
+    """
+    from ..evaluate.pseudo import fit_pseudo_likelihood
+    from ..model import UGM
+
+    data = _as_edge_data(data)
+    n = num_nodes_of(data["y"].shape[-1])
+    m = UGM(ergm, n, statistics, decay=decay, prior_scale=prior_scale)
+    params = m.init_params(jax.random.PRNGKey(0))
+    params = {"theta": jnp.zeros_like(params["theta"])}
+    result = fit_pseudo_likelihood(m, data, params=params, num_steps=num_steps, tol=tol)
+    return result if return_result else result.params
+
+
+class DegeneracyWarning(RuntimeWarning):
+    """Sampled graphs collapsed to the empty or the complete graph (ERGM degeneracy)."""
+
+
+def _edge_particles(obj):
+    """(S, E) edge values from samples, particles or learner/estimator states."""
+    for attr in ("state", "estimator_state", "kernel_state"):  # RunResult, LearnState, PCD
+        if hasattr(obj, attr) and not isinstance(obj, dict):
+            inner = getattr(obj, attr)
+            if inner is not None and not isinstance(inner, (np.ndarray, jax.Array)):
+                try:
+                    return _edge_particles(inner)
+                except TypeError:
+                    pass
+    if hasattr(obj, "position") and not isinstance(obj, dict):
+        return _edge_particles(obj.position)
+    if isinstance(obj, dict):
+        if "y" not in obj:
+            raise KeyError(f"check_degeneracy: no site 'y' among {list(obj)}")
+        obj = obj["y"]
+    if isinstance(obj, (np.ndarray, jax.Array, list)):
+        y = np.asarray(obj)
+        return y.reshape((-1, y.shape[-1]))
+    raise TypeError(f"check_degeneracy: cannot find edge particles in {type(obj).__name__}")
+
+
+def check_degeneracy(particles, *, data=None, threshold=0.9, warn=True):
+    """Warn when sampled graphs collapse to the empty or the complete graph.
+
+    Near a degenerate θ an ERGM puts almost all its mass on the empty or the full
+    graph (Handcock 2003): the particles of a learner then sit there, the negative
+    phase is a point mass, and learning or simulation is meaningless. This checks the
+    fraction of particles that are empty or complete graphs.
+
+    Parameters
+    ----------
+    particles : array (S, E), dict with ``"y"``, or a learner result / state
+        Edge particles: samples (``ugm.sample`` output), ``Particles``, an estimator
+        state, a :class:`~numpyro_ugm.learn.LearnState` or a
+        :class:`~numpyro_ugm.learn.RunResult` (its estimator's particles).
+    data : dict or array, optional
+        Observed graphs: if given, no warning is issued when the data are themselves that
+        extreme.
+    threshold : float
+        Warn when at least this fraction of particles is empty, or complete.
+    warn : bool
+        Issue the :class:`DegeneracyWarning` (else only report).
+
+    Returns
+    -------
+    dict
+        ``fraction_empty``, ``fraction_full``, ``mean_density`` (of the particles),
+        ``degenerate`` (bool).
+    """
+    y = _edge_particles(particles).astype(np.float64)
+    density = y.mean(axis=-1)
+    summary = {"fraction_empty": float(np.mean(density == 0.0)),
+               "fraction_full": float(np.mean(density == 1.0)),
+               "mean_density": float(np.mean(density))}
+    data_extreme = {"empty": False, "full": False}
+    if data is not None:
+        d = _as_edge_data(data)["y"].astype(np.float64).mean(-1)
+        data_extreme = {"empty": np.mean(d == 0.0) >= threshold,
+                        "full": np.mean(d == 1.0) >= threshold}
+    problems = []
+    if summary["fraction_empty"] >= threshold and not data_extreme["empty"]:
+        problems.append(f"{summary['fraction_empty']:.0%} of the {len(y)} particles are the "
+                        "empty graph")
+    if summary["fraction_full"] >= threshold and not data_extreme["full"]:
+        problems.append(f"{summary['fraction_full']:.0%} of the {len(y)} particles are the "
+                        "complete graph")
+    summary["degenerate"] = bool(problems)
+    if problems and warn:
+        warnings.warn(
+            "ERGM degeneracy: " + " and ".join(problems) + " (mean density "
+            f"{summary['mean_density']:.3f}). The parameters are in or near a degenerate "
+            "region where the model puts nearly all its mass on an extreme graph; the "
+            "negative phase is then a point mass. Start from the MPLE (ergm.mple), lower "
+            "the learning rate, or use curved statistics such as gwesp.",
+            DegeneracyWarning, stacklevel=2)
+    return summary

@@ -1,0 +1,316 @@
+"""``predict``: labels of a (conditional) UGM for each example's inputs, by MCMC.
+
+Two methods, both vectorized over the examples (``jax.vmap``) and over chains, and
+jitted as one computation:
+
+* ``"marginal"`` — posterior marginals p(x_i = k | u; θ) estimated from Gibbs (or any
+  kernel's) chains, and the labels that maximize them (maximum posterior marginals, the
+  labeling with the fewest expected errors per variable). For multilinear models the
+  estimate is Rao-Blackwellized: each draw contributes the conditional probabilities
+  p(x_i | x_−i) of every variable (read off one gradient of f), not an indicator, which
+  has lower variance and the same expectation under the chain's stationary law.
+* ``"map"`` — simulated annealing towards the MAP labeling argmax_x f(x; θ, u): the kernel
+  runs on β·f with β rising geometrically from ``beta_min`` to ``beta_max``; the best
+  configuration visited by any chain (by f at β = 1) is returned. It is a heuristic:
+  with enough steps and chains it finds the MAP of small or easy models, not always of
+  hard ones.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .kernels import gibbs
+from .kernels.base import as_spec
+from .model import UGM
+from .structure import conditional_logits, site_variables
+
+__all__ = ["predict", "Prediction"]
+
+#: default settings per method: chains, steps (sweeps) counted, warm-up sweeps
+DEFAULTS = {"marginal": dict(num_chains=16, num_steps=500, num_warmup=100),
+            "map": dict(num_chains=8, num_steps=500, num_warmup=0)}
+
+
+class Prediction(NamedTuple):
+    """What :func:`predict` returns. With ``inputs``, every array has a leading example
+    axis (N, the examples of ``inputs``); without, none.
+
+    Attributes
+    ----------
+    labels : dict of str -> array ``(N, *site_shape)``
+        Predicted value of every variable of every state site, in the data
+        representation (±1 for ``Spin``, 0/1 for ``Binary``, integer labels for
+        ``Categorical``): the maximizers of the marginals (``"marginal"``) or the best
+        configuration found by annealing (``"map"``).
+    marginals : dict of str -> array ``(N, *site_shape, K)`` or None
+        ``"marginal"``: estimated p(x_i = k | inputs; θ), values in the domain's order
+        (Spin: −1, +1; Binary: 0, 1; Categorical: 0..K−1); rows sum to 1.
+        ``"map"``: None.
+    log_potential : array ``(N,)``
+        f(labels; θ, inputs) — the unnormalized log-probability of the predicted labeling
+        (for ``"map"``, the best value found).
+    """
+
+    labels: dict
+    marginals: dict
+    log_potential: jax.Array
+
+
+def _raw_key(key):
+    if key is None:
+        return jax.random.PRNGKey(0)
+    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return key
+
+
+def _check_inputs(m, inputs):
+    """Per-example inputs as arrays with one leading example axis over the shapes the
+    model was traced with; returns (inputs, num_examples)."""
+    if not isinstance(inputs, dict) or not inputs:
+        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
+                        f"arguments (leading axis: examples), got {type(inputs).__name__}")
+    unknown = [k for k in inputs if k not in m.kwargs]
+    if unknown:
+        raise TypeError(f"inputs {unknown} are not keyword arguments the model was traced "
+                        f"with ({list(m.kwargs)})")
+    out, num = {}, None
+    for name, value in inputs.items():
+        value = jnp.asarray(value)
+        traced = tuple(np.shape(m.kwargs[name]))
+        if value.ndim != len(traced) + 1 or tuple(value.shape[1:]) != traced:
+            raise ValueError(
+                f"input {name!r} has shape {tuple(value.shape)}; expected (num_examples, "
+                f"{', '.join(map(str, traced))}) — a leading example axis over the shape "
+                f"{traced} the model was traced with (one example: add [None])")
+        if num is None:
+            num = int(value.shape[0])
+        elif value.shape[0] != num:
+            raise ValueError(f"input {name!r} has {value.shape[0]} examples but other "
+                             f"inputs have {num}")
+        if num == 0:
+            raise ValueError(f"input {name!r} has no examples")
+        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
+            raise ValueError(f"input {name!r} holds non-finite values")
+        out[name] = value
+    return out, num
+
+
+def _labels_to_model(domain, labels, dtype):
+    return domain.label_to_model(labels, dtype).reshape(
+        tuple(domain.shape_) + domain.event_shape)
+
+
+def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
+           beta_max, rao_blackwell, input_names):
+    """The jitted ``run(params, keys, inputs)``, vmapped over examples."""
+    kernel = kernel_spec.build(m)
+    domains = m.state_sites
+    whole = {s: None for s in domains}
+    rao_blackwell = rao_blackwell and m.structure.multilinear
+
+    def moved(states, key, logdensity_fn):
+        keys = jax.random.split(key, num_chains)
+        return jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn)[0])(keys, states)
+
+    def probabilities(f, x):
+        """Per site (num_variables, K): conditional probabilities given the rest
+        (Rao-Blackwellized) or the indicator of the current value."""
+        if rao_blackwell:
+            logits = conditional_logits(f, x, domains, whole)
+            return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
+        return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
+                for s, d in domains.items()}
+
+    def marginal_one(params, key, inputs):
+        mb = m.bind(**inputs) if inputs else m
+        f = lambda x: mb.log_potential(params, x)  # noqa: E731
+        init_key, warm_key, run_key = jax.random.split(key, 3)
+        position = m.random_state(init_key, (num_chains,))
+        states = jax.vmap(lambda x: kernel.init(x, f))(position)
+        states = jax.lax.fori_loop(
+            0, num_warmup, lambda i, s: moved(s, jax.random.fold_in(warm_key, i), f), states)
+        dtype = jnp.result_type(float)
+        acc0 = {s: jnp.zeros((d.num_variables, d.num_values), dtype)
+                for s, d in domains.items()}
+
+        def body(i, carry):
+            states, acc = carry
+            states = moved(states, jax.random.fold_in(run_key, i), f)
+            probs = jax.vmap(lambda x: probabilities(f, x))(states.position)
+            acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
+            return states, acc
+
+        _, acc = jax.lax.fori_loop(0, num_steps, body, (states, acc0))
+        marginals = {s: (acc[s] / (num_chains * num_steps)).reshape(
+            tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
+        best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
+                for s, d in domains.items()}
+        return best, marginals, f(best)
+
+    betas = np.geomspace(beta_min, beta_max, num_steps) if num_steps else np.zeros(0)
+
+    def map_one(params, key, inputs):
+        mb = m.bind(**inputs) if inputs else m
+        f = lambda x: mb.log_potential(params, x)  # noqa: E731
+        init_key, run_key = jax.random.split(key)
+        position = m.random_state(init_key, (num_chains,))
+        values = jax.vmap(f)(position)
+
+        def body(carry, xs):
+            states, best, best_values = carry
+            key, beta = xs
+            tempered = lambda x: beta * f(x)  # noqa: E731
+            if kernel.refresh is None:
+                states = jax.vmap(lambda s: kernel.init(s.position, tempered))(states)
+            else:
+                states = jax.vmap(lambda s: kernel.refresh(s, tempered))(states)
+            states = moved(states, key, tempered)
+            values = jax.vmap(f)(states.position)
+            better = values > best_values
+            best = jax.tree.map(
+                lambda new, old: jnp.where(better.reshape((-1,) + (1,) * (new.ndim - 1)),
+                                           new, old), states.position, best)
+            return (states, best, jnp.maximum(values, best_values)), None
+
+        states = jax.vmap(lambda x: kernel.init(x, f))(position)
+        xs = (jax.random.split(run_key, num_steps), jnp.asarray(betas, values.dtype))
+        (_, best, best_values), _ = jax.lax.scan(body, (states, position, values), xs)
+        winner = jnp.argmax(best_values)
+        best = jax.tree.map(lambda a: a[winner], best)
+        return best, None, best_values[winner]
+
+    one = marginal_one if method == "marginal" else map_one
+
+    def run(params, keys, inputs):
+        if inputs is None:
+            return one(params, keys, {})
+        return jax.vmap(lambda k, inp: one(params, k, inp))(keys, inputs)
+
+    return jax.jit(run)
+
+
+def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chains=None,
+            num_steps=None, num_warmup=None, kernel=None, beta_min=0.1, beta_max=1000.0,
+            rao_blackwell=True):
+    """Predict the state of a UGM (a CRF's labels) for each example's inputs.
+
+    Parameters
+    ----------
+    m : UGM or callable
+        The model, traced with the keyword arguments of one example (e.g.
+        ``ugm.UGM(ugm.models.grid_crf, **features_of_one_image)``); each example's
+        ``inputs`` replace those arguments (:meth:`UGM.bind`; the interaction structure is
+        shared). A model function is traced with the first example's inputs (and the
+        compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it, it is
+        cached on the ``UGM`` per method and settings).
+    params : dict
+        Parameters (constrained space), e.g. ``result.params`` of :class:`~numpyro_ugm.MLE`.
+    inputs : dict of str -> array, optional
+        Per-example model keyword arguments with a leading example axis (as given to
+        ``MLE.run(..., inputs=...)``). ``None``: predict for ``m`` itself (no example
+        axis in the result).
+    method : {"marginal", "map"}
+        ``"marginal"``: Gibbs marginals and the labels maximizing them. ``"map"``:
+        annealed MAP (simulated annealing; best configuration found over all chains).
+    rng_key : jax PRNGKey, optional
+        Default ``PRNGKey(0)``. Each example gets its own key.
+    num_chains : int, optional
+        Chains per example, run in parallel from uniform random states
+        (default 16 for ``"marginal"``, 8 for ``"map"``).
+    num_steps : int, optional
+        Kernel steps (sweeps, for Gibbs) per chain: averaged over for ``"marginal"``,
+        the length of the annealing schedule for ``"map"`` (default 500 for both).
+    num_warmup : int, optional
+        ``"marginal"``: steps discarded at the start of each chain (default 100).
+    kernel : KernelSpec, optional
+        Default: systematic-scan block Gibbs (``ugm.kernels.gibbs()``); any kernel spec
+        works (for ``"map"`` it is run on β·f).
+    beta_min, beta_max : float
+        ``"map"``: the inverse temperatures at the start and the end of the geometric
+        annealing schedule. β·Δf for the smallest log-potential differences that
+        matter should be large at ``beta_max`` (the last sweeps are then greedy).
+    rao_blackwell : bool
+        ``"marginal"``, multilinear models: average the conditional probabilities
+        p(x_i | x_−i) instead of indicators of the sampled values (lower variance).
+
+    Returns
+    -------
+    Prediction
+        ``labels`` (data representation), ``marginals`` (``"marginal"`` only) and
+        ``log_potential``; with ``inputs``, each with a leading example axis.
+
+    Raises
+    ------
+    TypeError
+        ``inputs`` not a non-empty dict, or naming arguments the model was not traced
+        with.
+    ValueError
+        An input whose shape is not ``(num_examples, *traced_shape)``, inputs that disagree
+        on the number of examples, non-finite inputs, an unknown method or bad settings.
+
+    Examples
+    --------
+    >>> node, edge = jax.vmap(ugm.models.image_features)(test_images)
+    >>> inputs = {"node_features": node, "edge_features": edge}
+    >>> pred = ugm.predict(ugm.models.grid_crf, result.params, inputs, method="map")
+    >>> error_rate = np.mean(pred.labels["x"] != truth)
+    """
+    if method not in DEFAULTS:
+        raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
+    settings = dict(DEFAULTS[method])
+    for name, value in (("num_chains", num_chains), ("num_steps", num_steps),
+                        ("num_warmup", num_warmup)):
+        if value is not None:
+            settings[name] = value
+    for name, value in settings.items():
+        minimum = 0 if name == "num_warmup" else 1
+        if int(value) != value or int(value) < minimum:
+            raise ValueError(f"predict: {name} must be an integer >= {minimum}, got {value}")
+        settings[name] = int(value)
+    if method == "map" and not 0 < float(beta_min) <= float(beta_max):
+        raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
+                         f"{beta_max}")
+    if not isinstance(m, UGM):
+        if not callable(m):
+            raise TypeError(f"m must be a UGM or a numpyro model function, got {m!r}")
+        if inputs is None:
+            m = UGM(m)
+        else:
+            if not isinstance(inputs, dict) or not inputs:
+                raise TypeError(f"inputs must be a non-empty dict of per-example model "
+                                f"keyword arguments (leading axis: examples), got "
+                                f"{type(inputs).__name__}")
+            first = {k: np.asarray(v)[0] if np.ndim(v) else v for k, v in inputs.items()}
+            try:
+                m = UGM(m, **first)
+            except TypeError as error:
+                raise TypeError(f"tracing the model with the first example's inputs "
+                                f"{list(inputs)} failed: {error}") from error
+    num_examples = None
+    if inputs is not None:
+        inputs, num_examples = _check_inputs(m, inputs)
+    m.check_params(params)
+    spec = as_spec(kernel, gibbs())
+    rao_blackwell = bool(rao_blackwell) and method == "marginal"
+    static = (method, spec, settings["num_chains"], settings["num_steps"],
+              settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
+              None if inputs is None else tuple(sorted(inputs)))
+    key = ("predict",) + static
+    try:
+        run = m._cache.get(key)
+    except TypeError:  # an unhashable kernel spec: no caching
+        key, run = None, None
+    if run is None:
+        run = _build(m, *static)
+        if key is not None:
+            m._cache[key] = run
+    rng_key = _raw_key(rng_key)
+    keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
+    best, marginals, values = run(params, keys, inputs)
+    labels = {s: d.from_model(best[s]) for s, d in m.state_sites.items()}
+    return Prediction(labels, marginals, values)

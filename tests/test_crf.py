@@ -1,0 +1,286 @@
+"""Conditional random fields: the learner's per-example (CRF) mode and ``ugm.predict``,
+checked against exact enumeration on 3×3 grid CRFs (512 labelings per image) with the PF
+paper's image features."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+from numpyro_ugm.models import grid_crf, image_features
+
+#: labels of every training image: an "L" (neighbours agree and disagree, so the
+#: conditional ML estimate is finite; a 3×3 "X" is a checkerboard and is not)
+TRUTH = np.array([[1, 1, -1], [1, 1, -1], [-1, -1, -1]], np.int8)
+NUM_EXAMPLES = 10
+#: start of learning and point of the gradient check (away from the optimum)
+THETA0 = {"w": jnp.array([-0.3, 0.5]), "v": jnp.array([0.2, 0.3])}
+#: updates with a zero learning rate first: PCD's chains burn in at THETA0
+BURN_IN = 30
+NUM_PARTICLES = 1000
+
+
+def features(y):
+    node, edge = jax.vmap(image_features)(jnp.asarray(y, jnp.float32))
+    return {"node_features": node, "edge_features": edge}
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """10 noisy copies (N(0, 1) noise) of TRUTH, their features, the traced model and
+    the exact conditional-ML optimum (L-BFGS on the exact conditional log-likelihood)."""
+    rng = np.random.default_rng(0)
+    y = TRUTH[None] + rng.normal(size=(NUM_EXAMPLES, 3, 3))
+    inputs = features(y)
+    data = {"x": np.broadcast_to(TRUTH, (NUM_EXAMPLES, 3, 3)).copy()}
+    m = ugm.UGM(grid_crf, **{k: v[0] for k, v in inputs.items()})
+    x = jnp.asarray(data["x"], jnp.float32)
+
+    def cll(params):
+        """Exact mean over examples of log p(x_n | u_n; θ)."""
+        def one(inp, xn):
+            mb = m.bind(**inp)
+            return mb.log_potential(params, {"x": xn}) - exact.log_partition(mb, params)
+        return jnp.mean(jax.vmap(one)(inputs, x))
+
+    opt = optax.lbfgs()
+    loss = lambda p: -cll(p)  # noqa: E731
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    @jax.jit
+    def solve(params):
+        def body(carry, _):
+            params, state = carry
+            value, grad = value_and_grad(params, state=state)
+            updates, state = opt.update(grad, state, params, value=value, grad=grad,
+                                        value_fn=loss)
+            return (optax.apply_updates(params, updates), state), None
+
+        (params, _), _ = jax.lax.scan(body, (params, opt.init(params)), None, length=60)
+        return params, cll(params), jax.grad(cll)(params)
+
+    best, best_cll, best_grad = solve(THETA0)
+    assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree.leaves(best_grad)) < 1e-4
+    return dict(m=m, inputs=inputs, data=data, cll=jax.jit(cll), best=best,
+                best_cll=float(best_cll))
+
+
+LEARNING_RATE, NUM_STEPS = 0.03, 400
+
+
+def learner(name):
+    """SGD at LEARNING_RATE, zero for the first BURN_IN updates (the chains burn in at
+    THETA0 while θ stays), then decayed ×0.1 over NUM_STEPS."""
+    lr = optax.join_schedules([optax.constant_schedule(0.0), optax.exponential_decay(
+        LEARNING_RATE, NUM_STEPS, 0.1)], [BURN_IN])
+    estimator = (ugm.PCD(NUM_PARTICLES) if name == "PCD" else
+                 ugm.PF(NUM_PARTICLES, ess_threshold=0.9))
+    return ugm.MLE(grid_crf, estimator, optax.sgd(lr))
+
+
+_runs = {}
+
+
+def learning_run(problem, name):
+    """One run per estimator, shared by the tests (step by step with ``update``, one
+    compiled step): the gradient of the first update after the burn-in, and the
+    parameters after BURN_IN + NUM_STEPS updates."""
+    if name in _runs:
+        return _runs[name]
+    mle = learner(name)
+    state = mle.init(jax.random.PRNGKey(1), problem["data"], inputs=problem["inputs"],
+                     init_params=THETA0)
+    for _ in range(BURN_IN):
+        state, _ = mle.update(state)
+    before = mle.get_params(state)
+    state, _ = mle.update(state)
+    after = mle.get_params(state)
+    gradient = {k: (after[k] - before[k]) / LEARNING_RATE for k in before}  # θ += lr·∇
+    for _ in range(NUM_STEPS - 1):
+        state, _ = mle.update(state)
+    _runs[name] = dict(before=before, gradient=gradient, params=mle.get_params(state),
+                       state=state)
+    return _runs[name]
+
+
+def exact_gradient_and_se(problem, params):
+    """Exact ∇θ of the mean conditional log-likelihood, mean_n ∇f(x_n) − E_n[∇f], and
+    the standard error of its estimate from NUM_PARTICLES independent draws per
+    example."""
+    m, inputs, data = problem["m"], problem["inputs"], problem["data"]
+
+    def grad_f(mb, x):
+        return jax.grad(lambda p: mb.log_potential(p, x))(params)
+
+    def one(inp, xn):
+        mb = m.bind(**inp)
+        moments = exact.expectation(mb, params, lambda x: jax.tree.map(
+            lambda g: jnp.stack([g, g ** 2]), grad_f(mb, x)))
+        return grad_f(mb, {"x": xn}), moments
+
+    positive, moments = jax.jit(jax.vmap(one))(inputs, jnp.asarray(data["x"], jnp.float32))
+    grad = jax.tree.map(lambda a, b: jnp.mean(a - b[:, 0], 0), positive, moments)
+    var = jax.tree.map(lambda a: jnp.mean(a[:, 1] - a[:, 0] ** 2, 0), moments)
+    se = jax.tree.map(lambda v: jnp.sqrt(v / (NUM_PARTICLES * len(data["x"]))), var)
+    return grad, se
+
+
+@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow)])
+def test_first_gradient_matches_exact(problem, name):
+    """The learner's gradient at THETA0 (per-example particles, each example under its
+    own features) agrees with the exact conditional log-likelihood gradient within
+    Monte Carlo error."""
+    run = learning_run(problem, name)
+    assert all(np.allclose(run["before"][k], THETA0[k]) for k in THETA0)
+    exact_grad, se = exact_gradient_and_se(problem, THETA0)
+    np.testing.assert_allclose(jax.tree.leaves(exact_grad),
+                               jax.tree.leaves(jax.grad(problem["cll"])(THETA0)),
+                               rtol=1e-4, atol=1e-4)
+    for k in exact_grad:
+        z = np.abs(np.asarray(run["gradient"][k] - exact_grad[k])) / np.asarray(se[k])
+        print("DBG grad", name, k, run["gradient"][k], exact_grad[k], se[k], z)
+        # PF's weighted particles are not independent draws: allow a larger error
+        assert np.all(z < (5.0 if name == "PCD" else 8.0)), (
+            k, run["gradient"][k], exact_grad[k], se[k])
+    # the gradient is far from zero: the check has teeth
+    assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree.leaves(exact_grad)) > 1.0
+
+
+@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow)])
+def test_learning_reaches_exact_conditional_ml(problem, name):
+    """SGD with per-example particles reaches the exact conditional-ML optimum."""
+    run = learning_run(problem, name)
+    start = float(problem["cll"](THETA0))
+    learned = float(problem["cll"](run["params"]))
+    best = problem["best_cll"]
+    print("DBG learn", name, start, learned, best, run["params"], problem["best"])
+    assert start < best - 0.5
+    assert best - 0.002 < learned <= best + 1e-4, (learned, best)
+    for k in run["params"]:
+        np.testing.assert_allclose(run["params"][k], problem["best"][k], atol=0.03)
+
+
+@pytest.fixture(scope="module")
+def prediction_case(problem):
+    """Three of the images and parameters near the optimum (a clear-cut but not trivial
+    posterior); exact marginals and the brute-force MAP of each image."""
+    m = problem["m"]
+    inputs = jax.tree.map(lambda a: a[:3], problem["inputs"])
+    params = {"w": jnp.array([-0.1, 0.9]), "v": jnp.array([0.4, -0.1])}
+    marginals = jax.vmap(lambda inp: exact.marginals(m.bind(**inp), params)["x"])(inputs)
+    configs = jnp.asarray(list(itertools.product([-1.0, 1.0], repeat=9))).reshape(-1, 3, 3)
+
+    def scores(inp):
+        mb = m.bind(**inp)
+        return jax.vmap(lambda x: mb.log_potential(params, {"x": x}))(configs)
+
+    f = jax.vmap(scores)(inputs)  # (3, 512)
+    order = jnp.sort(f, axis=1)
+    assert np.all(np.asarray(order[:, -1] - order[:, -2]) > 1e-3)  # unique MAPs
+    return dict(m=m, inputs=inputs, params=params, marginals=marginals,
+                map=configs[jnp.argmax(f, 1)].astype(np.int8), map_value=jnp.max(f, 1))
+
+
+def test_predict_marginals_match_exact(prediction_case):
+    case = prediction_case
+    pred = ugm.predict(case["m"], case["params"], case["inputs"], "marginal",
+                       jax.random.PRNGKey(3), num_chains=16, num_steps=300, num_warmup=50)
+    assert pred.marginals["x"].shape == (3, 3, 3, 2)
+    assert pred.labels["x"].shape == (3, 3, 3) and pred.labels["x"].dtype == np.int8
+    np.testing.assert_allclose(pred.marginals["x"].sum(-1), 1.0, atol=1e-5)
+    # 4800 Rao-Blackwellized draws per image, autocorrelated: error well under 0.01
+    print("DBG marg", np.abs(pred.marginals["x"] - case["marginals"]).max())
+    np.testing.assert_allclose(pred.marginals["x"], case["marginals"], atol=0.01)
+    exact_labels = np.where(np.asarray(case["marginals"])[..., 1] > 0.5, 1, -1)
+    clear = np.abs(np.asarray(case["marginals"])[..., 1] - 0.5) > 0.05
+    np.testing.assert_array_equal(np.asarray(pred.labels["x"])[clear], exact_labels[clear])
+    m = case["m"]
+    f = jax.vmap(lambda inp, x: m.bind(**inp).log_potential(case["params"], {"x": x}))(
+        case["inputs"], jnp.asarray(pred.labels["x"], jnp.float32))
+    np.testing.assert_allclose(pred.log_potential, f, rtol=1e-5, atol=1e-5)
+
+
+def test_predict_map_finds_brute_force_map(prediction_case):
+    case = prediction_case
+    pred = ugm.predict(case["m"], case["params"], case["inputs"], "map",
+                       jax.random.PRNGKey(4), num_chains=4, num_steps=200)
+    assert pred.marginals is None
+    np.testing.assert_array_equal(pred.labels["x"], case["map"])
+    np.testing.assert_allclose(pred.log_potential, case["map_value"], rtol=1e-5)
+
+
+def test_predict_input_errors(prediction_case):
+    case = prediction_case
+    m, params, inputs = case["m"], case["params"], case["inputs"]
+    one = {k: v[0] for k, v in inputs.items()}  # no example axis
+    with pytest.raises(ValueError, match=r"input 'node_features' has shape \(3, 3, 2\); "
+                                         r"expected \(num_examples, 3, 3, 2\)"):
+        ugm.predict(m, params, {"node_features": one["node_features"],
+                                "edge_features": inputs["edge_features"]})
+    with pytest.raises(ValueError, match=r"input '\w+_features' has shape"):
+        ugm.predict(m, params, one)
+    with pytest.raises(ValueError, match=r"has \d examples but other inputs have \d"):
+        ugm.predict(m, params, {**inputs, "edge_features": inputs["edge_features"][:2]})
+    with pytest.raises(TypeError, match=r"inputs \['colour'\] are not keyword arguments"):
+        ugm.predict(m, params, {**inputs, "colour": inputs["node_features"]})
+    with pytest.raises(TypeError, match="non-empty dict"):
+        ugm.predict(m, params, [inputs["node_features"]])
+    with pytest.raises(ValueError, match="method must be 'marginal' or 'map'"):
+        ugm.predict(m, params, inputs, method="mode")
+    with pytest.raises(ValueError, match="num_chains must be an integer >= 1"):
+        ugm.predict(m, params, inputs, num_chains=0)
+    with pytest.raises(KeyError, match="parameter site 'v' is missing"):
+        ugm.predict(m, {"w": params["w"]}, inputs)
+    # a model function is traced with the first example's inputs; unknown names say so
+    with pytest.raises(TypeError, match=r"first example's inputs .*'colour'.* failed: .*"
+                                        r"unexpected keyword argument 'colour'"):
+        ugm.predict(grid_crf, params, {**inputs, "colour": inputs["node_features"]})
+
+
+def test_learner_input_errors(problem):
+    learner = ugm.MLE(grid_crf, ugm.PCD(8), optax.sgd(0.01))
+    inputs, data = problem["inputs"], problem["data"]
+    with pytest.raises(ValueError, match=r"input 'edge_features' has shape \(9, 12, 2\): "
+                                         r"its leading axis must be the 10 examples"):
+        learner.init(jax.random.PRNGKey(0), data, inputs={
+            **inputs, "edge_features": inputs["edge_features"][:9]})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        learner.init(jax.random.PRNGKey(0), data, inputs={
+            **inputs, "colour": inputs["node_features"]})
+    m = problem["m"]
+    with pytest.raises(TypeError, match=r"inputs \['colour'\] are not keyword arguments"):
+        ugm.MLE(m, ugm.PCD(8), optax.sgd(0.01)).init(jax.random.PRNGKey(0), data, inputs={
+            **inputs, "colour": inputs["node_features"]})
+    with pytest.raises(TypeError, match="inputs must be a non-empty dict"):
+        learner.init(jax.random.PRNGKey(0), data, inputs=[inputs["node_features"]])
+
+
+def test_particles_persist_per_example_with_minibatches(problem):
+    """The estimator keeps particles per example (leading example axis); a minibatch
+    step moves the particles of its examples only, and minibatch learning still
+    approaches the optimum."""
+    inputs, data = problem["inputs"], problem["data"]
+    learner = ugm.MLE(grid_crf, ugm.PCD(16), optax.sgd(optax.exponential_decay(
+        0.03, 300, 0.1)))
+    state = learner.init(jax.random.PRNGKey(5), data, inputs=inputs, batch_size=4,
+                         init_params=THETA0)
+    position = state.estimator_state.position["x"]
+    assert position.shape == (NUM_EXAMPLES, 16, 3, 3)
+    new, _ = learner.update(state)
+    moved = np.any(np.asarray(new.estimator_state.position["x"] != position), axis=(1, 2, 3))
+    assert moved.sum() == 4  # the minibatch's examples only
+    # continuing: each epoch is a fresh permutation, so every example gets its turn
+    for _ in range(10):
+        new, _ = learner.update(new)
+    moved = np.any(np.asarray(new.estimator_state.position["x"] != position), axis=(1, 2, 3))
+    assert moved.all()
+    result = learner.run(jax.random.PRNGKey(6), 300, data, inputs=inputs, batch_size=4,
+                         init_params=THETA0, progress_bar=False)
+    assert result.state.estimator_state.position["x"].shape == (NUM_EXAMPLES, 16, 3, 3)
+    print("DBG mb", float(problem["cll"](result.params)), problem["best_cll"])
+    assert float(problem["cll"](result.params)) > problem["best_cll"] - 0.02

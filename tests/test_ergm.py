@@ -1,0 +1,389 @@
+"""ERGMs (models.ergm) against brute force: statistics, log Z and expectations by
+enumerating the 2^6 graphs on 4 nodes, estimator gradients, learning to the exact MLE,
+MPLE as a logistic regression on change statistics, and the degeneracy warning."""
+
+import itertools
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+from numpyro_ugm.models.ergm import (STATISTICS, DegeneracyWarning, change_statistics,
+                                     check_degeneracy, edges_to_adjacency, edges_to_graph,
+                                     ergm, ergm_statistics, graph_to_edges, mple)
+
+TRIAD = ("edges", "twostars", "triangles")
+
+
+# --- brute force ---------------------------------------------------------------------
+
+
+def brute_statistics(A, decay=0.5):
+    """The statistics from their definitions (loops over nodes and triples)."""
+    n = len(A)
+    d = A.sum(1)
+    r = 1 - math.exp(-decay)
+    triangles = sum(A[i, j] * A[j, k] * A[i, k]
+                    for i, j, k in itertools.combinations(range(n), 3))
+    shared = {(i, j): sum(A[i, k] * A[j, k] for k in range(n))
+              for i, j in itertools.combinations(range(n), 2)}
+    return {"edges": A.sum() / 2,
+            "twostars": sum(math.comb(int(x), 2) for x in d),
+            "threestars": sum(math.comb(int(x), 3) for x in d),
+            "triangles": triangles,
+            "isolates": int(np.sum(d == 0)),
+            "gwesp": math.exp(decay) * sum(1 - r ** s for (i, j), s in shared.items()
+                                           if A[i, j]),
+            "gwdegree": math.exp(decay) * sum(1 - r ** int(x) for x in d)}
+
+
+def all_graphs(n):
+    """Every graph on n nodes as edge data (2^(n(n-1)/2), n(n-1)/2)."""
+    e = n * (n - 1) // 2
+    return np.array(list(itertools.product([0, 1], repeat=e)), np.int8)
+
+
+def brute_table(n, statistics, decay=0.5):
+    graphs = all_graphs(n)
+    A = edges_to_adjacency(graphs)
+    return graphs, np.array([[brute_statistics(a, decay)[s] for s in statistics]
+                             for a in A], np.float64)
+
+
+def brute_moments(n, statistics, theta, decay=0.5):
+    """log Z, E[s] and Cov[s] by enumeration in float64."""
+    _, S = brute_table(n, statistics, decay)
+    logits = S @ np.asarray(theta, np.float64)
+    log_z = np.logaddexp.reduce(logits)
+    p = np.exp(logits - log_z)
+    mean = p @ S
+    cov = (S - mean).T @ ((S - mean) * p[:, None])
+    return log_z, mean, cov
+
+
+_MODELS = {}
+
+
+def model(n, statistics):
+    """One traced UGM per (n, statistics), shared by the tests (structure analysis and
+    compiled functions are cached on it)."""
+    key = (n, tuple(statistics))
+    if key not in _MODELS:
+        _MODELS[key] = ugm.UGM(ergm, n, tuple(statistics))
+    return _MODELS[key]
+
+
+@pytest.fixture(scope="module")
+def triad4():
+    return model(4, TRIAD)
+
+
+# --- statistics and conversions --------------------------------------------------------
+
+
+def test_statistics_and_change_statistics_match_definitions():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, (6, 21)).astype(np.int8)  # 7 nodes
+    A = edges_to_adjacency(y)
+    expected = np.array([[brute_statistics(a)[s] for s in STATISTICS] for a in A])
+    got = np.asarray(ergm_statistics(y, STATISTICS))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+    # change statistics: toggle each pair on / off
+    change = np.asarray(change_statistics(y, STATISTICS))
+    for g in range(2):
+        for e in range(21):
+            on, off = y[g].copy(), y[g].copy()
+            on[e], off[e] = 1, 0
+            delta = [brute_statistics(edges_to_adjacency(on))[s]
+                     - brute_statistics(edges_to_adjacency(off))[s] for s in STATISTICS]
+            np.testing.assert_allclose(change[g, e], delta, rtol=1e-5, atol=1e-4)
+    # gwesp with its own decay, aliases
+    a = np.asarray(ergm_statistics(y, ["triangle", ("gwesp", 0.25), "kstar2"]))
+    np.testing.assert_allclose(a[:, 1], [brute_statistics(x, 0.25)["gwesp"] for x in A],
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="unknown statistic"):
+        ergm_statistics(y, ["edges", "cycles"])
+    with pytest.raises(ValueError, match="takes no decay"):
+        ergm_statistics(y, [("edges", 0.3)])
+
+
+def test_graph_conversions():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, (3, 2, 10)).astype(np.int8)  # batch of 5-node graphs
+    A = edges_to_adjacency(y)
+    assert A.shape == (3, 2, 5, 5)
+    np.testing.assert_array_equal(graph_to_edges(A), y)
+    i, j = np.triu_indices(5, 1)
+    assert A[0, 0, i[3], j[3]] == y[0, 0, 3] and A[0, 0, j[3], i[3]] == y[0, 0, 3]
+    with pytest.raises(ValueError, match="not symmetric"):
+        graph_to_edges(np.triu(np.ones((4, 4)), 1))
+    with pytest.raises(ValueError, match="diagonal"):
+        graph_to_edges(np.ones((4, 4)))
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph([("a", "b"), ("b", "c")])
+    g.add_node("d")
+    np.testing.assert_array_equal(graph_to_edges(g), [1, 0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(graph_to_edges(g, nodelist=["d", "c", "b", "a"]),
+                                  [0, 0, 0, 1, 0, 1])
+    back = edges_to_graph(graph_to_edges(g), nodelist=list(g.nodes))
+    assert set(map(frozenset, back.edges)) == set(map(frozenset, g.edges))
+    assert graph_to_edges([g, g]).shape == (2, 6)
+    assert len(edges_to_graph(y[0])) == 2
+
+
+def _assert_matchings(m, n):
+    i, j = np.triu_indices(n, 1)
+    covered = []
+    for block in m.blocks:
+        idx = np.arange(len(i)) if block["y"] is None else block["y"]
+        nodes = np.concatenate([i[idx], j[idx]])
+        assert len(np.unique(nodes)) == len(nodes)  # node-disjoint: a matching
+        covered += list(idx)
+    assert sorted(covered) == list(range(len(i)))
+
+
+def test_gibbs_blocks_are_edge_matchings(triad6_problem):
+    n = 6
+    m = triad6_problem[0]
+    st = m.structure
+    assert st.multilinear
+    # interacting pairs are exactly the pairs of edges sharing a node
+    i, j = np.triu_indices(n, 1)
+    share = {(a, b) for a, b in itertools.combinations(range(len(i)), 2)
+             if {i[a], j[a]} & {i[b], j[b]}}
+    assert set(map(tuple, st.edges.tolist())) == share
+    _assert_matchings(m, n)
+    # edges alone: no interactions, one block
+    assert len(model(4, ("edges",)).blocks) == 1
+
+
+# --- exact evaluation against brute force ------------------------------------------------
+
+
+@pytest.mark.parametrize("statistics,theta", [
+    (TRIAD, (-0.5, 0.2, 0.3)),
+    (("edges", "threestars", "triangles", "isolates"), (0.3, -0.4, 0.5, 0.7)),
+    (("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)),
+])
+def test_log_partition_and_expectations_match_brute_force(statistics, theta):
+    m = model(4, statistics)
+    params = {"theta": jnp.asarray(theta)}
+    log_z, mean, _ = brute_moments(4, statistics, theta)
+    assert abs(float(exact.log_partition(m, params)) - log_z) < 1e-4
+    got = exact.expectation(m, params, lambda x: ergm_statistics(x["y"], statistics))
+    np.testing.assert_allclose(np.asarray(got), mean, rtol=1e-4, atol=1e-4)
+    # log-likelihood gradient = mean data statistics - E[s]
+    graphs, S = brute_table(4, statistics)
+    rows = [0, 5, 17, 63, 40]
+    grad = jax.grad(lambda p: exact.log_likelihood(m, p, {"y": graphs[rows]}))(params)
+    np.testing.assert_allclose(np.asarray(grad["theta"]), S[rows].mean(0) - mean,
+                               rtol=1e-3, atol=1e-4)
+    # the structure: multilinear statistics give matchings, gw* the exact fallback
+    if "gwesp" in statistics:
+        assert not m.structure.multilinear
+        assert len(m.blocks) == 6  # one edge per block
+    else:
+        assert m.structure.multilinear
+        _assert_matchings(m, 4)
+
+
+def test_gwesp_fallback_sampler_matches_exact():
+    statistics, theta = ("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)
+    m = model(4, statistics)
+    samples = ugm.sample(m, {"theta": jnp.asarray(theta)}, jax.random.PRNGKey(0), 200,
+                         num_chains=100, num_warmup=20, thinning=2)
+    S = np.asarray(ergm_statistics(samples["y"], statistics))
+    _, mean, cov = brute_moments(4, statistics, theta)
+    se = np.sqrt(np.diag(cov) / len(S)) * 2  # x2: autocorrelation within chains
+    assert np.all(np.abs(S.mean(0) - mean) < 4 * se), (S.mean(0), mean, se)
+
+
+# --- stochastic gradients against exact ----------------------------------------------------
+
+
+def _weighted_statistics(m, particles):
+    """Σ_s w_s ∇θ f(x_s; θ): the estimator's negative phase (= weighted mean of s)."""
+    w = jnp.exp(particles.log_weights)
+
+    def negative(p):
+        return jnp.sum(w * jax.vmap(lambda x: m.log_potential(p, x))(particles.position))
+
+    theta = {"theta": jnp.zeros(3)}  # linear in θ: the gradient does not depend on it
+    g = np.asarray(jax.grad(negative)(theta)["theta"])
+    ess = float(1.0 / jnp.sum(w ** 2))
+    return g, ess
+
+
+@pytest.mark.parametrize("name", ["PCD", "PF", "MCMCMLE"])
+def test_estimator_gradients_match_exact(triad4, name):
+    m = triad4
+    theta0 = jnp.array([-0.5, 0.2, 0.3])
+    theta1 = theta0 + jnp.array([0.1, -0.05, 0.1])
+    graphs, S = brute_table(4, TRIAD)
+    data = {"y": graphs[[3, 10, 33, 60]]}
+    batch = m.validate_data(data)
+    _, mean1, cov1 = brute_moments(4, TRIAD, theta1)
+    exact_grad = S[[3, 10, 33, 60]].mean(0) - mean1
+    S_ = 4000
+    key = jax.random.PRNGKey(3)
+    est = {"PCD": ugm.PCD(S_, k=1), "PF": ugm.PF(S_, ess_threshold=0.5),
+           "MCMCMLE": ugm.MCMCMLE(S_, burn_in=10)}[name]
+    state = est.init(key, m, {"theta": theta0}, batch)
+    if name == "PCD":  # burn in at θ1, then one more update
+        update = jax.jit(lambda k, s: est.update(k, s, m, {"theta": theta1}, batch))
+        for t in range(20):
+            state, particles, info = update(jax.random.fold_in(key, t), state)
+    else:  # particles at θ0 reweighted to θ1 (no rejuvenation at this ESS)
+        state, particles, info = est.update(jax.random.fold_in(key, 1), state, m,
+                                            {"theta": theta1}, batch)
+        assert float(info.get("rejuvenated", 0.0)) == 0.0
+        assert float(info["ess"]) < S_  # the weights are not uniform
+    negative, ess = _weighted_statistics(m, particles)
+    grad = S[[3, 10, 33, 60]].mean(0) - negative
+    se = np.sqrt(np.diag(cov1) / ess)
+    assert np.all(np.abs(grad - exact_grad) < 5 * se + 1e-3), (name, grad, exact_grad, se)
+
+
+# --- learning ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def triad6_problem():
+    n, theta_true = 6, jnp.array([-1.0, 0.15, 0.4])
+    m = model(n, TRIAD)
+    data = exact.sample(m, {"theta": theta_true}, jax.random.PRNGKey(11), 500)
+    density = float(np.mean(data["y"]))
+    assert 0.15 < density < 0.85  # not degenerate
+    best = exact.fit(m, data, num_steps=200, tol=1e-5)
+    assert best.converged
+    return m, theta_true, data, best
+
+
+def _learn(estimator, data, init, steps, lr, seed):
+    learner = ugm.MLE(ergm, estimator, optax.adam(optax.exponential_decay(lr, steps, 0.02)))
+    return learner.run(jax.random.PRNGKey(seed), steps, data, 6, TRIAD,
+                       init_params={"theta": init}, progress_bar=False)
+
+
+def test_pcd_reaches_exact_mle(triad6_problem):
+    m, theta_true, data, best = triad6_problem
+    init = mple(data, TRIAD)["theta"]
+    result = _learn(ugm.PCD(500, k=1), data, init, 600, 0.05, 0)
+    mle = np.asarray(best.params["theta"])
+    error = np.abs(np.asarray(result.params["theta"]) - mle)
+    # the exact MLE's sampling s.e. here is ~0.03-0.1; PCD lands well inside it
+    assert error.max() < 0.03, (result.params["theta"], mle)
+    ll = float(exact.log_likelihood(m, result.params, data))
+    assert ll > float(best.log_likelihood) - 1e-3
+
+
+@pytest.mark.slow
+def test_pf_reaches_exact_mle(triad6_problem):
+    m, theta_true, data, best = triad6_problem
+    init = mple(data, TRIAD)["theta"]
+    S = 1000
+    result = _learn(ugm.PF(S, ess_threshold=0.9), data, init, 400, 0.05, 1)
+    mle = np.asarray(best.params["theta"])
+    delta = np.asarray(result.params["theta"]) - mle
+    # PF's last particle set fixes its final θ up to that set's Monte Carlo error: with
+    # I = Cov_θ[s] the Fisher information, S·δᵀIδ is about χ²₃ (99.9%: 16.3) for S
+    # independent particles (Gibbs rejuvenation makes them a little dependent)
+    _, _, info = brute_moments(6, TRIAD, mle)
+    assert S * delta @ info @ delta < 20.0, (result.params["theta"], mle)
+    assert np.abs(delta).max() < 0.15
+    # and at most the matching loss of log-likelihood (χ²₃ / 2S per graph)
+    ll = float(exact.log_likelihood(m, result.params, data))
+    assert ll > float(best.log_likelihood) - 10.0 / S
+    assert np.nanmean(result.diagnostics["rejuvenated"]) < 0.5  # PF skipped most sweeps
+
+
+# --- MPLE ------------------------------------------------------------------------------------
+
+
+def logistic_regression(X, t, steps=50):
+    """Newton-Raphson in float64: argmax Σ t log σ(Xβ) + (1 − t) log σ(−Xβ)."""
+    beta = np.zeros(X.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-X @ beta))
+        H = X.T @ (X * (p * (1 - p))[:, None])
+        beta = beta + np.linalg.solve(H, X.T @ (t - p))
+    return beta
+
+
+def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
+    m, theta_true, data, _ = triad6_problem
+    y = np.asarray(data["y"][:40])
+    # change statistics from the definitions (toggle every pair of every graph)
+    rows = []
+    for g in y:
+        for e in range(len(g)):
+            on, off = g.copy(), g.copy()
+            on[e], off[e] = 1, 0
+            a, b = (brute_statistics(edges_to_adjacency(v)) for v in (on, off))
+            rows.append([a[s] - b[s] for s in TRIAD])
+    beta = logistic_regression(np.array(rows, np.float64), y.reshape(-1).astype(np.float64))
+    result = mple({"y": y}, TRIAD, return_result=True)
+    assert result.converged
+    np.testing.assert_allclose(np.asarray(result.params["theta"]), beta, atol=2e-4)
+    # the objective is ugm.pseudo_log_likelihood, at its maximum there
+    pl = float(ugm.pseudo_log_likelihood(m, result.params, {"y": y}))
+    np.testing.assert_allclose(float(result.pseudo_log_likelihood), pl, rtol=1e-5)
+    assert pl >= float(ugm.pseudo_log_likelihood(m, {"theta": jnp.asarray(beta + 0.01)},
+                                                 {"y": y}))
+
+
+# --- degeneracy ------------------------------------------------------------------------------
+
+
+def _gibbs_draws(m, num_chains=100, sweeps=30):
+    """A jitted θ -> final states of ``num_chains`` Gibbs chains (one compilation for
+    every θ, unlike ``ugm.sample``, which closes over its parameters)."""
+    kernel = ugm.kernels.gibbs().build(m)
+
+    @jax.jit
+    def run(theta, key):
+        f = lambda x: m.log_potential({"theta": theta}, x)  # noqa: E731
+        x = m.random_state(key, (num_chains,))
+
+        def sweep(i, x):
+            keys = jax.random.split(jax.random.fold_in(key, i), num_chains)
+            return jax.vmap(lambda k, p: kernel.step(k, kernel.init(p), f)[0].position)(
+                keys, x)
+
+        return m.to_data(jax.lax.fori_loop(0, sweeps, sweep, x))
+
+    return run
+
+
+def test_degeneracy_warning():
+    m = model(8, ("edges", "triangles"))
+    draws = _gibbs_draws(m)
+    key = jax.random.PRNGKey(0)
+    full = draws(jnp.array([-1.0, 2.0]), key)
+    with pytest.warns(DegeneracyWarning, match="complete graph"):
+        summary = check_degeneracy(full)
+    assert summary["degenerate"] and summary["fraction_full"] > 0.9
+    empty = {"y": np.zeros((100, 28), np.int8)}
+    with pytest.warns(DegeneracyWarning, match="empty graph"):
+        check_degeneracy(empty)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegeneracyWarning)
+        tame = draws(jnp.array([-1.0, 0.1]), key)
+        summary = check_degeneracy(tame)
+        assert not summary["degenerate"] and 0.1 < summary["mean_density"] < 0.5
+        # the data themselves empty: nothing to warn about
+        check_degeneracy(empty, data={"y": np.zeros((3, 28), np.int8)})
+        # a learner's state: its estimator's particles (PCD starts uniform)
+        learner = ugm.MLE(m, ugm.PCD(50), optax.sgd(0.0))
+        state = learner.init(key, {"y": np.asarray(tame["y"][:20])})
+        assert 0.3 < check_degeneracy(state)["mean_density"] < 0.7
+    # weighted particles are read too
+    with pytest.warns(DegeneracyWarning):
+        check_degeneracy(ugm.estimators.base.Particles(
+            {"y": jnp.ones((10, 28))}, jnp.full(10, -jnp.log(10.0))))

@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(PY) examples/vbm_demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 	$(MAKE) docs
 
 docs: $(STAMP)

@@ -377,8 +377,9 @@ class MLE:
         state = LearnState(unconstrained, self.optimizer.init(unconstrained), None, key,
                            data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
         if self.inputs is None:
-            estimator_state = self._in_mesh(self.estimator.init)(est_key, self.m, params,
-                                                                 self.data)
+            # jitted: an estimator's init may anneal (a while loop), slow op by op
+            init_one = jax.jit(lambda key, p, data: self.estimator.init(key, self.m, p, data))
+            estimator_state = self._in_mesh(init_one)(est_key, params, self.data)
         else:  # particles per example, each initialized under its own inputs
             def init_one(key, example_inputs, example):
                 return self.estimator.init(key, self.m.bind(**example_inputs), params,

@@ -19,14 +19,21 @@ def problem():
     return ugm.UGM(ugm.models.vbm, N, fields=False), true_params, train
 
 
+@pytest.fixture(scope="module")
+def exact_ml(problem):
+    """Exact ML by L-BFGS (100 steps: converged to float32 precision, as 200 are)."""
+    m, _, train = problem
+    return exact.fit(m, train, num_steps=100)
+
+
 def objective(m, params, data):
     ll = float(exact.log_likelihood(m, params, data))
     return ll + float(m.log_prior(params)) / len(data["x"])
 
 
-def test_pcd_reaches_exact_ml_supremum(problem):
+def test_pcd_reaches_exact_ml_supremum(problem, exact_ml):
     m, true_params, train = problem
-    best = exact.fit(m, train, num_steps=200)
+    best = exact_ml
     steps = 1500
     learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
                       optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
@@ -41,10 +48,10 @@ def test_pcd_reaches_exact_ml_supremum(problem):
     assert learned > float(exact.log_likelihood(m, true_params, train))
 
 
-def test_pcd_map_matches_exact_map(problem):
+def test_pcd_map_matches_exact_map(problem, exact_ml):
     m_prior = ugm.UGM(ugm.models.vbm, N, fields=False, prior_scale=0.5)
     _, _, train = problem
-    best = exact.fit(m_prior, train, num_steps=200)
+    best = exact.fit(m_prior, train, num_steps=100)
     assert float(best.grad_norm) < 1e-3  # with a Gaussian prior the optimum exists
     steps = 1500
     learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
@@ -56,6 +63,6 @@ def test_pcd_map_matches_exact_map(problem):
     assert error.max() < 0.15, error.max()
     assert objective(m_prior, result.params, train) > float(best.objective) - 0.01
     # the prior matters: the MAP differs from the ML estimate
-    ml = exact.fit(problem[0], train, num_steps=200)
+    ml = exact_ml
     assert np.abs(np.asarray(ml.params["W"])[upper]
                   - np.asarray(best.params["W"])[upper]).max() > 0.3

@@ -3,6 +3,7 @@
 as on one device. Prints one line per case: name and max abs difference."""
 
 import os
+import sys
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 
@@ -20,7 +21,7 @@ def max_diff(a, b):
                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
-def main():
+def main(names):
     assert len(jax.devices()) == 4, jax.devices()
     mesh = jax.make_mesh((4,), ("particles",))
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 8, 100, 10)
@@ -29,6 +30,8 @@ def main():
                   "MCMCMLE": ugm.MCMCMLE(64, reset_every=5), "SMC": ugm.SMC(64),
                   "PSMC": ugm.PSMC(64)}
     for name, est in estimators.items():
+        if name not in names:
+            continue
         one = ugm.MLE(ugm.models.vbm, est, optax.adam(0.05)).run(
             key, 15, train, 8, progress_bar=False)
         learner = ugm.MLE(ugm.models.vbm, est, optax.adam(0.05), mesh=mesh)
@@ -57,4 +60,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or ["PCD", "CD", "PF", "MCMCMLE", "SMC", "PSMC"])

@@ -14,6 +14,8 @@ import json
 import subprocess
 import sys
 
+from _report import report
+
 WORKER = r"""
 import json, resource, sys, time
 import numpy as np
@@ -100,6 +102,10 @@ def main():
         print(f"{chunk:>7} {str(sum_out):>7} {str(grad):>5} {r['enumerated']:>10} "
               f"{r['compile']:>9.2f} {r['run']:>8.3f} {r['peak_mb']:>8.1f} "
               f"{r['rss_mb']:>7.0f} {abs(r['log_z'] - expected):>8.1e}")
+        if (chunk, sum_out, grad) == (2 ** 14, "auto", False):
+            report(f"exact log Z, {n}-spin VBM ({2 ** n} states): run / compile / peak",
+                   f"{r['run']:.3f} s / {r['compile']:.2f} s / {r['peak_mb']:.0f} MB",
+                   f"chunk 2^14; |error| {abs(r['log_z'] - expected):.1e}")
     print("peak MB: growth of the process's maximum resident set during compile + runs.")
 
 

@@ -5,12 +5,13 @@ Target (issue 2): ours <= 1.2x the plain-JAX time. Run: python benchmarks/bench_
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from _report import learner_step, report, timeit_many
 
 import numpyro_ugm as ugm
 
@@ -47,14 +48,8 @@ def load_data(num):
 
 def timeit_pair(fn_a, fn_b, repeats):
     """Median seconds of each, timed interleaved so both see the same machine load."""
-    fn_a(), fn_b()  # compile
-    times = [], []
-    for _ in range(repeats):
-        for fn, out in ((fn_a, times[0]), (fn_b, times[1])):
-            t = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t)
-    return float(np.median(times[0])), float(np.median(times[1]))
+    t = timeit_many({"a": fn_a, "b": fn_b}, repeats)
+    return t["a"], t["b"]
 
 
 def main(repeats=50):
@@ -76,7 +71,7 @@ def main(repeats=50):
     model_batch = learner.m.validate_data({"v": data})
 
     def ours():
-        ours_state[0], info = learner._update_jit(ours_state[0], model_batch)
+        ours_state[0], info = learner_step(learner, ours_state[0], model_batch)
         jax.block_until_ready(ours_state[0].params)
 
     t_plain, t_ours = timeit_pair(plain, ours, repeats)
@@ -84,6 +79,8 @@ def main(repeats=50):
     print(f"{'plain JAX (hand-written)':<28}{1e3 * t_plain:>20.2f}")
     print(f"{'numpyro_ugm MLE + PCD(1)':<28}{1e3 * t_ours:>20.2f}")
     print(f"ratio ours / plain = {t_ours / t_plain:.2f}  (target <= 1.2)")
+    report("RBM 784x500 PCD-1 update: ours / plain JAX (time)", f"{t_ours / t_plain:.2f}",
+           f"{1e3 * t_ours:.1f} vs {1e3 * t_plain:.1f} ms, median of {repeats}; target <= 1.2")
     return t_ours / t_plain
 
 

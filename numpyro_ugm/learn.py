@@ -131,8 +131,13 @@ def _warn_if_collapsed(diagnostics, start):
             RuntimeWarning, stacklevel=3)
 
 
-def _all_finite(tree):
-    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+def _all_finite(tree, allow_minus_inf=False):
+    """Whether every floating-point value of ``tree`` is finite (or −inf, if allowed:
+    the log of a zero particle weight)."""
+    def ok(x):
+        return (~jnp.isnan(x)) & (x < jnp.inf) if allow_minus_inf else jnp.isfinite(x)
+
+    leaves = [jnp.all(ok(x)) for x in jax.tree.leaves(tree)
               if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
@@ -319,7 +324,10 @@ class MLE:
 
         candidate = LearnState(new_params, opt_state, estimator_state, key, state.data_key,
                                state.step + 1, state.failed_at)
-        finite = _all_finite((grads, new_params, estimator_state, particles.log_weights))
+        # particles of zero weight (log weight −inf, e.g. underflow in a tempering step)
+        # are not a failure
+        finite = (_all_finite((grads, new_params))
+                  & _all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
         ok = finite & (state.failed_at < 0)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
         new_state = new_state._replace(failed_at=jnp.where(

@@ -32,3 +32,23 @@ def test_collapsing_ess_recovers_and_warns():
     # the collapsed step resampled and rejuvenated, and the weights were sound after
     assert d["rejuvenated"][np.argmin(d["ess"])] == 1
     assert np.all(d["ess"][np.argmin(d["ess"]) + 1:] >= 1.0)
+
+
+class ZeroWeightPCD(ugm.PCD):
+    """PCD whose first particle has weight exactly zero (log weight −inf), as after an
+    underflow in a tempering step."""
+
+    def update(self, rng_key, state, m, params, data):
+        state, particles, info = super().update(rng_key, state, m, params, data)
+        log_weights = normalize(particles.log_weights.at[0].set(-np.inf))
+        return state, particles._replace(log_weights=log_weights), info
+
+
+def test_zero_weight_particles_are_not_a_failure():
+    """A log weight of −inf is a particle of weight zero, not a non-finite step; NaN
+    still is."""
+    _, train, _ = vbm_problem(jax.random.PRNGKey(0), 6, 50, 10)
+    learner = ugm.MLE(ugm.models.vbm, ZeroWeightPCD(8), optax.sgd(0.1))
+    result = learner.run(jax.random.PRNGKey(1), 5, train, 6, progress_bar=False)
+    assert int(result.state.failed_at) == -1 and int(result.state.step) == 5
+    assert np.all(np.isfinite(result.diagnostics["grad_norm"]))

@@ -1,0 +1,13 @@
+"""Test-session settings: a persistent JAX compilation cache shared by the tests (and the
+pytest-xdist workers), so that a computation compiled by one test (the same model,
+estimator and shapes under a new learner object) is loaded, not recompiled, by the
+next."""
+
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_compilation_cache_dir",
+                  str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -1,7 +1,11 @@
-"""Test-session settings: a persistent JAX compilation cache shared by the tests (and the
-pytest-xdist workers), so that a computation compiled by one test (the same model,
-estimator and shapes under a new learner object) is loaded, not recompiled, by the
-next."""
+"""Test-session settings.
+
+* The longest test (multi-device, in a subprocess) runs first, so that pytest-xdist's
+  other worker gets through the rest meanwhile.
+* A persistent JAX compilation cache shared by the tests and the workers: a computation
+  compiled by one test (the same model, estimator and shapes under a new learner
+  object) is loaded, not recompiled, by the next.
+"""
 
 from pathlib import Path
 
@@ -11,3 +15,7 @@ jax.config.update("jax_compilation_cache_dir",
                   str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: "test_sharding" not in item.nodeid)

@@ -23,8 +23,11 @@ def same(a, b):
                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
-@pytest.mark.parametrize("estimator", [ugm.PCD(20), ugm.PF(20, rejuvenate_every=7)],
-                         ids=["pcd", "pf"])
+@pytest.mark.parametrize("estimator", [
+    ugm.PCD(20),
+    # weights, resampling and its own keys as well (slow: -m slow)
+    pytest.param(ugm.PF(20, rejuvenate_every=7), marks=pytest.mark.slow)],
+    ids=["pcd", "pf"])
 def test_interrupted_and_resumed_run_is_bit_identical(problem, estimator, tmp_path):
     key = jax.random.PRNGKey(1)
     optimizer = optax.adam(0.05)

@@ -57,6 +57,27 @@ def test_ais_log_likelihood_matches_exact():
     assert abs(float(r.log_z) - truth) < 3 * float(r.stderr) + 1e-3
 
 
+def test_ais_compiles_once_for_new_parameters():
+    """A second estimate with other parameters and another key reuses the compiled
+    run (it used to close over the parameters and recompile on every call)."""
+    calls = []
+
+    def counted_rbm(*args):
+        calls.append(1)  # runs only when the model is traced
+        return ugm.models.rbm(*args)
+
+    m = ugm.UGM(counted_rbm, 8, 3)
+    params = m.init_params(jax.random.PRNGKey(0))
+    first = ais.log_partition(m, params, jax.random.PRNGKey(1), 20, 30)
+    traced = len(calls)
+    scaled = {k: 2.0 * v for k, v in params.items()}
+    second = ais.log_partition(m, scaled, jax.random.PRNGKey(2), 20, 30)
+    assert len(calls) == traced
+    for p, r in ((params, first), (scaled, second)):  # and the parameters are used
+        assert abs(float(r.log_z) - float(exact.log_partition(m, p))) < 4 * float(
+            r.stderr) + 1e-3
+
+
 def test_ais_rejects_bad_schedules():
     m, params, _ = small_rbm()
     with pytest.raises(ValueError, match="betas"):

@@ -135,34 +135,55 @@ def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
     for s in summed:  # summed sites are uniform at β = 0
         logq = {**logq, s: jnp.zeros_like(logq[s]) - np.log(domains[s].num_values)}
     log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1))) for s in domains)
-    kernel = as_spec(kernel, gibbs()).build(m)
-    args = (m, kernel, summed, logq, log_z_base, params, jnp.asarray(rng_key),
-            jnp.asarray(betas, jnp.result_type(float)), int(num_chains))
+    spec = as_spec(kernel, gibbs())
+    run = _cached_run(m, spec, summed, int(num_chains), mesh)
+    args = (params, logq, jnp.asarray(rng_key), jnp.asarray(betas, jnp.result_type(float)))
     if mesh is None:
-        return _run(*args)
-    with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
-            jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
-        return _run(*args)
+        log_w = run(*args)
+    else:
+        with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
+                jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
+            log_w = run(*args)
+    log_mean = jax.nn.logsumexp(log_w) - jnp.log(num_chains)
+    w = jnp.exp(log_w - jnp.max(log_w))
+    stderr = jnp.std(w) / (jnp.mean(w) * jnp.sqrt(num_chains))
+    return AISResult(log_z_base + log_mean, stderr, log_w)
 
 
-def _run(m, kernel, summed, logq, log_z_base, params, rng_key, betas, num_chains):
+def _cached_run(m, spec, summed, num_chains, mesh):
+    """The jitted annealing run, cached on the model per kernel spec, summed sites,
+    number of chains and mesh: parameters, base and schedule are its arguments, so
+    repeated estimates (e.g. along a learning curve) compile once."""
+    key = ("ais", spec, summed, num_chains, mesh)
+    try:
+        run = m._cache.get(key)
+    except TypeError:  # an unhashable kernel spec: no caching
+        key, run = None, None
+    if run is None:
+        run = _build_run(m, spec.build(m), summed, num_chains)
+        if key is not None:
+            m._cache[key] = run
+    return run
+
+
+def _build_run(m, kernel, summed, num_chains):
     domains = m.state_sites
     block = {s: None for s in summed}
 
-    def base(x):
-        return sum(jnp.sum(_indicators(domains[s], x[s]) * logq[s]) for s in domains)
-
-    def tempered(beta):
-        return lambda x: (1.0 - beta) * base(x) + beta * m.log_potential(params, x)
-
-    def marginal(beta, x):
-        """log Σ_summed exp(tempered(beta)) — the weight's log-density at β."""
-        if not summed:
-            return tempered(beta)(x)
-        return sum_out(tempered(beta), x, domains, block)
-
     @jax.jit
-    def run(rng_key, betas):
+    def run(params, logq, rng_key, betas):
+        def base(x):
+            return sum(jnp.sum(_indicators(domains[s], x[s]) * logq[s]) for s in domains)
+
+        def tempered(beta):
+            return lambda x: (1.0 - beta) * base(x) + beta * m.log_potential(params, x)
+
+        def marginal(beta, x):
+            """log Σ_summed exp(tempered(beta)) — the weight's log-density at β."""
+            if not summed:
+                return tempered(beta)(x)
+            return sum_out(tempered(beta), x, domains, block)
+
         init_key, run_key = jax.random.split(rng_key)
         keys = jax.random.split(init_key, len(domains))
         x = {}
@@ -189,11 +210,7 @@ def _run(m, kernel, summed, logq, log_z_base, params, rng_key, betas, num_chains
                                      steps)
         return log_w
 
-    log_w = run(rng_key, betas)
-    log_mean = jax.nn.logsumexp(log_w) - jnp.log(num_chains)
-    w = jnp.exp(log_w - jnp.max(log_w))
-    stderr = jnp.std(w) / (jnp.mean(w) * jnp.sqrt(num_chains))
-    return AISResult(log_z_base + log_mean, stderr, log_w)
+    return run
 
 
 def log_likelihood(m, params, data, rng_key, num_chains=100, betas=None, **kwargs):

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .kernels import gibbs
-from .kernels.base import as_spec
+from .kernels.base import as_spec, step_chains
 from .model import UGM
 from .structure import conditional_logits, site_variables
 
@@ -114,8 +114,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
     rao_blackwell = rao_blackwell and m.structure.multilinear
 
     def moved(states, key, logdensity_fn):
-        keys = jax.random.split(key, num_chains)
-        return jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn)[0])(keys, states)
+        return step_chains(kernel, key, states, logdensity_fn)[0]
 
     def probabilities(f, x):
         """Per site (num_variables, K): conditional probabilities given the rest

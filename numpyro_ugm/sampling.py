@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 
 from .kernels import gibbs
-from .kernels.base import as_spec
+from .kernels.base import as_spec, step_chains
 
 
 def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinning=1,
@@ -50,8 +50,7 @@ def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinn
         states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
 
         def one_step(states, key):
-            keys = jax.random.split(key, num_chains)
-            return jax.vmap(lambda k, s: kernel.step(k, s, logdensity)[0])(keys, states)
+            return step_chains(kernel, key, states, logdensity)[0]
 
         def steps(states, key, n):
             return jax.lax.fori_loop(0, n, lambda i, s: one_step(s, jax.random.fold_in(key, i)),

@@ -82,3 +82,31 @@ def test_bad_betas_are_rejected(bad):
         tempered_transitions(betas=bad)
     with pytest.raises(ValueError, match="betas"):
         parallel_tempering(betas=bad)
+
+
+def test_trans_sap_batch_step_branches_once_for_all_chains():
+    """With ``every`` > 1, stepping a batch of chains gives exactly what stepping each
+    chain on its own gives, and the run-or-not decision stays a real branch (a ``cond``
+    in the jaxpr): under a plain ``vmap`` it becomes a select that computes a whole
+    tempered run on every step (measured on an RBM 784x10, 100 chains, 50 betas,
+    every=200: 258 ms per PCD-1 update before, 3.2 ms after, plain Gibbs 2.2 ms)."""
+    from numpyro_ugm.kernels.base import step_chains
+
+    m, params = vbm8()
+    kernel = tempered_transitions(GIBBS, betas=(0.5, 0.8, 1.0), every=3).build(m)
+    logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+    states = jax.vmap(kernel.init, (0, None))(m.random_state(jax.random.PRNGKey(0), (16,)),
+                                              logdensity)
+    batched, one_by_one = states, states
+    ran = []
+    for key in jax.random.split(jax.random.PRNGKey(1), 7):
+        batched, info = step_chains(kernel, key, batched, logdensity)
+        keys = jax.random.split(key, 16)
+        one_by_one, _ = jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(keys, one_by_one)
+        ran.append(bool(np.all(info.ran)) if bool(np.any(info.ran)) else False)
+        for a, b in zip(jax.tree.leaves(batched), jax.tree.leaves(one_by_one)):
+            np.testing.assert_array_equal(a, b)
+    assert ran == [False, False, True, False, False, True, False]
+    jaxpr = str(jax.make_jaxpr(lambda k, s: step_chains(kernel, k, s, logdensity))(
+        jax.random.PRNGKey(2), states))
+    assert "cond[" in jaxpr

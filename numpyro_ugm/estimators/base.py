@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from blackjax.smc import resampling as bj_resampling
 
 from ..kernels import gibbs
-from ..kernels.base import as_spec, sample_labels
+from ..kernels.base import as_spec, sample_labels, step_chains
 from ..structure import conditional_logits, free_energy, scatter
 
 #: per-step diagnostics reported by every estimator (NaN where not applicable)
@@ -160,15 +160,13 @@ def move_states(kernel, rng_key, states, logdensity_fn, num_steps):
     """Run ``num_steps`` kernel steps on a batch of kernel states (kept between updates
     by persistent estimators, so that e.g. parallel tempering's replicas persist),
     carried over to ``logdensity_fn`` first (``kernel.refresh``)."""
-    num_particles = jax.tree.leaves(states.position)[0].shape[0]
     if kernel.refresh is None:
         states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(states.position)
     else:
         states = jax.vmap(lambda s: kernel.refresh(s, logdensity_fn))(states)
 
     def body(states, key):
-        keys = jax.random.split(key, num_particles)
-        states, info = jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn))(keys, states)
+        states, info = step_chains(kernel, key, states, logdensity_fn)
         return states, jnp.mean(info.acceptance_rate)
 
     states, acceptance = jax.lax.scan(body, states, jax.random.split(rng_key, num_steps))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
-from ..kernels.base import as_spec
+from ..kernels.base import as_spec, step_chains
 from ..structure import free_energy, sum_out
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
@@ -200,9 +200,7 @@ def _build_run(m, kernel, summed, num_chains):
             position = states.position
             log_w = log_w + (jax.vmap(lambda y: marginal(beta, y))(position)
                              - jax.vmap(lambda y: marginal(previous, y))(position))
-            chain_keys = jax.random.split(key, num_chains)
-            density = tempered(beta)
-            states = jax.vmap(lambda k, s: kernel.step(k, s, density)[0])(chain_keys, states)
+            states = step_chains(kernel, key, states, tempered(beta))[0]
             return (states, log_w), None
 
         steps = (jax.random.split(run_key, betas.shape[0] - 1), betas[:-1], betas[1:])

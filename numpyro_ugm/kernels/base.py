@@ -24,11 +24,18 @@ class Kernel(NamedTuple):
     updates over to a new target (persistent chains): ``None`` means the state holds
     nothing but the position and values of the old target, so it is rebuilt with
     ``init``; kernels with more state (parallel tempering's replicas) keep it.
+
+    ``batch_step(rng_key, states, logdensity_fn) -> (states, info)`` steps a batch of
+    chains (leading axis) at once; ``None`` means ``step`` vmapped. Kernels whose step
+    takes a decision shared by all chains (tempered transitions every m-th step) give
+    one, so the decision is taken once, outside ``vmap``, where ``lax.cond`` skips the
+    branch not taken (under ``vmap`` it would compute both).
     """
 
     init: Callable
     step: Callable
     refresh: Callable = None
+    batch_step: Callable = None
 
 
 class KernelInfo(NamedTuple):
@@ -53,6 +60,16 @@ class KernelSpec:
 
     def __call__(self, m):
         return self.build(m)
+
+
+def step_chains(kernel, rng_key, states, logdensity_fn):
+    """One step of every chain of a batch of kernel states (leading axis = chains):
+    ``kernel.batch_step`` if the kernel has one, else ``kernel.step`` vmapped with a key
+    per chain."""
+    if kernel.batch_step is not None:
+        return kernel.batch_step(rng_key, states, logdensity_fn)
+    keys = jax.random.split(rng_key, jax.tree.leaves(states.position)[0].shape[0])
+    return jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn))(keys, states)
 
 
 def sample_labels(rng_key, logits):

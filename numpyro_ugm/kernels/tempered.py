@@ -125,23 +125,44 @@ class tempered_transitions(KernelSpec):
         def init(position, logdensity_fn=None):
             return TemperedTransitionsState(dict(position), jnp.zeros((), jnp.int32))
 
+        def tempered_step(rng_key, state, logdensity_fn):
+            position, rate, accept = run(rng_key, state.position, logdensity_fn)
+            return (TemperedTransitionsState(position, state.count + 1),
+                    TemperedTransitionsInfo(rate.astype(jnp.float32), accept,
+                                            jnp.ones((), bool)))
+
+        def plain_step(rng_key, state, logdensity_fn):
+            position = base_step(forward, rng_key, state.position, logdensity_fn)
+            return (TemperedTransitionsState(position, state.count + 1),
+                    TemperedTransitionsInfo(jnp.ones((), jnp.float32), jnp.ones((), bool),
+                                            jnp.zeros((), bool)))
+
+        def due(count):
+            return count % every == every - 1
+
         def step(rng_key, state, logdensity_fn, **unused):
             if every == 1:
-                position, rate, accept = run(rng_key, state.position, logdensity_fn)
-                ran = jnp.ones((), bool)
-            else:
-                ran = state.count % every == every - 1
+                return tempered_step(rng_key, state, logdensity_fn)
+            return jax.lax.cond(due(state.count),
+                                lambda: tempered_step(rng_key, state, logdensity_fn),
+                                lambda: plain_step(rng_key, state, logdensity_fn))
 
-                def plain(_):
-                    x = base_step(forward, rng_key, state.position, logdensity_fn)
-                    return x, jnp.ones(()), jnp.ones((), bool)
+        def batch_step(rng_key, states, logdensity_fn):
+            """All chains step together, so they share the count: the run-or-not
+            decision is taken once (a real branch, not a select under ``vmap``)."""
+            keys = jax.random.split(rng_key, states.count.shape[0])
 
-                position, rate, accept = jax.lax.cond(
-                    ran, lambda _: run(rng_key, state.position, logdensity_fn), plain, None)
-            return (TemperedTransitionsState(position, state.count + 1),
-                    TemperedTransitionsInfo(rate.astype(jnp.float32), accept, ran))
+            def over_chains(one_step):
+                return lambda: jax.vmap(lambda k, s: one_step(k, s, logdensity_fn))(
+                    keys, states)
 
-        return Kernel(init, step, refresh=lambda state, logdensity_fn: state)
+            if every == 1:
+                return over_chains(tempered_step)()
+            return jax.lax.cond(due(states.count[0]), over_chains(tempered_step),
+                                over_chains(plain_step))
+
+        return Kernel(init, step, refresh=lambda state, logdensity_fn: state,
+                      batch_step=batch_step)
 
 
 class ParallelTemperingState(NamedTuple):

@@ -7,6 +7,10 @@ collects into the results table::
     RESULT<TAB>measure<TAB>value<TAB>note
 """
 
+import json
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -45,3 +49,54 @@ def learner_step(learner, state, batch):
     """One jitted learner step on a fixed batch (model representation), as
     ``learner.update`` runs it but without its host-side failure check."""
     return learner._update_jit(state, (None, batch, None))
+
+
+def _status_mb(field):
+    with open("/proc/self/status") as f:
+        kib = next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    return kib / 1024
+
+
+def peak_rss_mb():
+    """The peak resident set of this process (since :func:`reset_peak_rss`), in MB."""
+    try:
+        return _status_mb("VmHWM")
+    except OSError:  # not Linux: ru_maxrss, the peak since the process started
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak_rss():
+    """Make the resident set now the peak (Linux >= 4.0; elsewhere nothing is reset) and
+    return it, in MB, so that a later :func:`peak_rss_mb` measures what came after."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _status_mb("VmRSS")
+    except OSError:
+        return peak_rss_mb()
+
+
+def first_call(fn, repeats=3):
+    """Cost of compiling: seconds of ``fn``'s first call (compile + run), the median of
+    ``repeats`` later calls (run), their difference (compile), and how far the process's
+    peak resident set rose above its resident set before the first call (MB). Call it in
+    a fresh process (:func:`run_worker`), so that no earlier compilation hides this one."""
+    rss0 = reset_peak_rss()
+    t = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    run = float(np.median(times))
+    return {"first": first, "run": run, "compile": first - run,
+            "peak_mb": peak_rss_mb() - rss0}
+
+
+def run_worker(*argv):
+    """Run ``python *argv`` in a fresh process; its last line of output, parsed as JSON."""
+    out = subprocess.run([sys.executable, *argv], check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -11,10 +11,8 @@ Run: python benchmarks/bench_exact.py [--units 20] [--repeats 5]
 
 import argparse
 import json
-import subprocess
-import sys
 
-from _report import report
+from _report import report, run_worker
 
 WORKER = r"""
 import json, resource, sys, time
@@ -68,12 +66,6 @@ def reference_log_z(n):
     return parts.max() + np.log(np.exp(parts - parts.max()).sum())
 
 
-def run_worker(args):
-    out = subprocess.run([sys.executable, "-c", WORKER, json.dumps(args)], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=20)
@@ -98,7 +90,7 @@ def main():
     print(header)
     print("-" * len(header))
     for chunk, sum_out, grad in settings:
-        r = run_worker([n, chunk, sum_out, grad, args.repeats])
+        r = run_worker("-c", WORKER, json.dumps([n, chunk, sum_out, grad, args.repeats]))
         print(f"{chunk:>7} {str(sum_out):>7} {str(grad):>5} {r['enumerated']:>10} "
               f"{r['compile']:>9.2f} {r['run']:>8.3f} {r['peak_mb']:>8.1f} "
               f"{r['rss_mb']:>7.0f} {abs(r['log_z'] - expected):>8.1e}")

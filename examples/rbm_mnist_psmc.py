@@ -54,7 +54,7 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
-from numpyro_ugm.datasets import binarized_mnist, mnist
+from numpyro_ugm.datasets import binary_mnist
 from numpyro_ugm.evaluate import ais, exact
 from numpyro_ugm.learn import NonFiniteError
 from numpyro_ugm.structure import free_energy
@@ -81,28 +81,6 @@ PAPER_BETAS = {10: {"PSMC": "about 100", "SMC": "about 100"},
 
 
 # --- data -------------------------------------------------------------------------------
-
-def load_data(source="stochastic", train_size=10000, seed=0):
-    """Binary MNIST images (N, 784) int8: a random training subset and the test set.
-
-    ``source="stochastic"``: pixels of ``mnist.npz`` set to 1 with probability
-    intensity / 255, once, with a fixed seed; ``"binarized_mnist"``: Larochelle &
-    Murray's fixed binarization (50,000 training images).
-    """
-    rng = np.random.default_rng(seed)
-    if source == "stochastic":
-        x_train, _ = mnist("train")
-        x_test, _ = mnist("test")
-        train = (rng.random(x_train.shape) < x_train / 255.0).reshape(len(x_train), -1)
-        test = (rng.random(x_test.shape) < x_test / 255.0).reshape(len(x_test), -1)
-    elif source == "binarized_mnist":
-        train, test = binarized_mnist("train"), binarized_mnist("test")
-    else:
-        raise ValueError(f"unknown data source {source!r}")
-    if train_size and train_size < len(train):
-        train = train[np.sort(rng.permutation(len(train))[:train_size])]
-    return train.astype(np.int8), test.astype(np.int8)
-
 
 def base_rate_log_likelihood(train, test, smoothing=1.0):
     """Mean log-likelihood of independent pixels fitted to the training images (the
@@ -289,7 +267,7 @@ def pt_swap_rates(learner, state, betas, num_steps=100, seed=0):
 def main(args):
     t_start = time.perf_counter()
     hidden = args.hidden
-    train, test = load_data(args.data, args.train_size, args.seed)
+    train, test = binary_mnist(args.data, args.train_size, args.seed)
     base_train, base_test = base_rate_log_likelihood(train, test)
     use_exact = hidden <= 20
     m = ugm.UGM(ugm.models.rbm, NUM_VISIBLE, hidden).observe(["v"])

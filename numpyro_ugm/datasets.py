@@ -45,6 +45,37 @@ def mnist(split="train"):
     return data[f"x_{split}"], data[f"y_{split}"]
 
 
+def binary_mnist(source="stochastic", train_size=None, seed=0):
+    """Binary MNIST images as in the RBM papers: (train, test), int8 {0, 1}, (N, 784).
+
+    Parameters
+    ----------
+    source : {"stochastic", "binarized_mnist"}
+        ``"stochastic"``: each pixel of ``mnist.npz`` set to 1 with probability
+        intensity / 255, once, with ``seed`` (Salakhutdinov & Murray's binarization);
+        ``"binarized_mnist"``: Larochelle & Murray's fixed binarization (50,000
+        training images).
+    train_size : int, optional
+        Keep a random subset of this many training images (in their original order),
+        e.g. 50,000 to set 10,000 aside for validation.
+    seed : int
+    """
+    rng = np.random.default_rng(seed)
+    if source == "stochastic":
+        x_train, _ = mnist("train")
+        x_test, _ = mnist("test")
+        train = (rng.random(x_train.shape) < x_train / 255.0).reshape(len(x_train), -1)
+        test = (rng.random(x_test.shape) < x_test / 255.0).reshape(len(x_test), -1)
+    elif source == "binarized_mnist":
+        train, test = binarized_mnist("train"), binarized_mnist("test")
+    else:
+        raise ValueError(f"binary_mnist: source must be 'stochastic' or "
+                         f"'binarized_mnist', got {source!r}")
+    if train_size and train_size < len(train):
+        train = train[np.sort(rng.permutation(len(train))[:train_size])]
+    return train.astype(np.int8), test.astype(np.int8)
+
+
 def vbm_problem(rng_key, num_units=15, num_train=500, num_test=100, *, scale=1.0):
     """The PF paper's VBM study (Asuncion et al. 2010, sec. 4.1): couplings
     θ_ij ~ N(0, scale²) for i < j, spins in {-1, +1}, no fields, and training and test

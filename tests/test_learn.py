@@ -49,6 +49,22 @@ def test_wrong_shape_and_unknown_site(spins):
         make().init(jax.random.PRNGKey(0), {"x": spins["x"][:0]}, 6)
 
 
+def test_missing_site_and_wrong_dtype_are_named():
+    import numpyro
+
+    def three(n):  # every pair of sites interacts: none can be summed out
+        W = numpyro.param("W", jnp.zeros((n, n)))
+        x, y, z = (numpyro.sample(s, ugm.Spin(n)) for s in "xyz")
+        numpyro.factor("pairs", x @ W @ y + y @ W @ z + x @ W @ z)
+
+    x = np.ones((5, 3), np.int8)
+    learner = ugm.MLE(three, ugm.PCD(4), optax.sgd(0.1))
+    with pytest.raises(NotImplementedError, match=r"latent sites \['y', 'z'\] interact"):
+        learner.init(jax.random.PRNGKey(0), {"x": x}, 3)
+    with pytest.raises(TypeError, match=r"site 'x': data has dtype <U\d+, expected numbers"):
+        learner.init(jax.random.PRNGKey(0), {"x": x.astype(str), "y": x, "z": x}, 3)
+
+
 def test_non_finite_initial_params(spins):
     params = {"W": jnp.zeros((6, 6)).at[1, 2].set(jnp.nan), "b": jnp.zeros(6)}
     with pytest.raises(FloatingPointError, match=r"'W' holds a non-finite value nan at index "

@@ -31,8 +31,8 @@ Outputs: a table on stdout, ``outputs/trans_sap_rbm10_<gradient>.json`` (curves,
 acceptance, timings) and ``outputs/trans_sap_rbm10_<gradient>.png`` (training
 log-likelihood against Gibbs steps, as the paper's Fig. 1 top).
 
-Run: ``python examples/trans_sap_rbm10.py`` (about 15 minutes on a 2-core CPU);
-``--quick`` for a 10,000-update check.
+Run: ``python examples/trans_sap_rbm10.py`` (14-18 minutes on a shared 2-core CPU, most
+of it exact ML and the exact evaluations); ``--quick`` for a 10,000-update check (3 min).
 """
 
 import argparse

@@ -351,19 +351,20 @@ class MLE:
         template = jax.eval_shape(lambda s: self._update(s, self._batch(s))[1], state)
         buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
                                template)
-        # minibatches: the epoch's permutation is drawn when an epoch starts, not on every
-        # step (a permutation of 50,000 examples costs ~10x a PCD-1 step of an RBM)
+        # minibatches: the epoch's permutation is drawn on the first step and when an
+        # epoch starts, not on every step (a permutation of 50,000 examples costs ~10x a
+        # PCD-1 step of an RBM); a full batch ignores it
         minibatches = self.batch_size < self.num_examples
         per_epoch = self.num_examples // self.batch_size
-        perm = self._epoch_permutation(state) if minibatches else jnp.zeros((0,), jnp.int32)
+        perm = (jnp.zeros_like(jax.eval_shape(self._epoch_permutation, state)) if minibatches
+                else jnp.zeros((0,), jnp.int32))
 
         def body(i, carry):
             state, buffers, perm = carry
             if minibatches:
-                perm = jax.lax.cond(state.step % per_epoch == 0,
+                perm = jax.lax.cond((i == 0) | (state.step % per_epoch == 0),
                                     lambda: self._epoch_permutation(state), lambda: perm)
-            state, info = self._update(state, self._batch(state, perm if minibatches
-                                                          else None))
+            state, info = self._update(state, self._batch(state, perm))
             buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
             return state, buffers, perm
 

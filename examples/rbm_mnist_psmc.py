@@ -57,7 +57,7 @@ import numpyro_ugm as ugm
 from numpyro_ugm.datasets import binary_mnist
 from numpyro_ugm.evaluate import ais, exact
 from numpyro_ugm.learn import NonFiniteError
-from numpyro_ugm.structure import free_energy
+from numpyro_ugm.conditionals import free_energy
 
 NUM_VISIBLE = 784
 METHODS = ("PCD-1", "PCD-H", "PT", "TT", "SMC", "PSMC")

@@ -307,7 +307,7 @@ class UGMSampler(MCMCKernel):
     def _logdensity(self, model_args, model_kwargs):
         m = _rebound(self._m, model_args, model_kwargs or {})
         params = self._fixed
-        return lambda x: m.log_potential(params, x)  # noqa: E731
+        return m.logdensity_fn(params)
 
     # --- MCMCKernel ----------------------------------------------------------------------
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
@@ -473,7 +473,7 @@ class UGMGibbsFn:
         if missing:
             raise KeyError(f"gibbs_fn: no value for the site(s) {missing}: they are "
                            "neither sampled by another block nor given in params")
-        return lambda x: m.log_potential(params, x)  # noqa: E731
+        return m.logdensity_fn(params)
 
     def __call__(self, rng_key, gibbs_sites, hmc_sites):
         if set(gibbs_sites) != set(self.sites):

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from . import checkpoint
 from .estimators.base import INFO_KEYS, Estimator
 from .model import UGM
-from .structure import free_energy
+from .conditionals import free_energy
 
 
 class LearnState(NamedTuple):

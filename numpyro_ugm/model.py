@@ -249,6 +249,21 @@ class UGM:
             total = total + jnp.sum(log_factor)
         return total
 
+    def logdensity_fn(self, params):
+        """The log-potential at fixed parameters, as blackjax kernels take it.
+
+        Parameters
+        ----------
+        params : dict
+            Parameter values (constrained space).
+
+        Returns
+        -------
+        callable
+            ``state -> f(state; params)`` (one configuration, model representation).
+        """
+        return lambda state: self.log_potential(params, state)
+
     def log_prior(self, params):
         """Sum of the log prior densities of the parameters with a prior (0 if none)."""
         if not any(s.prior is not None for s in self.param_sites.values()):

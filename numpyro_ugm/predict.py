@@ -25,7 +25,7 @@ import numpy as np
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM
-from .structure import conditional_logits, site_variables
+from .conditionals import conditional_logits, site_variables
 
 __all__ = ["predict", "Prediction"]
 
@@ -127,7 +127,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
 
     def marginal_one(params, key, inputs):
         mb = m.bind(**inputs) if inputs else m
-        f = lambda x: mb.log_potential(params, x)  # noqa: E731
+        f = mb.logdensity_fn(params)
         init_key, warm_key, run_key = jax.random.split(key, 3)
         position = m.random_state(init_key, (num_chains,))
         states = jax.vmap(lambda x: kernel.init(x, f))(position)
@@ -155,7 +155,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
 
     def map_one(params, key, inputs):
         mb = m.bind(**inputs) if inputs else m
-        f = lambda x: mb.log_potential(params, x)  # noqa: E731
+        f = mb.logdensity_fn(params)
         init_key, run_key = jax.random.split(key)
         position = m.random_state(init_key, (num_chains,))
         values = jax.vmap(f)(position)

@@ -46,7 +46,7 @@ def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinn
 
     @jax.jit
     def run(key, position):
-        logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+        logdensity = m.logdensity_fn(params)
         states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
 
         def one_step(states, key):

@@ -21,7 +21,7 @@ from blackjax.smc import resampling as bj_resampling
 
 from ..kernels import gibbs
 from ..kernels.base import as_spec, sample_labels, step_chains
-from ..structure import conditional_logits, free_energy, scatter
+from ..conditionals import conditional_logits, free_energy, scatter
 
 #: per-step diagnostics reported by every estimator (NaN where not applicable)
 INFO_KEYS = ("ess", "resampled", "rejuvenated", "num_betas", "acceptance", "log_z")
@@ -185,7 +185,7 @@ def sample_latent(m, params, rng_key, position):
     block = {s: None for s in m.latent_sites}
 
     def one(key, x):
-        logits = conditional_logits(lambda y: m.log_potential(params, y), x, domains, block)
+        logits = conditional_logits(m.logdensity_fn(params), x, domains, block)
         keys = jax.random.split(key, len(block))
         for k, s in zip(keys, block):
             labels = sample_labels(k, logits[s])

@@ -36,7 +36,7 @@ class CD(Estimator):
         kernel = self.build_kernel(m)
         latent_key, init_key, move_key = jax.random.split(rng_key, 3)
         position = sample_latent(m, params, latent_key, with_latent(m, init_key, batch))
-        logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+        logdensity = m.logdensity_fn(params)
         position, acceptance = move(kernel, move_key, position, logdensity, self.k)
         num = jax.tree.leaves(position)[0].shape[0]
         return state, Particles(position, uniform_log_weights(num)), {

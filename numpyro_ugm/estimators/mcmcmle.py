@@ -56,7 +56,7 @@ class MCMCMLE(Estimator):
         self.kernel = kernel
 
     def _draw(self, kernel, rng_key, m, params, position):
-        position, _ = move(kernel, rng_key, position, lambda x: m.log_potential(params, x),
+        position, _ = move(kernel, rng_key, position, m.logdensity_fn(params),
                            self.burn_in)
         return position, free_energies(m, params, position)
 

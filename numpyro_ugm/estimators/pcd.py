@@ -44,12 +44,12 @@ class PCD(Estimator):
     def init(self, rng_key, m, params, batch):
         kernel = self.build_kernel(m)
         position = m.random_state(rng_key, (self.num_particles,))
-        logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+        logdensity = m.logdensity_fn(params)
         return PCDState(jax.vmap(lambda x: kernel.init(x, logdensity))(position))
 
     def update(self, rng_key, state, m, params, batch):
         kernel = self.build_kernel(m)
-        logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+        logdensity = m.logdensity_fn(params)
         states, acceptance = move_states(kernel, rng_key, state.kernel_state, logdensity,
                                          self.k)
         return PCDState(states), Particles(states.position, uniform_log_weights(

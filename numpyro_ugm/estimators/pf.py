@@ -101,7 +101,7 @@ class PF(Estimator):
             position = resample(jax.random.fold_in(rng_key, 1), state.position,
                                 log_weights, self.resampling)
             position, acceptance = move(kernel, rng_key, position,
-                                        lambda x: m.log_potential(params, x),
+                                        m.logdensity_fn(params),
                                         self.rejuvenation_steps)
             return (position, uniform_log_weights(num).astype(log_weights.dtype),
                     free_energies(m, params, position), acceptance.astype(delta.dtype))

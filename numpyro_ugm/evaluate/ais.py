@@ -19,7 +19,7 @@ import numpy as np
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
-from ..structure import free_energy, sum_out
+from ..conditionals import free_energy, sum_out
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
            "base_rate_log_probs"]

@@ -11,7 +11,7 @@ so gradients are bounded in memory too.
 **Summing out in closed form.** When the log-potential f is multilinear in each variable
 (see :mod:`numpyro_ugm.structure`), a set of variables that do not interact with each other
 can be summed out exactly: f is then affine in them jointly and the sum factorizes
-(:func:`numpyro_ugm.structure.sum_out`). The planner takes the largest such set it finds —
+(:func:`numpyro_ugm.conditionals.sum_out`). The planner takes the largest such set it finds —
 a color class of the model's coloring, greedily extended to a maximal independent set —
 and enumerates only the remaining variables. For an RBM with 784 visible and 10 hidden
 units that means 2**10 configurations of the hidden units, with the visibles summed out.
@@ -36,7 +36,7 @@ import numpy as np
 import optax
 
 from ..model import UGM
-from ..structure import conditional_logits, scatter, site_variables, sum_out
+from ..conditionals import conditional_logits, scatter, site_variables, sum_out
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals", "fit",
            "FitResult", "num_enumerated", "sample"]
@@ -225,7 +225,7 @@ def _fill(plan, domains, base, labels):
 
 def _config_log_weight(m, params, plan):
     """Function state -> log Σ_{summed variables} exp f (just f when nothing is summed)."""
-    f = lambda x: m.log_potential(params, x)  # noqa: E731
+    f = m.logdensity_fn(params)
     if plan.summed:
         domains = m.state_sites
         return lambda x: sum_out(f, x, domains, plan.summed)
@@ -373,7 +373,7 @@ def _log_prob_observed(m, params, x, chunk_size):
     latent = m.latent_sites
     num_examples = int(jax.tree.leaves(x)[0].shape[0])
     if not latent:
-        per = lambda xn: m.log_potential(params, xn)  # noqa: E731
+        per = m.logdensity_fn(params)
         batch = chunk_size
     else:
         plan = _make_plan(m, latent)
@@ -482,7 +482,7 @@ def _marginals(m, params, chunk_size):
     plan = _make_plan(m, tuple(m.state_sites))
     _check_size(plan, chunk_size, "marginals")
     domains = m.state_sites
-    f = lambda x: m.log_potential(params, x)  # noqa: E731
+    f = m.logdensity_fn(params)
 
     def probs(state):
         logits = conditional_logits(f, state, domains, plan.summed) if plan.summed else {}
@@ -707,7 +707,7 @@ def sample(m, params, rng_key, num_samples, *, chunk_size=DEFAULT_CHUNK_SIZE):
 
     @jax.jit
     def run(params, key):
-        log_weight = jax.vmap(lambda x: m.log_potential(params, x))
+        log_weight = jax.vmap(m.logdensity_fn(params))
 
         def one_chunk(carry, c):
             best, best_index = carry

@@ -10,7 +10,7 @@ import numpy as np
 import optax
 
 from ..model import UGM
-from ..structure import conditional_logits, exact_conditional_logits, free_energy
+from ..conditionals import conditional_logits, exact_conditional_logits, free_energy
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..structure import conditional_logits, exact_conditional_logits
+from ..conditionals import conditional_logits, exact_conditional_logits
 from .base import Kernel, KernelInfo, KernelSpec, sample_values
 
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..structure import scatter
+from ..conditionals import scatter
 from .base import Kernel, KernelInfo, KernelSpec
 
 

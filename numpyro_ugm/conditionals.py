@@ -1,0 +1,161 @@
+"""Conditionals of a log-density over domain-valued sites, in closed form.
+
+For a log-potential f that is multilinear in each variable, the conditional log-odds of
+every variable of a block follow from one gradient (:func:`conditional_logits`);
+:func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
+variables that do not interact can be summed out in closed form (:func:`sum_out`), which
+gives the free energy of a model with latent sites (:func:`free_energy`).
+"""
+
+import jax
+import jax.numpy as jnp
+
+# --- variables of a site --------------------------------------------------------------
+
+
+def site_variables(x, domain):
+    """View a site value as ``(num_variables, *event)``."""
+    return x.reshape((domain.num_variables,) + domain.event_shape)
+
+
+def gather(x, domain, idx):
+    """Model values of variables ``idx`` (flat indices; ``None`` = all) of a site."""
+    flat = site_variables(x, domain)
+    return flat if idx is None else flat[idx]
+
+
+def scatter(x, domain, idx, values):
+    """Set variables ``idx`` (``None`` = all) of a site to ``values``."""
+    if idx is None:
+        return values.reshape(x.shape).astype(x.dtype)
+    flat = site_variables(x, domain).at[idx].set(values.astype(x.dtype), mode="drop")
+    return flat.reshape(x.shape)
+
+
+# --- conditionals ---------------------------------------------------------------------
+
+
+def conditional_logits(logdensity_fn, state, domains, block):
+    """Conditional log-odds of the variables of a block, from one gradient.
+
+    Valid for a log-density multilinear in each variable.
+
+    Parameters
+    ----------
+    logdensity_fn : callable
+        state dict -> scalar.
+    state : dict
+        Current state, model representation.
+    domains : dict of str -> Domain
+    block : dict of str -> ndarray or None
+        Flat variable indices per site (``None``: the whole site).
+
+    Returns
+    -------
+    dict of str -> array (num_block_variables, K)
+    """
+    sub = {s: state[s] for s in block}
+    grads = jax.grad(lambda v: logdensity_fn({**state, **v}))(sub)
+    return {s: domains[s].conditional_logits(gather(grads[s], domains[s], idx))
+            for s, idx in block.items()}
+
+
+def exact_conditional_logits(logdensity_fn, state, domains, block):
+    """Conditional log-probabilities (up to a constant) of the block's variables by
+    evaluating the log-density at each of their values (any log-density)."""
+    out = {}
+    for s, idx in block.items():
+        domain = domains[s]
+        idx = jnp.arange(domain.num_variables) if idx is None else jnp.asarray(idx)
+        values = domain.model_values(state[s].dtype)
+
+        def at(i, value, s=s, domain=domain):
+            x = scatter(state[s], domain, i[None], value[None])
+            return logdensity_fn({**state, s: x})
+
+        out[s] = jax.vmap(lambda i: jax.vmap(lambda v: at(i, v))(values))(idx)
+    return out
+
+
+def sum_out(logdensity_fn, state, domains, summed):
+    """log Σ over the ``summed`` variables of exp(logdensity), in closed form.
+
+    Valid when the log-density is multilinear and the summed variables do not interact
+    with each other: it is then affine in them jointly, f(x) = f(r) + Σ_i g_i·(x_i − r_i)
+    around a reference point r of the domain, and the sum factorizes.
+
+    Parameters
+    ----------
+    summed : dict of str -> ndarray or None
+        Flat variable indices per site (``None``: the whole site).
+    """
+    ref = dict(state)
+    for s, idx in summed.items():
+        domain = domains[s]
+        count = domain.num_variables if idx is None else len(idx)
+        ref[s] = scatter(state[s], domain, idx,
+                         domain.reference((count,), state[s].dtype))
+    sub = {s: ref[s] for s in summed}
+    value, grads = jax.value_and_grad(lambda v: logdensity_fn({**ref, **v}))(sub)
+    for s, idx in summed.items():
+        logits = domains[s].conditional_logits(gather(grads[s], domains[s], idx))
+        value = value + jnp.sum(jax.nn.logsumexp(logits, axis=-1) - logits[..., 0])
+    return value
+
+
+
+# --- latent sites ----------------------------------------------------------------------
+
+
+def free_energy(m, params, state):
+    """log Σ_latent exp f(state; θ): the log-potential with the latent sites of ``m``
+    summed out (just f when nothing is latent), for learning.
+
+    f is affine in the latent block, so with q = p(latent | observed) (independent per
+    variable) F = f(observed, E_q[latent]) + H(q). Evaluated this way with q held fixed
+    (``stop_gradient``), the value is exact and so is ∇θ F = E_q[∇θ f] (envelope
+    theorem) at the cost of one evaluation of f and one gradient — half the work of
+    differentiating :func:`sum_out`. Higher derivatives in θ are not those of F: use
+    :func:`sum_out` for them.
+
+    ``state`` holds the observed sites (model representation, one configuration); any
+    latent values it holds are ignored.
+
+    Raises
+    ------
+    NotImplementedError
+        If the latent sites interact with each other or the potential is not
+        multilinear (no closed form).
+    """
+    latent = m.latent_sites
+    if not latent:
+        return m.log_potential(params, state)
+    if not (m.structure.multilinear and m.structure.independent(latent)):
+        raise NotImplementedError(
+            f"latent sites {list(latent)} interact with each other (or the potential is "
+            "not multilinear), so they cannot be summed out in closed form")
+    domains = m.state_sites
+    full = {**state, **{s: domains[s].reference(domains[s].batch_shape)
+                        for s in latent}}
+    f = m.logdensity_fn(params)
+    logits = jax.lax.stop_gradient(
+        conditional_logits(f, full, domains, {s: None for s in latent}))
+    entropy = 0.0
+    for s in latent:
+        mean, ent = _mean_and_entropy(domains[s], logits[s])
+        full[s] = mean.reshape(full[s].shape)
+        entropy = entropy + jnp.sum(ent)
+    return f(full) + entropy
+
+
+def _mean_and_entropy(domain, logits):
+    """Mean (model representation) and entropy of independent variables with the given
+    conditional logits (..., K); two-valued domains use one sigmoid per variable."""
+    if logits.shape[-1] == 2:
+        low, high = domain.values
+        diff = logits[..., 1] - logits[..., 0]
+        p1 = jax.nn.sigmoid(diff)
+        return low + (high - low) * p1, jax.nn.softplus(diff) - p1 * diff
+    probs = jax.nn.softmax(logits, axis=-1)
+    entropy = jax.nn.logsumexp(logits, axis=-1) - jnp.sum(probs * logits, -1)
+    return probs, entropy

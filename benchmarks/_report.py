@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import jax
 import numpy as np
 
 
@@ -45,10 +46,17 @@ def timeit_many(fns, repeats, warmup=1, gap=0.0, seed=0):
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
+_STEPS = {}
+
+
 def learner_step(learner, state, batch):
-    """One jitted learner step on a fixed batch (model representation), as
-    ``learner.update`` runs it but without its host-side failure check."""
-    return learner._update_jit(state, (None, batch, None))
+    """One jitted learner step (``learner.core.update``) on a batch from
+    ``learner.prepare(...).batch``, as ``learner.update`` runs it but without its
+    host-side failure check."""
+    core = learner.core
+    if id(core) not in _STEPS:
+        _STEPS[id(core)] = (core, jax.jit(core.update))
+    return _STEPS[id(core)][1](state, batch)
 
 
 def _status_mb(field):

@@ -21,7 +21,7 @@ import numpyro_ugm as ugm
 def learner_step(estimator, data, key):
     learner = ugm.MLE(ugm.models.rbm, estimator, optax.sgd(LR))
     state = [learner.init(key, {"v": data}, V, H)]
-    batch = learner.m.validate_data({"v": data})
+    batch = learner.prepare({"v": data}).batch
 
     def run():
         state[0], _ = jit_step(learner, state[0], batch)

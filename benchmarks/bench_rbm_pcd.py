@@ -68,7 +68,7 @@ def main(repeats=50):
 
     learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, k=1), optax.sgd(LR))
     ours_state = [learner.init(key, {"v": data}, V, H)]
-    model_batch = learner.m.validate_data({"v": data})
+    model_batch = learner.prepare({"v": data}).batch
 
     def ours():
         ours_state[0], info = learner_step(learner, ours_state[0], model_batch)

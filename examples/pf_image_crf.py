@@ -136,9 +136,7 @@ def learn_curve(name, learner, key, labels, train, num_epochs, every, evaluate,
         pieces.append(result.diagnostics)
         if name == "MCMC-MLE" and result.diagnostics["grad_norm"][-1] < mcmcmle_tol:
             # the approximate likelihood has converged: the next update starts a round
-            est = state.estimator_state
-            state = state._replace(estimator_state=est._replace(
-                since_reset=jnp.full_like(est.since_reset, mcmcmle_reset - 1)))
+            state = learner.restart_estimator(state, jax.random.fold_in(key, int(state.step)))
             forced += 1
     diagnostics = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
     return dict(epochs=epochs, seconds=seconds, test_error=errors,

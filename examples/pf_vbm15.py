@@ -104,7 +104,7 @@ def learn_curve(learner, key, W0, train, num_epochs, every, evaluate):
     extra = {"uninterrupted_seconds": uninterrupted, "segmented_seconds": float(sum(raw)),
              "final_log_z_estimate": float(diagnostics["log_z"][-1]),
              "overhead_per_call": overhead,
-             "distinct_particles": distinct_configurations(state.estimator_state.position)}
+             "distinct_particles": distinct_configurations(learner.particles(state))}
     return epochs, seconds.tolist(), lls, diagnostics, extra, result.params
 
 

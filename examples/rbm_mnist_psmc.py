@@ -241,7 +241,7 @@ def pt_swap_rates(learner, state, betas, num_steps=100, seed=0):
     """Swap acceptance of each neighbour pair (beta_k, beta_k+1), measured by running the
     PT kernel ``num_steps`` more steps from the learned chains under the learned
     parameters (the learner's diagnostics hold the base kernel's acceptance only)."""
-    m = learner.m
+    m = learner.ugm
     params = learner.get_params(state)
     kernel = ugm.kernels.parallel_tempering(betas=betas).build(m)
     chains = state.estimator_state.kernel_state

@@ -48,7 +48,6 @@ from tqdm.auto import tqdm
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import binary_mnist
-from numpyro_ugm.estimators.pcd import PCDState
 from numpyro_ugm.evaluate import exact
 
 NUM_VISIBLE, NUM_HIDDEN = 784, 10
@@ -178,10 +177,9 @@ def one_seed(args, seed, train, test):
     # Trans-SAP: same parameters, optimizer state, keys and chains at the branch point;
     # its own kernel state (the count that schedules the runs) starts at zero
     tt = learners["Trans-SAP"]
-    fresh = tt.init(key, data, NUM_VISIBLE, NUM_HIDDEN, batch_size=100)
-    chains = fresh.estimator_state.kernel_state._replace(
-        position=branch.estimator_state.position)
-    tt_state = branch._replace(estimator_state=PCDState(chains))
+    tt.init(key, data, NUM_VISIBLE, NUM_HIDDEN, batch_size=100)
+    tt_state = tt.restart_estimator(branch, jax.random.split(key, 4)[1],
+                                    position=learners["SAP"].particles(branch))
     cycle_updates, cycle_gibbs = tt_every + 1, tt_every + tt_sweeps
     cycles = remaining // cycle_gibbs
     tt_updates = cycles * cycle_updates + (remaining - cycles * cycle_gibbs)

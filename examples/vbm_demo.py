@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 import optax
 
 import numpyro_ugm as ugm

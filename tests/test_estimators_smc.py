@@ -456,14 +456,12 @@ def learning_run(name, lr):
                  "PSMC": ugm.PSMC(NUM_PARTICLES, keep_fraction=1.0)}[name]
     learner = ugm.MLE(ugm.models.vbm, estimator, optax.sgd(lr))
     first = learner.init(jax.random.PRNGKey(0), data, 8, init_params=start)
-    # more seeds: independent particles and keys. (MLE.init runs the estimator's init
-    # eagerly, recompiling its tempering loop each time, ~5 s; jit it once instead.)
-    estimator_init = jax.jit(lambda k: estimator.init(k, learner.m, start, None))
+    # more seeds: independent particles and keys (the estimator restarted at ``start``)
     params, infos = [], []
     for seed in range(LEARN_SEEDS):
         key, est_key = jax.random.split(jax.random.PRNGKey(100 + seed))
-        state = first if seed == 0 else first._replace(
-            estimator_state=estimator_init(est_key), rng_key=key)
+        state = first if seed == 0 else learner.restart_estimator(
+            first, est_key)._replace(rng_key=key)
         for _ in range(LEARN_STEPS):
             params.append(learner.get_params(state))
             state, info = learner.update(state)

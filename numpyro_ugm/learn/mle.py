@@ -1,53 +1,27 @@
-"""``MLE``: the learning driver, shaped like ``numpyro.infer.SVI``.
+"""``MLE``: the learning driver users call, shaped like ``numpyro.infer.SVI``.
 
-Each step asks the estimator for weighted particles at the current parameters θ_t and
-ascends the stochastic gradient
-
-    mean_batch ∇θ F(x_n; θ)  −  Σ_s w_s ∇θ F(x_s; θ)  +  ∇θ log p(θ) / N,
-
-where F is the log-potential with latent sites summed out in closed form (Rao-Blackwell:
-the free energy of an RBM), so both phases use it. The optax optimizer runs in the
-unconstrained space of the parameters. One step is one jitted function; ``run`` scans it.
+It traces the model, checks the data, places data and particles on a device mesh, and
+runs the functional core (:class:`~numpyro_ugm.learn.core.LearnerCore`) over minibatches
+with the package's run loop (:mod:`numpyro_ugm.runloop`: progress bar, checkpoints,
+failure handling). Conditional models get their estimator wrapped in
+:class:`~numpyro_ugm.estimators.per_example.PerExample`.
 """
 
-import math
 import warnings
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
-from . import checkpoint
-from .estimators.base import INFO_KEYS, Estimator
-from .model import UGM
-from .conditionals import free_energy
-
-
-class LearnState(NamedTuple):
-    """Everything a run needs to continue (plain arrays).
-
-    Attributes
-    ----------
-    params : dict
-        Parameters in the unconstrained space.
-    opt_state : optax state
-    estimator_state : the estimator's state (particles, weights, ...)
-    rng_key : raw PRNG key
-    data_key : raw PRNG key for the minibatch order
-    step : int32 scalar, number of updates done
-    failed_at : int32 scalar, the first step that produced non-finite values (-1: none)
-    """
-
-    params: dict
-    opt_state: Any
-    estimator_state: Any
-    rng_key: jax.Array
-    data_key: jax.Array
-    step: jax.Array
-    failed_at: jax.Array
+from .. import checkpoint
+from ..conditionals import free_energy
+from ..estimators.base import Estimator
+from ..estimators.per_example import ConditionalBatch, PerExample
+from ..model import UGM
+from ..runloop import chunk_size, run_loop
+from .core import LearnerCore, LearnState
 
 
 class RunResult(NamedTuple):
@@ -60,9 +34,9 @@ class RunResult(NamedTuple):
     state : LearnState
         Final state (pass as ``init_state`` to continue).
     diagnostics : dict of str -> ndarray, each of shape ``(num_steps,)``
-        Per step: ``grad_norm``, ``positive`` (batch mean of F), ``log_likelihood``
-        (running estimate, NaN when the estimator has no log Z), and the estimator's
-        ``ess``, ``resampled``, ``rejuvenated``, ``num_betas``, ``acceptance``, ``log_z``.
+        Per step: ``grad_norm``, ``positive`` (batch mean of F), the estimator's info
+        (e.g. ``ess``, ``resampled``, ``rejuvenated``, ``num_betas``, ``acceptance``,
+        ``log_z``) and, with a ``log_z``, the running ``log_likelihood``.
     """
 
     params: dict
@@ -86,6 +60,13 @@ class NonFiniteError(FloatingPointError):
     def __init__(self, message, step, state, diagnostics):
         super().__init__(message)
         self.step, self.state, self.diagnostics = step, state, diagnostics
+
+
+class PreparedBatch(NamedTuple):
+    """A batch checked and converted once by :meth:`MLE.prepare` (model representation),
+    so that :meth:`MLE.update` does no host-side work for it."""
+
+    batch: Any
 
 
 def _raw_key(key):
@@ -131,15 +112,27 @@ def _warn_if_collapsed(diagnostics, start):
             RuntimeWarning, stacklevel=3)
 
 
-def _all_finite(tree, allow_minus_inf=False):
-    """Whether every floating-point value of ``tree`` is finite (or −inf, if allowed:
-    the log of a zero particle weight)."""
-    def ok(x):
-        return (~jnp.isnan(x)) & (x < jnp.inf) if allow_minus_inf else jnp.isfinite(x)
+class _Minibatches:
+    """The example order: a fresh permutation per epoch (drawn from the state's
+    ``data_key``), read ``batch_size`` examples at a time."""
 
-    leaves = [jnp.all(ok(x)) for x in jax.tree.leaves(tree)
-              if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+    def __init__(self, num_examples, batch_size):
+        self.num_examples, self.batch_size = num_examples, batch_size
+        self.per_epoch = num_examples // batch_size
+        self.full = batch_size == num_examples
+
+    def permutation(self, state):
+        epoch = state.step // self.per_epoch
+        return jax.random.permutation(jax.random.fold_in(state.data_key, epoch),
+                                      self.num_examples)
+
+    def indices(self, state, perm):
+        """Examples of ``state.step``'s minibatch (None: the full batch)."""
+        if self.full:
+            return None
+        position = state.step % self.per_epoch
+        return jax.lax.dynamic_slice(perm, (position * self.batch_size,),
+                                     (self.batch_size,))
 
 
 class MLE:
@@ -169,7 +162,8 @@ class MLE:
     >>> result = learner.run(jax.random.PRNGKey(0), 1000, {"x": x}, 15)
     """
 
-    def __init__(self, model, estimator, optimizer, *, mesh=None):
+    def __init__(self, model, estimator: Estimator, optimizer: optax.GradientTransformation,
+                 *, mesh: Optional[jax.sharding.Mesh] = None):
         if mesh is not None and not isinstance(mesh, jax.sharding.Mesh):
             raise TypeError(f"mesh must be a jax.sharding.Mesh, got {mesh!r}")
         if mesh is not None:  # XLA partitions the steps (automatic sharding propagation)
@@ -183,7 +177,7 @@ class MLE:
             raise TypeError(f"optimizer must be an optax GradientTransformation, got "
                             f"{optimizer!r}")
         self.model, self.estimator, self.optimizer = model, estimator, optimizer
-        self.m = None
+        self._core = None
         self.last_state = None
         self._setup_key = None
 
@@ -194,7 +188,7 @@ class MLE:
         key = (ids(data), None if inputs is None else ids(inputs), model_args,
                tuple(sorted(model_kwargs.items())), batch_size)
         try:
-            if self.m is not None and key == self._setup_key:
+            if self._core is not None and key == self._setup_key:
                 return  # same model and data: keep the compiled steps
         except (TypeError, ValueError):  # unhashable / array-valued arguments
             pass
@@ -217,10 +211,13 @@ class MLE:
         if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
-        data, inputs = self._shard(data, num_examples), self._shard(inputs, num_examples)
-        self.m, self.data, self.inputs, self.num_examples = m, data, inputs, num_examples
-        self.batch_size = num_examples if batch_size is None else int(batch_size)
-        self._update_jit = self._in_mesh(jax.jit(self._update))
+        self._data = self._shard(data, num_examples)
+        self._inputs = self._shard(inputs, num_examples)
+        estimator = self.estimator if inputs is None else PerExample(self.estimator)
+        self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
+        self._batches = _Minibatches(num_examples, num_examples if batch_size is None
+                                     else int(batch_size))
+        self._update_jit = self._in_mesh(jax.jit(self._core.update))
         self._scan_jit = self._in_mesh(jax.jit(self._scan, static_argnums=1))
 
     def _in_mesh(self, fn):
@@ -252,119 +249,35 @@ class MLE:
 
         return jax.tree.map(place, tree)
 
-    def _epoch_permutation(self, state):
-        """The example order of ``state.step``'s epoch (a fresh permutation each)."""
-        epoch = state.step // (self.num_examples // self.batch_size)
-        return jax.random.permutation(jax.random.fold_in(state.data_key, epoch),
-                                      self.num_examples)
-
-    def _batch(self, state, perm=None):
-        """The minibatch of ``state.step``: ``(indices, data, inputs)``; ``indices`` is
-        None for the full batch. ``perm``: the epoch's permutation, if already drawn."""
-        if self.batch_size == self.num_examples:
-            return None, self.data, self.inputs
-        if perm is None:
-            perm = self._epoch_permutation(state)
-        position = state.step % (self.num_examples // self.batch_size)
-        idx = jax.lax.dynamic_slice(perm, (position * self.batch_size,), (self.batch_size,))
-        take = lambda tree: jax.tree.map(lambda a: a[idx], tree)  # noqa: E731
-        return idx, take(self.data), take(self.inputs)
-
-    def _negative_phase(self, est_key, estimator_state, params, selection):
-        """The estimator's update: once for the model, or per example (CRFs: vmapped
-        over the batch's examples, each with its own persistent particles)."""
-        m, estimator = self.m, self.estimator
-        idx, batch, inputs = selection
-        if inputs is None:
-            return estimator.update(est_key, estimator_state, m, params, batch)
-        states = estimator_state if idx is None else jax.tree.map(
-            lambda a: a[idx], estimator_state)
-
-        def one(key, state, example_inputs, example):
-            return estimator.update(key, state, m.bind(**example_inputs), params,
-                                    jax.tree.map(lambda a: a[None], example))
-
-        keys = jax.random.split(est_key, jax.tree.leaves(batch)[0].shape[0])
-        states, particles, info = jax.vmap(one)(keys, states, inputs, batch)
-        estimator_state = states if idx is None else jax.tree.map(
-            lambda a, b: a.at[idx].set(b), estimator_state, states)
-        info = {k: jnp.mean(jnp.asarray(v, jnp.float32)) for k, v in info.items()}
-        return estimator_state, particles, info
-
-    def _energies(self, params, positions, inputs):
-        """F(x; θ) for a batch of configurations (one per example's inputs, if any)."""
-        if inputs is None:
-            return jax.vmap(free_energy, (None, None, 0))(self.m, params, positions)
-        return jax.vmap(lambda inp, x: free_energy(self.m.bind(**inp), params, x))(
-            inputs, positions)
-
-    # --- one step -----------------------------------------------------------------------
-    def _update(self, state, selection):
-        m = self.m
-        key, est_key = jax.random.split(state.rng_key)
-        params = m.to_constrained(state.params)
-        estimator_state, particles, info = self._negative_phase(
-            est_key, state.estimator_state, params, selection)
-        weights = jax.lax.stop_gradient(jnp.exp(particles.log_weights))
-        positions = jax.lax.stop_gradient(particles.position)
-        _, batch, inputs = selection
-
-        def objective(u):
-            p = m.to_constrained(u)
-            positive = jnp.mean(self._energies(p, batch, inputs))
-            if inputs is None:
-                negative = jnp.sum(weights * self._energies(p, positions, None))
-            else:  # per example: its own weighted particles under its own inputs
-                def example_negative(w, inp, x):
-                    many = jax.tree.map(lambda a: jnp.broadcast_to(a, w.shape + a.shape), inp)
-                    return jnp.sum(w * self._energies(p, x, many))
-
-                negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
-            return positive - negative + m.log_prior(p) / self.num_examples, positive
-
-        grads, positive = jax.grad(objective, has_aux=True)(state.params)
-        neg_grads = jax.tree.map(jnp.negative, grads)
-        updates, opt_state = self.optimizer.update(neg_grads, state.opt_state, state.params)
-        new_params = optax.apply_updates(state.params, updates)
-
-        candidate = LearnState(new_params, opt_state, estimator_state, key, state.data_key,
-                               state.step + 1, state.failed_at)
-        # particles of zero weight (log weight −inf, e.g. underflow in a tempering step)
-        # are not a failure
-        finite = (_all_finite((grads, new_params))
-                  & _all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
-        ok = finite & (state.failed_at < 0)
-        new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
-        new_state = new_state._replace(failed_at=jnp.where(
-            (state.failed_at < 0) & ~finite, state.step, state.failed_at))
-
-        diagnostics = {k: jnp.asarray(info.get(k, jnp.nan), jnp.float32) for k in INFO_KEYS}
-        diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
-        diagnostics["positive"] = positive.astype(jnp.float32)
-        diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(jnp.float32)
-        return new_state, diagnostics
+    def _batch(self, indices):
+        """The core's batch for the examples ``indices`` (None: all)."""
+        take = (lambda tree: tree) if indices is None else (
+            lambda tree: jax.tree.map(lambda a: a[indices], tree))
+        if self._inputs is None:
+            return take(self._data)
+        return ConditionalBatch(take(self._data), take(self._inputs), indices)
 
     def _scan(self, state, capacity, num_steps):
         """Run ``num_steps`` (traced, <= ``capacity``) updates in a ``fori_loop`` with a
         dynamic trip count, so that the loop body is the same compiled computation for
         any chunking: a run split into pieces is bit-identical to one long run."""
-        template = jax.eval_shape(lambda s: self._update(s, self._batch(s))[1], state)
+        batches, core = self._batches, self._core
+        template = jax.eval_shape(lambda s: core.update(s, self._batch(
+            None if batches.full else jnp.zeros(batches.batch_size, jnp.int32)))[1], state)
         buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
                                template)
         # minibatches: the epoch's permutation is drawn on the first step and when an
         # epoch starts, not on every step (a permutation of 50,000 examples costs ~10x a
         # PCD-1 step of an RBM); a full batch ignores it
-        minibatches = self.batch_size < self.num_examples
-        per_epoch = self.num_examples // self.batch_size
-        perm = (jnp.zeros_like(jax.eval_shape(self._epoch_permutation, state)) if minibatches
-                else jnp.zeros((0,), jnp.int32))
+        perm = (jnp.zeros_like(jax.eval_shape(batches.permutation, state)) if not
+                batches.full else jnp.zeros((0,), jnp.int32))
 
         def body(i, carry):
             state, buffers, perm = carry
-            if minibatches:
-                perm = jax.lax.cond((i == 0) | (state.step % per_epoch == 0),
-                                    lambda: self._epoch_permutation(state), lambda: perm)
-            state, info = self._update(state, self._batch(state, perm))
+            if not batches.full:
+                perm = jax.lax.cond((i == 0) | (state.step % batches.per_epoch == 0),
+                                    lambda: batches.permutation(state), lambda: perm)
+            state, info = core.update(state, self._batch(batches.indices(state, perm)))
             buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
             return state, buffers, perm
 
@@ -372,8 +285,21 @@ class MLE:
         return state, buffers
 
     # --- public API ---------------------------------------------------------------------
+    @property
+    def core(self) -> LearnerCore:
+        """The functional core (after :meth:`init`): ``core.update(state, batch)`` is
+        a pure, jit-able step on a batch from :meth:`prepare`, for loops of one's own."""
+        if self._core is None:
+            raise RuntimeError("call init() first")
+        return self._core
+
+    @property
+    def ugm(self) -> UGM:
+        """The traced model (observed sites set by the data given to :meth:`init`)."""
+        return self.core.m
+
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
-             init_params=None, **model_kwargs):
+             init_params=None, **model_kwargs) -> LearnState:
         """Trace the model, check the data and build the initial :class:`LearnState`.
 
         Parameters
@@ -393,64 +319,90 @@ class MLE:
             Initial parameters (constrained space); default ``m.init_params``.
         """
         self._setup(data, model_args, model_kwargs, inputs, batch_size)
-        rng_key = _raw_key(rng_key)
-        param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
-        params = self.m.init_params(param_key) if init_params is None else dict(init_params)
-        self.m.check_params(params)
-        unconstrained = self.m.to_unconstrained(params)
-        state = LearnState(unconstrained, self.optimizer.init(unconstrained), None, key,
-                           data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
-        if self.inputs is None:
-            # jitted: an estimator's init may anneal (a while loop), slow op by op
-            init_one = jax.jit(lambda key, p, data: self.estimator.init(key, self.m, p, data))
-            estimator_state = self._in_mesh(init_one)(est_key, params, self.data)
-        else:  # particles per example, each initialized under its own inputs
-            def init_one(key, example_inputs, example):
-                return self.estimator.init(key, self.m.bind(**example_inputs), params,
-                                           jax.tree.map(lambda a: a[None], example))
-
-            estimator_state = self._in_mesh(jax.jit(jax.vmap(init_one)))(
-                jax.random.split(est_key, self.num_examples), self.inputs, self.data)
-        sizes = (getattr(self.estimator, "num_particles", None),
-                 self.num_examples if self.inputs is not None else None)
-        state = state._replace(estimator_state=self._shard(estimator_state, *sizes))
+        state = self._in_mesh(self._core.init)(_raw_key(rng_key), self._batch(None),
+                                               init_params)
+        sizes = (getattr(self._core.estimator, "num_particles", None),
+                 self._batches.num_examples if self._inputs is not None else None)
+        state = state._replace(estimator_state=self._shard(state.estimator_state, *sizes))
         self.last_state = state
         return state
 
-    def update(self, state, batch=None):
+    def prepare(self, batch) -> PreparedBatch:
+        """Check ``batch`` (observed sites, data representation) against the domains
+        once and convert it for :meth:`update` (and for ``core.update``:
+        ``prepare(batch).batch``)."""
+        return PreparedBatch(self.core.m.validate_data(batch))
+
+    def update(self, state: LearnState, batch=None):
         """One learning step.
 
         Parameters
         ----------
         state : LearnState
-        batch : dict, optional
-            Observed sites (data representation) to step on; default: the minibatch of
-            ``state.step`` from the data given to :meth:`init` (required with CRF
-            ``inputs``, whose particles belong to the examples).
+        batch : dict or PreparedBatch, optional
+            Observed sites (data representation, or from :meth:`prepare`) to step on;
+            default: the minibatch of ``state.step`` from the data given to
+            :meth:`init` (required with CRF ``inputs``, whose particles belong to the
+            examples).
 
         Returns
         -------
         state : LearnState
         info : dict of scalars (that step's diagnostics)
         """
-        if self.m is None:
+        if self._core is None:
             raise RuntimeError("call init() before update()")
         if batch is None:
-            selection = self._batch(state)
-        elif self.inputs is not None:
+            batches = self._batches
+            perm = None if batches.full else batches.permutation(state)
+            batch = self._batch(batches.indices(state, perm))
+        elif self._inputs is not None:
             raise ValueError("with per-example inputs the learner steps on its own "
                              "minibatches (their particles persist per example): call "
                              "update(state) without a batch")
         else:
-            selection = (None, self.m.validate_data(batch), None)
-        new_state, info = self._update_jit(state, selection)
+            batch = (batch if isinstance(batch, PreparedBatch) else self.prepare(batch)).batch
+        new_state, info = self._update_jit(state, batch)
         self._raise_if_failed(new_state, jax.tree.map(lambda v: np.asarray(v)[None], info))
         self.last_state = new_state
         return new_state, info
 
-    def get_params(self, state):
+    def get_params(self, state: LearnState) -> dict:
         """Parameters of ``state`` in the constrained space."""
-        return self.m.to_constrained(state.params)
+        return self.core.get_params(state)
+
+    def particles(self, state: LearnState):
+        """The estimator's current particle positions (model representation; leading
+        axis: particles, or examples then particles for a conditional model)."""
+        return state.estimator_state.position
+
+    def restart_estimator(self, state: LearnState, rng_key, *, position=None) -> LearnState:
+        """``state`` with this learner's estimator started afresh at the current
+        parameters (parameters, optimizer state, keys and step are kept): to switch
+        estimators mid-run (``other.restart_estimator(state, key)`` for a learner
+        ``other`` built with another estimator, after ``other.init`` on the same data)
+        or to re-seed one (e.g. a new MCMC-MLE round now).
+
+        Parameters
+        ----------
+        state : LearnState
+        rng_key : jax PRNGKey
+        position : dict, optional
+            Start the new chains from these particle positions (e.g.
+            ``learner.particles(state)`` of the learner being left) instead of the
+            estimator's own initialization; for estimators whose state holds kernel
+            states (PCD and its tempered variants).
+        """
+        core = self.core
+        fresh = self._in_mesh(core.init_estimator)(
+            _raw_key(rng_key), core.m, core.get_params(state), self._batch(None))
+        if position is not None:
+            kernel_state = getattr(fresh, "kernel_state", None)
+            if kernel_state is None:
+                raise TypeError(f"{self.estimator!r} keeps no kernel states to start "
+                                "from given positions")
+            fresh = fresh._replace(kernel_state=kernel_state._replace(position=position))
+        return state._replace(estimator_state=fresh)
 
     def _raise_if_failed(self, state, diagnostics):
         failed_at = int(state.failed_at)
@@ -484,7 +436,7 @@ class MLE:
 
     def run(self, rng_key, num_steps, data, *model_args, inputs=None, batch_size=None,
             progress_bar=True, init_state=None, init_params=None, checkpoint_every=None,
-            checkpoint_dir=None, **model_kwargs):
+            checkpoint_dir=None, **model_kwargs) -> RunResult:
         """Learn for ``num_steps`` updates.
 
         Parameters
@@ -530,52 +482,33 @@ class MLE:
         num_steps = int(num_steps)
         if (checkpoint_every is None) != (checkpoint_dir is None):
             raise ValueError("give both checkpoint_every and checkpoint_dir, or neither")
-        chunk = max(1, math.ceil(num_steps / 100)) if progress_bar else max(num_steps, 1)
-        if checkpoint_every is not None:
-            if int(checkpoint_every) < 1:
-                raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
-            chunk = min(chunk, int(checkpoint_every))
-        pieces, start = [], int(state.step)
+        if checkpoint_every is not None and int(checkpoint_every) < 1:
+            raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+        every = None if checkpoint_every is None else int(checkpoint_every)
+        chunk = chunk_size(num_steps, progress_bar, every)
+        start = int(state.step)
 
-        def collected():
-            out = ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-                   if pieces else {})
-            if int(state.failed_at) >= 0:
-                out = {k: v[:int(state.failed_at) - start + 1] for k, v in out.items()}
-            return out
+        def kept(state, diagnostics):
+            """Diagnostics up to the failing step, if one failed."""
+            if int(state.failed_at) < 0:
+                return diagnostics
+            return {k: v[:int(state.failed_at) - start + 1] for k, v in diagnostics.items()}
 
-        def save():
-            if checkpoint_dir is not None:
-                good = self.last_state
-                checkpoint.save(checkpoint.step_path(checkpoint_dir, int(good.step)), good,
-                                collected())
+        def advance(state, length):
+            state, info = self._scan_jit(state, chunk, length)
+            self.last_state = state
+            return state, info
 
-        with tqdm(total=num_steps, disable=not progress_bar, desc="learning") as bar:
-            done = 0
-            try:
-                while done < num_steps:
-                    length = min(chunk, num_steps - done)
-                    new_state, info = self._scan_jit(state, chunk, length)
-                    state = new_state
-                    pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
-                    done += length
-                    self.last_state = state
-                    bar.update(length)
-                    if progress_bar:
-                        bar.set_postfix(grad_norm=f"{float(info['grad_norm'][-1]):.3g}")
-                    if int(state.failed_at) >= 0:
-                        break
-                    if checkpoint_every is not None and (
-                            (int(state.step) - start) % int(checkpoint_every) == 0):
-                        save()
-            except KeyboardInterrupt:
-                save()  # the last completed chunk's state is kept
-                raise
-        diagnostics = collected()
+        def save(state, diagnostics):
+            checkpoint.save(checkpoint.step_path(checkpoint_dir, int(state.step)), state,
+                            kept(state, diagnostics))
+
+        state, diagnostics = run_loop(
+            advance, state, num_steps, chunk=chunk, progress_bar=progress_bar,
+            desc="learning", stop=lambda s: int(s.failed_at) >= 0,
+            postfix=lambda info: {"grad_norm": f"{float(info['grad_norm'][-1]):.3g}"},
+            checkpoint_every=every, save=save if every is not None else None)
+        diagnostics = kept(state, diagnostics)
         _warn_if_collapsed(diagnostics, start)
-        if checkpoint_every is not None and (
-                int(state.failed_at) >= 0 or (int(state.step) - start) % int(
-                    checkpoint_every)):
-            save()
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

@@ -1,0 +1,179 @@
+"""The functional core of learning: one update of θ, shaped like numpyro's ``SVI``.
+
+Each update asks the estimator for weighted particles at the current parameters θ_t and
+ascends the stochastic gradient
+
+    mean_batch ∇θ F(x_n; θ)  −  Σ_s w_s ∇θ F(x_s; θ)  +  ∇θ log p(θ) / N,
+
+where F is the log-potential with latent sites summed out in closed form (Rao-Blackwell:
+the free energy of an RBM), so both phases use it. The optax optimizer runs in the
+unconstrained space of the parameters. A step that produces non-finite values is not
+taken: the state stays at the last good one and records the failing step.
+
+:class:`LearnerCore` holds no data: the batch is passed to every :meth:`~LearnerCore.update`
+(a dict of observed sites, or for conditional models a
+:class:`~numpyro_ugm.estimators.per_example.ConditionalBatch` and a
+:class:`~numpyro_ugm.estimators.per_example.PerExample` estimator).
+"""
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ..conditionals import free_energy
+from ..estimators.per_example import ConditionalBatch
+
+
+class LearnState(NamedTuple):
+    """Everything a run needs to continue (plain arrays).
+
+    Attributes
+    ----------
+    params : dict
+        Parameters in the unconstrained space.
+    opt_state : optax state
+    estimator_state : the estimator's state (particles, weights, ...)
+    rng_key : raw PRNG key
+    data_key : raw PRNG key for the minibatch order
+    step : int32 scalar, number of updates done
+    failed_at : int32 scalar, the first step that produced non-finite values (-1: none)
+    """
+
+    params: dict
+    opt_state: Any
+    estimator_state: Any
+    rng_key: jax.Array
+    data_key: jax.Array
+    step: jax.Array
+    failed_at: jax.Array
+
+
+def all_finite(tree, allow_minus_inf=False):
+    """Whether every floating-point value of ``tree`` is finite (or −inf, if allowed:
+    the log of a zero particle weight)."""
+    def ok(x):
+        return (~jnp.isnan(x)) & (x < jnp.inf) if allow_minus_inf else jnp.isfinite(x)
+
+    leaves = [jnp.all(ok(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def free_energies(m, params, positions, inputs=None):
+    """F(x; θ) for a batch of configurations (each under its example's ``inputs``, if
+    given)."""
+    if inputs is None:
+        return jax.vmap(free_energy, (None, None, 0))(m, params, positions)
+    return jax.vmap(lambda inp, x: free_energy(m.bind(**inp), params, x))(inputs, positions)
+
+
+def _info_dict(info):
+    """The estimator's diagnostics as a dict of float32 scalars."""
+    if isinstance(info, dict):  # TRANSITION: until estimators return NamedTuples
+        from ..estimators.base import INFO_KEYS
+        info = {k: info.get(k, jnp.nan) for k in INFO_KEYS}
+    info = info._asdict() if hasattr(info, "_asdict") else dict(info)
+    return {k: jnp.asarray(v, jnp.float32) for k, v in info.items()}
+
+
+class LearnerCore:
+    """One learning update as a pure function of the state and the batch.
+
+    Parameters
+    ----------
+    m : UGM
+        The model with its observed sites set (``m.observe``).
+    estimator : Estimator or PerExample
+        Negative-phase estimator (wrapped in ``PerExample`` for conditional models).
+    optimizer : optax.GradientTransformation
+        Minimizes the negative log-likelihood.
+    num_examples : int
+        Size N of the training set (the prior's gradient is divided by it).
+    """
+
+    def __init__(self, m, estimator, optimizer, num_examples: int):
+        self.m, self.estimator, self.optimizer = m, estimator, optimizer
+        self.num_examples = int(num_examples)
+        # jitted once per core: an estimator's init may anneal (a while loop), slow op
+        # by op and costly to recompile
+        self.init_estimator = jax.jit(estimator.init, static_argnums=1)
+
+    def init(self, rng_key, batch, init_params: Optional[dict] = None) -> LearnState:
+        """The initial state: parameters (``init_params`` or the model's), optimizer
+        state, and the estimator's state initialized on ``batch`` (all examples, for a
+        conditional model).
+
+        Not jitted as a whole; the estimator's init is (:attr:`init_estimator`).
+        """
+        param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
+        params = self.m.init_params(param_key) if init_params is None else dict(init_params)
+        self.m.check_params(params)
+        unconstrained = self.m.to_unconstrained(params)
+        estimator_state = self.init_estimator(est_key, self.m, params, batch)
+        return LearnState(unconstrained, self.optimizer.init(unconstrained), estimator_state,
+                          key, data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
+
+    def get_params(self, state: LearnState) -> dict:
+        """Parameters of ``state`` in the constrained space."""
+        return self.m.to_constrained(state.params)
+
+    def update(self, state: LearnState, batch):
+        """One update on ``batch`` (jit-able).
+
+        Returns
+        -------
+        state : LearnState
+            The new state, or ``state`` itself with ``failed_at`` set when the step
+            produced non-finite gradients, parameters or particles.
+        diagnostics : dict of float32 scalars
+            The estimator's info, ``grad_norm``, ``positive`` (batch mean of F) and,
+            when the estimator reports ``log_z``, the running ``log_likelihood``.
+        """
+        m, num_examples = self.m, self.num_examples
+        key, est_key = jax.random.split(state.rng_key)
+        params = m.to_constrained(state.params)
+        estimator_state, particles, info = self.estimator.update(
+            est_key, state.estimator_state, m, params, batch)
+        weights = jax.lax.stop_gradient(jnp.exp(particles.log_weights))
+        positions = jax.lax.stop_gradient(particles.position)
+        conditional = isinstance(batch, ConditionalBatch)
+        data, inputs = (batch.data, batch.inputs) if conditional else (batch, None)
+
+        def objective(u):
+            p = m.to_constrained(u)
+            positive = jnp.mean(free_energies(m, p, data, inputs))
+            if inputs is None:
+                negative = jnp.sum(weights * free_energies(m, p, positions))
+            else:  # per example: its own weighted particles under its own inputs
+                def example_negative(w, inp, x):
+                    many = jax.tree.map(lambda a: jnp.broadcast_to(a, w.shape + a.shape), inp)
+                    return jnp.sum(w * free_energies(m, p, x, many))
+
+                negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
+            return positive - negative + m.log_prior(p) / num_examples, positive
+
+        grads, positive = jax.grad(objective, has_aux=True)(state.params)
+        neg_grads = jax.tree.map(jnp.negative, grads)
+        updates, opt_state = self.optimizer.update(neg_grads, state.opt_state, state.params)
+        new_params = optax.apply_updates(state.params, updates)
+
+        candidate = LearnState(new_params, opt_state, estimator_state, key, state.data_key,
+                               state.step + 1, state.failed_at)
+        # particles of zero weight (log weight −inf, e.g. underflow in a tempering step)
+        # are not a failure
+        finite = (all_finite((grads, new_params))
+                  & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
+        ok = finite & (state.failed_at < 0)
+        new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
+        new_state = new_state._replace(failed_at=jnp.where(
+            (state.failed_at < 0) & ~finite, state.step, state.failed_at))
+
+        diagnostics = _info_dict(info)
+        diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
+        diagnostics["positive"] = positive.astype(jnp.float32)
+        if "log_z" in diagnostics:
+            diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(
+                jnp.float32)
+        return new_state, diagnostics

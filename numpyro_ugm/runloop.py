@@ -1,0 +1,210 @@
+"""One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`)
+and the deterministic fits (:func:`~numpyro_ugm.evaluate.exact.fit`,
+:func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood`).
+
+The caller supplies ``advance(state, length)``: a compiled function that runs ``length``
+steps (at most the chunk size it was built for) and returns the new state and per-step
+diagnostics. The loop runs it chunk by chunk, so that a progress bar can move and
+checkpoints can be written between chunks; everything else stays on the device. Because
+``advance`` takes the number of steps as a traced argument, a run split into chunks is
+bit-identical to one long run.
+
+:func:`minimize` drives an optax optimizer on a deterministic objective with this loop
+(stopping at a gradient-norm tolerance), and is what the exact and pseudo-likelihood fits
+share.
+"""
+
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+__all__ = ["run_loop", "chunk_size", "minimize", "MinimizeResult"]
+
+
+def chunk_size(num_steps: int, progress_bar: bool, checkpoint_every: Optional[int] = None) -> int:
+    """Steps per compiled call: about 1 % of the run with a progress bar, else all of it
+    (capped by ``checkpoint_every``)."""
+    chunk = max(1, -(-num_steps // 100)) if progress_bar else max(num_steps, 1)
+    return chunk if checkpoint_every is None else min(chunk, checkpoint_every)
+
+
+def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
+             progress_bar: bool = True, desc: str = "running",
+             stop: Optional[Callable] = None, postfix: Optional[Callable] = None,
+             checkpoint_every: Optional[int] = None, save: Optional[Callable] = None):
+    """Run ``num_steps`` steps of ``advance`` in chunks of at most ``chunk`` steps.
+
+    Parameters
+    ----------
+    advance : callable
+        ``(state, length) -> (state, info)``; ``info`` is a dict of arrays whose leading
+        axis holds (at least) one entry per step run.
+    state : pytree
+        The state to start from.
+    num_steps : int
+    chunk : int
+        Largest number of steps per call of ``advance``.
+    progress_bar : bool
+        Show a tqdm bar.
+    desc : str
+        The bar's label.
+    stop : callable, optional
+        ``state -> bool``: end the run after the chunk that made it true (a failed or
+        converged run).
+    postfix : callable, optional
+        ``info -> dict`` shown beside the bar after each chunk.
+    checkpoint_every : int, optional
+        Call ``save`` after every this many steps (chunks end there), at the end, when
+        ``stop`` ends the run, and on ``KeyboardInterrupt`` (with the last completed
+        chunk's state) before re-raising it.
+    save : callable, optional
+        ``(state, diagnostics) -> None``.
+
+    Returns
+    -------
+    state : pytree
+        The state after the last completed chunk.
+    diagnostics : dict of str -> ndarray
+        Per-step diagnostics of the steps run (concatenated chunks).
+    """
+    pieces = []
+
+    def collected():
+        return ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+                if pieces else {})
+
+    done, saved_at, stopped = 0, 0, False
+    with tqdm(total=num_steps, disable=not progress_bar, desc=desc) as bar:
+        try:
+            while done < num_steps:
+                length = min(chunk, num_steps - done)
+                if checkpoint_every is not None:  # chunks end at every checkpoint
+                    length = min(length, checkpoint_every - done % checkpoint_every)
+                state, info = advance(state, length)
+                pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
+                done += length
+                bar.update(length)
+                if progress_bar and postfix is not None:
+                    bar.set_postfix(postfix(pieces[-1]))
+                stopped = stop is not None and bool(stop(state))
+                if stopped:
+                    break
+                if checkpoint_every is not None and done % checkpoint_every == 0:
+                    save(state, collected())
+                    saved_at = done
+        except KeyboardInterrupt:
+            if save is not None:
+                save(state, collected())
+            raise
+    diagnostics = collected()
+    if checkpoint_every is not None and (stopped or saved_at != done):
+        save(state, diagnostics)
+    return state, diagnostics
+
+
+# --- deterministic minimization -----------------------------------------------------------
+
+
+class MinimizeState(NamedTuple):
+    """State of :func:`minimize`: the iterate, the optimizer's state, the last finite
+    evaluation (iterate, value, auxiliary output, gradient norm), and whether it stopped."""
+
+    step: jax.Array
+    params: Any
+    opt_state: Any
+    best: tuple
+    stopped: jax.Array
+
+
+class MinimizeResult(NamedTuple):
+    """What :func:`minimize` returns.
+
+    Attributes
+    ----------
+    params : pytree
+        The last iterate at which the objective and its gradient were finite.
+    value, aux, grad_norm : arrays
+        The objective, its auxiliary output and the gradient norm there.
+    num_steps : int
+        Optimizer steps taken.
+    converged : bool
+        Whether the gradient norm reached ``tol``.
+    trace : dict of str -> ndarray (num_steps + 1,)
+        ``value``, ``aux`` and ``grad_norm`` at every evaluation (NaN after the last).
+    """
+
+    params: Any
+    value: jax.Array
+    aux: Any
+    grad_norm: jax.Array
+    num_steps: int
+    converged: bool
+    trace: dict
+
+
+def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransformation,
+             num_steps: int, *args, tol: float = 1e-6, progress_bar: bool = False,
+             desc: str = "fitting") -> MinimizeResult:
+    """Minimize ``loss(params, *args) -> (value, aux)`` with an optax optimizer (default
+    use: ``optax.lbfgs()`` with its line search), stopping when the gradient norm falls
+    to ``tol``, after ``num_steps`` steps, or at a non-finite value (the last finite
+    iterate is kept).
+
+    ``args`` (e.g. the data) are arguments of the compiled steps, not constants in them.
+
+    Returns
+    -------
+    MinimizeResult
+    """
+    opt = optax.with_extra_args_support(optimizer)
+    value_and_grad = jax.value_and_grad(loss, has_aux=True)
+
+    def one(state, args):
+        (value, aux), grad = value_and_grad(state.params, *args)
+        gnorm = optax.tree.norm(grad)
+        finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
+        best = jax.tree.map(lambda a, b: jnp.where(finite, a, b),
+                            (state.params, value, aux, gnorm), state.best)
+        stop = (~finite) | (gnorm <= tol) | (state.step >= num_steps)
+        updates, opt_state = opt.update(grad, state.opt_state, state.params, value=value,
+                                        grad=grad, value_fn=lambda v: loss(v, *args)[0])
+        stepped = optax.apply_updates(state.params, updates)
+        params = jax.tree.map(lambda a, b: jnp.where(stop, a, b), state.params, stepped)
+        state = MinimizeState(state.step + (~stop).astype(state.step.dtype), params,
+                              opt_state, best, stop)
+        return state, {"value": value, "aux": aux, "grad_norm": gnorm}
+
+    @jax.jit
+    def advance(state, length, args):
+        template = jax.eval_shape(lambda s: one(s, args)[1], state)
+        buffers = jax.tree.map(lambda t: jnp.full((chunk,) + t.shape, jnp.nan, t.dtype),
+                               template)
+
+        def body(i, carry):
+            state, buffers = carry
+            state, info = jax.lax.cond(state.stopped, lambda s: (s, jax.tree.map(
+                lambda t: jnp.full(t.shape, jnp.nan, t.dtype), template)),
+                lambda s: one(s, args), state)
+            return state, jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
+
+        return jax.lax.fori_loop(0, length, body, (state, buffers))
+
+    # evaluations: one per step, and one at the final iterate
+    total = num_steps + 1
+    chunk = chunk_size(total, progress_bar)
+    probe = jax.eval_shape(lambda p: loss(p, *args), init_params)
+    nan = jax.tree.map(lambda t: jnp.full(t.shape, jnp.nan, t.dtype), probe)
+    state = MinimizeState(jnp.zeros((), jnp.int32), init_params, opt.init(init_params),
+                          (init_params, nan[0], nan[1], nan[0]), jnp.array(False))
+    state, trace = run_loop(lambda s, n: advance(s, n, args), state, total, chunk=chunk,
+                            progress_bar=progress_bar, desc=desc,
+                            stop=lambda s: s.stopped)
+    trace = {k: np.concatenate([v, np.full((total - len(v),) + v.shape[1:], np.nan, v.dtype)])
+             for k, v in trace.items()}
+    params, value, aux, gnorm = state.best
+    return MinimizeResult(params, value, aux, gnorm, int(state.step),
+                          bool(np.asarray(gnorm) <= tol), trace)

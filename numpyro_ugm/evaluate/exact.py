@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..model import UGM
+from ..model import as_ugm
 from ..conditionals import conditional_logits, scatter, site_variables, sum_out
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals", "fit",
@@ -142,10 +142,10 @@ def _make_plan(m, sites, sum_out="auto"):
     """Plan the enumeration of the variables of ``sites`` (cached on the model)."""
     sites = tuple(sites)
     mode = _sum_out_mode(sum_out)
-    key = ("exact.plan", sites, mode)
-    cache = m._cache
-    if key in cache:
-        return cache[key]
+    return m.cached(("exact.plan", sites, mode), lambda: _build_plan(m, sites, mode))
+
+
+def _build_plan(m, sites, mode):
     domains = m.state_sites
     chosen = _independent_set(m, sites) if (mode and sites) else {}
     if mode == "auto":
@@ -168,9 +168,7 @@ def _make_plan(m, sites, sum_out="auto"):
     strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64) \
         if radices.size else np.zeros(0, np.int64)
     num = math.prod(int(r) for r in radices)
-    plan = _Plan(tuple(segments), summed, radices, strides, num)
-    cache[key] = plan
-    return plan
+    return _Plan(tuple(segments), summed, radices, strides, num)
 
 
 def _check_size(plan, chunk_size, what):
@@ -307,11 +305,8 @@ def _weighted_mean(m, params, plan, base, g_fn, chunk_size):
 
 
 def _cached_jit(m, key, build):
-    """A jitted function cached on the model (shared with its observed copies)."""
-    key = ("exact.jit",) + key
-    if key not in m._cache:
-        m._cache[key] = jax.jit(build())
-    return m._cache[key]
+    """A jitted function in the model's compile cache (shared with its observed copies)."""
+    return m.cached(("exact.jit",) + key, lambda: jax.jit(build()))
 
 
 # --- public API ---------------------------------------------------------------------------
@@ -607,12 +602,7 @@ def fit(model, data, *model_args, params=None, num_steps=500, optimizer=None, rn
     -------
     FitResult
     """
-    if isinstance(model, UGM):
-        if model_args or model_kwargs:
-            raise TypeError("fit: model is already a UGM; do not pass model arguments")
-        m = model
-    else:
-        m = UGM(model, *model_args, **model_kwargs)
+    m = as_ugm(model, *model_args, **model_kwargs)
     num_steps = int(num_steps)
     if num_steps < 0:
         raise ValueError(f"fit: num_steps must be >= 0, got {num_steps}")

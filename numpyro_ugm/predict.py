@@ -16,6 +16,7 @@ jitted as one computation:
   hard ones.
 """
 
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -195,8 +196,8 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
 
 
 def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
-            method: str = "marginal", rng_key: jax.Array | None = None, *,
-            num_chains: int | None = None,
+            method: str = "marginal", *deprecated_key: jax.Array,
+            rng_key: jax.Array | None = None, num_chains: int | None = None,
             num_steps: int | None = None, num_warmup: int | None = None, kernel: Any = None,
             beta_min: float = 0.1, beta_max: float = 1000.0,
             rao_blackwell: bool = True) -> Prediction:
@@ -220,8 +221,10 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     method : {"marginal", "map"}
         ``"marginal"``: Gibbs marginals and the labels maximizing them. ``"map"``:
         annealed MAP (simulated annealing; best configuration found over all chains).
+    *deprecated_key
+        The key given positionally after ``method`` (deprecated: pass ``rng_key=``).
     rng_key : jax PRNGKey, optional
-        Default ``PRNGKey(0)``. Each example gets its own key.
+        Keyword only. Default ``PRNGKey(0)``. Each example gets its own key.
     num_chains : int, optional
         Chains per example, run in parallel from uniform random states
         (default 16 for ``"marginal"``, 8 for ``"map"``).
@@ -263,6 +266,13 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     >>> pred = ugm.predict(ugm.models.grid_crf, result.params, inputs, method="map")
     >>> error_rate = np.mean(pred.labels["x"] != truth)
     """
+    if deprecated_key:
+        if len(deprecated_key) > 1 or rng_key is not None:
+            raise TypeError("predict: give one rng_key, by keyword (rng_key=...)")
+        warnings.warn("predict: passing rng_key positionally (after method) is deprecated; "
+                      "pass it by keyword: predict(m, params, inputs, method, rng_key=key)",
+                      DeprecationWarning, stacklevel=2)
+        rng_key = deprecated_key[0]
     if method not in DEFAULTS:
         raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
     settings = dict(DEFAULTS[method])

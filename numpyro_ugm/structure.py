@@ -152,7 +152,7 @@ def check_multilinear(log_potential, domains, points, interior_points=(), max_va
 
 def _hessian_edges(log_potential, domains, points, offsets, chunk=256):
     """Interacting pairs from the Hessian's sparsity (multilinear models)."""
-    params0, state0 = points[0]
+    state0 = points[0][1]
     z0, unravel = ravel_pytree(state0)
     var_tree = {s: np.broadcast_to(
         (offsets[k] + np.arange(d.num_variables)).reshape(

@@ -156,7 +156,7 @@ def main(num_epochs=120, every=3, seed=0, out="outputs", mcmcmle_tol=1.0,
     predict_key = jax.random.PRNGKey(seed + 1)
 
     def predicted(params, method, settings):
-        pred = ugm.predict(m, params, test, method, predict_key, **settings)
+        pred = ugm.predict(m, params, test, method, rng_key=predict_key, **settings)
         return np.asarray(pred.labels["x"])
 
     def evaluate(params):

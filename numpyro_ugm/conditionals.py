@@ -5,26 +5,38 @@ every variable of a block follow from one gradient (:func:`conditional_logits`);
 :func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
 variables that do not interact can be summed out in closed form (:func:`sum_out`), which
 gives the free energy of a model with latent sites (:func:`free_energy`).
+
+Everything here works on a log-density function and the domains; only
+:func:`free_energy` takes a model, through its public surface (``latent_sites``,
+``structure``, ``state_sites``, ``logdensity_fn``). This module imports neither
+:mod:`numpyro_ugm.model` nor :mod:`numpyro_ugm.structure`.
 """
+
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+from .domains import Domain
 
 # --- variables of a site --------------------------------------------------------------
 
 
-def site_variables(x, domain):
+def site_variables(x: jax.Array, domain: Domain) -> jax.Array:
     """View a site value as ``(num_variables, *event)``."""
     return x.reshape((domain.num_variables,) + domain.event_shape)
 
 
-def gather(x, domain, idx):
+def gather(x: jax.Array, domain: Domain, idx: ArrayLike | None) -> jax.Array:
     """Model values of variables ``idx`` (flat indices; ``None`` = all) of a site."""
     flat = site_variables(x, domain)
     return flat if idx is None else flat[idx]
 
 
-def scatter(x, domain, idx, values):
+def scatter(x: jax.Array, domain: Domain, idx: ArrayLike | None,
+            values: jax.Array) -> jax.Array:
     """Set variables ``idx`` (``None`` = all) of a site to ``values``."""
     if idx is None:
         return values.reshape(x.shape).astype(x.dtype)
@@ -35,7 +47,8 @@ def scatter(x, domain, idx, values):
 # --- conditionals ---------------------------------------------------------------------
 
 
-def conditional_logits(logdensity_fn, state, domains, block):
+def conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
+                       domains: Mapping[str, Domain], block: Mapping) -> dict:
     """Conditional log-odds of the variables of a block, from one gradient.
 
     Valid for a log-density multilinear in each variable.
@@ -60,7 +73,8 @@ def conditional_logits(logdensity_fn, state, domains, block):
             for s, idx in block.items()}
 
 
-def exact_conditional_logits(logdensity_fn, state, domains, block):
+def exact_conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
+                             domains: Mapping[str, Domain], block: Mapping) -> dict:
     """Conditional log-probabilities (up to a constant) of the block's variables by
     evaluating the log-density at each of their values (any log-density)."""
     out = {}
@@ -77,7 +91,8 @@ def exact_conditional_logits(logdensity_fn, state, domains, block):
     return out
 
 
-def sum_out(logdensity_fn, state, domains, summed):
+def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
+            domains: Mapping[str, Domain], summed: Mapping) -> jax.Array:
     """log Σ over the ``summed`` variables of exp(logdensity), in closed form.
 
     Valid when the log-density is multilinear and the summed variables do not interact
@@ -103,11 +118,10 @@ def sum_out(logdensity_fn, state, domains, summed):
     return value
 
 
-
 # --- latent sites ----------------------------------------------------------------------
 
 
-def free_energy(m, params, state):
+def free_energy(m: Any, params: dict, state: dict) -> jax.Array:
     """log Σ_latent exp f(state; θ): the log-potential with the latent sites of ``m``
     summed out (just f when nothing is latent), for learning.
 
@@ -119,7 +133,8 @@ def free_energy(m, params, state):
     :func:`sum_out` for them.
 
     ``state`` holds the observed sites (model representation, one configuration); any
-    latent values it holds are ignored.
+    latent values it holds are ignored. ``m`` is a :class:`~numpyro_ugm.model.UGM` (only
+    its ``latent_sites``, ``structure``, ``state_sites`` and ``logdensity_fn`` are used).
 
     Raises
     ------

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def data_dir():
+def data_dir() -> Path:
     """Folder of the shipped data sets (``NUMPYRO_UGM_DATA`` or ``../shared/data``)."""
     env = os.environ.get("NUMPYRO_UGM_DATA")
     if env:
@@ -29,7 +29,7 @@ def _load(name):
     return np.load(path, allow_pickle=False)
 
 
-def binarized_mnist(split="train"):
+def binarized_mnist(split: str = "train") -> np.ndarray:
     """Larochelle & Murray's fixed binarization of MNIST: uint8 {0,1}, (N, 784).
 
     Parameters
@@ -39,13 +39,14 @@ def binarized_mnist(split="train"):
     return _load("binarized_mnist.npz")[f"x_{split}"]
 
 
-def mnist(split="train"):
+def mnist(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """MNIST grey levels: (images uint8 (N, 28, 28), labels uint8 (N,))."""
     data = _load("mnist.npz")
     return data[f"x_{split}"], data[f"y_{split}"]
 
 
-def binary_mnist(source="stochastic", train_size=None, seed=0):
+def binary_mnist(source: str = "stochastic", train_size: int | None = None,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Binary MNIST images as in the RBM papers: (train, test), int8 {0, 1}, (N, 784).
 
     Parameters
@@ -59,6 +60,8 @@ def binary_mnist(source="stochastic", train_size=None, seed=0):
         Keep a random subset of this many training images (in their original order),
         e.g. 50,000 to set 10,000 aside for validation.
     seed : int
+        numpy seed of the binarization and of the subset (a loader's fixed preprocessing
+        seed, not a jax key).
     """
     rng = np.random.default_rng(seed)
     if source == "stochastic":
@@ -76,7 +79,8 @@ def binary_mnist(source="stochastic", train_size=None, seed=0):
     return train.astype(np.int8), test.astype(np.int8)
 
 
-def vbm_problem(rng_key, num_units=15, num_train=500, num_test=100, *, scale=1.0):
+def vbm_problem(rng_key: jax.Array, num_units: int = 15, num_train: int = 500,
+                num_test: int = 100, *, scale: float = 1.0) -> tuple[dict, dict, dict]:
     """The PF paper's VBM study (Asuncion et al. 2010, sec. 4.1): couplings
     θ_ij ~ N(0, scale²) for i < j, spins in {-1, +1}, no fields, and training and test
     cases drawn exactly (by enumeration).
@@ -101,7 +105,7 @@ def vbm_problem(rng_key, num_units=15, num_train=500, num_test=100, *, scale=1.0
     return params, {"x": x[:num_train]}, {"x": x[num_train:]}
 
 
-def scene(split="train"):
+def scene(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """The scene multi-label data (Boutell et al. 2004, MULAN split): features float32
     (N, 294) in [0, 1] and labels int8 (N, 6) in {0, 1} (Beach, Sunset, FallFoliage,
     Field, Mountain, Urban)."""
@@ -109,7 +113,7 @@ def scene(split="train"):
     return data[f"x_{split}"], data[f"y_{split}"]
 
 
-def kumar_hebert(split="train"):
+def kumar_hebert(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """Kumar & Hebert's man-made structure images (research use only; read from the
     shipped folder, never copied): greyscale uint8 (N, 256, 384) and block labels uint8
     (N, 16, 24), 1 = man-made structure (16×16-pixel blocks)."""

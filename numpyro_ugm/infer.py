@@ -37,6 +37,7 @@ representation (±1, 0/1 as ``int8``, integer labels); composite kernels (``Gibb
 """
 
 import copy
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -47,7 +48,7 @@ from numpyro.util import is_prng_key
 
 from .kernels import gibbs
 from .kernels.base import as_spec
-from .model import UGM
+from .model import UGM, as_ugm
 
 try:  # the keyword through which numpyro's composite Gibbs passes conditioning values
     from numpyro.infer.gibbs import GIBBS_SITES_KWARG
@@ -58,16 +59,6 @@ __all__ = ["UGMSampler", "UGMSamplerState", "UGMGibbsFn", "gibbs_fn", "to_data"]
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def _rebound(m, args, kwargs):
-    """A copy of the UGM ``m`` called with other arguments (values may be traced); it
-    shares ``m``'s structure, which must not depend on them."""
-    structure = m.structure
-    other = copy.copy(m)
-    other.args, other.kwargs = tuple(args), dict(kwargs)
-    other._cache = {"structure": structure}
-    return other
 
 
 def _same_arguments(a, b):
@@ -120,7 +111,8 @@ def _as_model_values(m, values, batch_ndim):
     return out
 
 
-def to_data(model, samples, *model_args, **model_kwargs):
+def to_data(model: Callable | UGM, samples: dict, *model_args: Any,
+            **model_kwargs: Any) -> dict:
     """Convert state-site samples from the model to the data representation.
 
     Sites of ``samples`` that are not state sites of ``model`` (continuous sites,
@@ -138,8 +130,7 @@ def to_data(model, samples, *model_args, **model_kwargs):
     -------
     dict of str -> array
     """
-    domains = (model if isinstance(model, UGM) else UGM(model, *model_args,
-                                                        **model_kwargs)).state_sites
+    domains = as_ugm(model, *model_args, **model_kwargs).state_sites
     return {k: domains[k].from_model(v) if k in domains else v for k, v in samples.items()}
 
 
@@ -220,7 +211,7 @@ class UGMSampler(MCMCKernel):
 
     sample_field = "z"
 
-    def __init__(self, model, kernel=None, params=None):
+    def __init__(self, model: Callable, kernel: Any = None, params: dict | None = None):
         if not callable(model):
             raise TypeError(f"UGMSampler: model must be a numpyro model function, got "
                             f"{model!r}")
@@ -289,7 +280,7 @@ class UGMSampler(MCMCKernel):
         if conditioning or free is None:
             m = UGM(self._model, *model_args, **kwargs)
             if free is not None:
-                m._cache["structure"] = free.structure
+                m = m.replace(structure=free.structure)
         else:
             m = free
         given = self._params or {}
@@ -305,7 +296,8 @@ class UGMSampler(MCMCKernel):
         self._kernel = self._spec.build(m)
 
     def _logdensity(self, model_args, model_kwargs):
-        m = _rebound(self._m, model_args, model_kwargs or {})
+        # the arguments may be traced; the structure is the one found at init
+        m = self._m.replace(args=model_args, kwargs=model_kwargs or {})
         params = self._fixed
         return m.logdensity_fn(params)
 
@@ -444,7 +436,7 @@ class UGMGibbsFn:
     def __init__(self, model, model_args, model_kwargs, kernel, num_steps, params):
         if int(num_steps) < 1:
             raise ValueError(f"gibbs_fn: num_steps must be >= 1, got {num_steps}")
-        self.ugm = m = UGM(model, *model_args, **model_kwargs)
+        self.ugm = m = as_ugm(model, *model_args, **model_kwargs)
         self.sites = tuple(m.state_sites)
         self.num_steps = int(num_steps)
         given = dict(params or {})
@@ -496,7 +488,9 @@ class UGMGibbsFn:
         return f"UGMGibbsFn(sites={list(self.sites)}, num_steps={self.num_steps})"
 
 
-def gibbs_fn(model, *model_args, kernel=None, num_steps=1, params=None, **model_kwargs):
+def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
+             num_steps: int = 1, params: dict | None = None,
+             **model_kwargs: Any) -> "UGMGibbsFn":
     """Build the ``gibbs_fn`` of ``numpyro.infer.HMCGibbs`` for the state sites of a model.
 
     The returned callable updates every state site (``ugm.Spin`` / ``Binary`` /
@@ -514,8 +508,9 @@ def gibbs_fn(model, *model_args, kernel=None, num_steps=1, params=None, **model_
 
     Parameters
     ----------
-    model : callable
-        numpyro model function.
+    model : callable or UGM
+        numpyro model function, or a :class:`~numpyro_ugm.model.UGM` traced with the
+        arguments (then give no model arguments).
     *model_args, **model_kwargs
         The arguments ``MCMC.run`` passes to the model (``HMCGibbs`` does not hand them
         to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_steps`` and

@@ -11,9 +11,19 @@ A model function declares
   other observed sites).
 
 State sites present in the data are observed; the others are latent.
+
+Other modules use the model through its public surface only: :meth:`UGM.logdensity_fn`
+(the log-potential at fixed parameters), :meth:`UGM.replace` (the one way to copy a model:
+:meth:`UGM.observe` and :meth:`UGM.bind` are built on it), :meth:`UGM.cached` (the
+model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM).
+
+Dependencies run one way: this module imports :mod:`numpyro_ugm.structure`, whose
+:func:`~numpyro_ugm.structure.analyze` works on a log-potential function, the domains and
+a parameter sampler and knows nothing of ``UGM``; :attr:`UGM.structure` hands it those.
 """
 
-import math
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +34,12 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
 from .domains import Domain
+from .structure import Structure
+from .structure import analyze as _analyze
+
+__all__ = ["UGM", "ParamSite", "as_ugm"]
+
+T = TypeVar("T")
 
 
 class ParamSite:
@@ -109,7 +125,8 @@ class UGM:
             raise ValueError("the model has no state site: declare discrete variables with "
                              "numpyro.sample(name, ugm.Spin/Binary/Categorical(shape))")
         self.latent_sites = ()
-        self._cache = {}
+        self._compiled = {}  # see cached(); shared with observe() copies only
+        self._structure = _StructureCell()  # shared with every copy (see replace())
 
     # --- tracing ----------------------------------------------------------------------
     def _trace(self, rng_key, values=None):
@@ -118,8 +135,57 @@ class UGM:
             model = handlers.substitute(model, data=values)
         return handlers.trace(model).get_trace(*self.args, **self.kwargs)
 
-    def observe(self, observed):
-        """A copy whose latent sites are the state sites not in ``observed``.
+    def replace(self, *, args: tuple | None = None, kwargs: dict | None = None,
+                latent_sites: Iterable[str] | None = None,
+                structure: Structure | None = None) -> "UGM":
+        """A copy of this model with some of its attributes changed, without tracing the
+        model again (the one way this package copies a ``UGM``).
+
+        Parameters
+        ----------
+        args, kwargs : optional
+            New positional / keyword arguments of the model function (each replaces the
+            old ones entirely); values may be traced arrays (e.g. under ``jax.vmap``).
+            They may change the potential's values, not its sites or interaction graph:
+            the copy shares this model's structure (found now, from this model's concrete
+            arguments, if it was not yet) and starts an empty compile cache (compiled
+            functions close over the arguments).
+        latent_sites : iterable of str, optional
+            New latent sites (state sites the data does not supply). A copy that changes
+            only them shares the structure and the compile cache (:meth:`cached` keys
+            that depend on the latent sites must say so).
+        structure : Structure, optional
+            Use this structure instead of analyzing the copy's model (for a model traced
+            differently whose interaction graph is known to be the same); the copy gets
+            its own compile cache.
+
+        Returns
+        -------
+        UGM
+        """
+        other = object.__new__(UGM)
+        other.__dict__.update(self.__dict__)
+        if args is not None or kwargs is not None:
+            if structure is None:
+                structure = self.structure  # from the concrete arguments, before rebinding
+            other.args = self.args if args is None else tuple(args)
+            other.kwargs = self.kwargs if kwargs is None else dict(kwargs)
+        if latent_sites is not None:
+            latent_sites = tuple(latent_sites)
+            unknown = [n for n in latent_sites if n not in self.state_sites]
+            if unknown:
+                raise KeyError(f"latent sites {unknown} are not state sites of the model; "
+                               f"its state sites are {list(self.state_sites)}")
+            other.latent_sites = latent_sites
+        if structure is not None:
+            other._compiled = {}
+            other._structure = (self._structure if structure is self._structure.value
+                                else _StructureCell(structure))
+        return other
+
+    def observe(self, observed: Iterable[str]) -> "UGM":
+        """A copy whose latent sites are the state sites not in ``observed`` (``self`` if
+        they already are); it shares structure and compile cache with ``self``.
 
         Parameters
         ----------
@@ -137,55 +203,87 @@ class UGM:
         latent = tuple(n for n in self.state_sites if n not in observed)
         if latent == self.latent_sites:
             return self
-        other = object.__new__(UGM)
-        other.__dict__.update(self.__dict__)  # shares the structure cache
-        other.latent_sites = latent
-        return other
+        return self.replace(latent_sites=latent)
 
-    def bind(self, **inputs):
+    def bind(self, **inputs: Any) -> "UGM":
         """A copy whose model keyword arguments are updated with ``inputs`` (one
         example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``).
 
         The copy shares the structure found for the arguments this model was traced
-        with: inputs may change the potential's values, not its interaction graph.
+        with (inputs may change the potential's values, not its interaction graph), not
+        its compiled functions (see :meth:`replace`).
         """
         unknown = [k for k in inputs if k not in self.kwargs]
         if unknown:
             raise TypeError(f"inputs {unknown} are not keyword arguments the model was "
                             f"traced with ({list(self.kwargs)})")
-        structure = self.structure  # found once, from the traced arguments
-        other = object.__new__(UGM)
-        other.__dict__.update(self.__dict__)
-        other.kwargs = {**self.kwargs, **inputs}
-        other._cache = {"structure": structure}  # not the compiled functions of self
-        return other
+        return self.replace(kwargs={**self.kwargs, **inputs})
+
+    def cached(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, computed once per ``key`` and kept on this model: the model's
+        compile cache (jitted functions, enumeration plans).
+
+        The cache is shared with the copies :meth:`observe` makes (same arguments), not
+        with copies whose arguments differ (:meth:`bind`, :meth:`replace`), since what
+        ``build`` returns may close over the model. ``key`` must hold everything static
+        that ``build`` depends on (including the latent or observed sites when it does),
+        and start with the caller's name (e.g. ``("ais", ...)``). With an unhashable key
+        nothing is cached and ``build()`` runs at every call.
+        """
+        try:
+            return self._compiled[key]
+        except KeyError:
+            value = self._compiled[key] = build()
+            return value
+        except TypeError:  # unhashable key (e.g. a kernel spec holding arrays)
+            return build()
 
     @property
-    def observed_sites(self):
+    def observed_sites(self) -> tuple:
         """State sites that the data supplies."""
         return tuple(n for n in self.state_sites if n not in self.latent_sites)
 
     @property
-    def structure(self):
-        """Interaction graph, coloring and multilinearity (computed once, on first use,
-        and shared with the copies made by :meth:`observe`)."""
-        if "structure" not in self._cache:
-            from .structure import analyze
+    def structure(self) -> Structure:
+        """Interaction graph, coloring and multilinearity (found by :meth:`analyze` on
+        first use, even inside a trace, and shared with every copy of this model)."""
+        cell = self._structure
+        if cell.value is None:
             with jax.ensure_compile_time_eval():  # concrete even if first used in a trace
-                self._cache["structure"] = analyze(self)
-        return self._cache["structure"]
+                cell.value = self.analyze()
+        return cell.value
+
+    def analyze(self, rng_key: jax.Array | None = None, **options: Any) -> Structure:
+        """Run the structure analysis of :func:`numpyro_ugm.structure.analyze` on this
+        model (a fresh result, not cached: :attr:`structure` is the cached one).
+
+        Parameters
+        ----------
+        rng_key : jax PRNGKey, optional
+            Key for the random probe states and parameters (fixed default).
+        **options
+            ``num_points``, ``num_interior``, ``max_flip_variables`` of
+            :func:`~numpyro_ugm.structure.analyze`.
+
+        Returns
+        -------
+        Structure
+        """
+        return _analyze(self.log_potential, self.state_sites, self._probe_params,
+                        rng_key=rng_key, **options)
 
     @property
-    def blocks(self):
+    def blocks(self) -> list:
+        """Blocks of conditionally independent variables (``structure.blocks``)."""
         return self.structure.blocks
 
     @property
-    def log_num_states(self):
+    def log_num_states(self) -> float:
         """log of the number of configurations of all state sites."""
         return sum(d.log_num_states for d in self.state_sites.values())
 
     # --- parameters -------------------------------------------------------------------
-    def init_params(self, rng_key):
+    def init_params(self, rng_key: jax.Array) -> dict:
         """Initial parameters (constrained space): ``numpyro.param`` init values, and the
         ``init_strategy`` (default: median of prior draws) for sites with a prior."""
         model = handlers.substitute(handlers.seed(self.model, rng_key),
@@ -193,17 +291,25 @@ class UGM:
         trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
         return {name: trace[name]["value"] for name in self.param_sites}
 
-    def to_unconstrained(self, params):
+    def _probe_params(self, rng_key, rng):
+        """Random parameters for the structure analysis: the initial parameters moved by
+        N(0, 1) (drawn from the numpy generator ``rng``) in the unconstrained space."""
+        u = self.to_unconstrained(self.init_params(rng_key))
+        u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
+             for n, v in u.items()}
+        return self.to_constrained(u)
+
+    def to_unconstrained(self, params: dict) -> dict:
         """Map constrained parameters to the unconstrained space learning runs in."""
         return {n: biject_to(self.param_sites[n].constraint).inv(v)
                 for n, v in params.items()}
 
-    def to_constrained(self, unconstrained):
+    def to_constrained(self, unconstrained: dict) -> dict:
         """Inverse of :meth:`to_unconstrained`."""
         return {n: biject_to(self.param_sites[n].constraint)(v)
                 for n, v in unconstrained.items()}
 
-    def check_params(self, params):
+    def check_params(self, params: dict) -> None:
         """Raise if ``params`` miss a site, have a wrong shape or hold non-finite values."""
         for name, site in self.param_sites.items():
             if name not in params:
@@ -219,7 +325,7 @@ class UGM:
                                          f"{value[where].item()} at index {where}")
 
     # --- potentials -------------------------------------------------------------------
-    def log_potential(self, params, state):
+    def log_potential(self, params: dict, state: dict) -> jax.Array:
         """Unnormalized log-probability f(x; θ): the sum of the model's factors.
 
         Parameters
@@ -249,7 +355,7 @@ class UGM:
             total = total + jnp.sum(log_factor)
         return total
 
-    def logdensity_fn(self, params):
+    def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.
 
         Parameters
@@ -264,7 +370,7 @@ class UGM:
         """
         return lambda state: self.log_potential(params, state)
 
-    def log_prior(self, params):
+    def log_prior(self, params: dict) -> jax.Array:
         """Sum of the log prior densities of the parameters with a prior (0 if none)."""
         if not any(s.prior is not None for s in self.param_sites.values()):
             return jnp.zeros(())
@@ -273,18 +379,18 @@ class UGM:
         return sum(jnp.sum(trace[n]["fn"].log_prob(trace[n]["value"]))
                    for n, s in self.param_sites.items() if s.prior is not None)
 
-    def reference_state(self):
+    def reference_state(self) -> dict:
         """A fixed configuration (each variable at its first value), model representation."""
         return {n: d.reference(d.batch_shape) for n, d in self.state_sites.items()}
 
-    def random_state(self, rng_key, sample_shape=()):
+    def random_state(self, rng_key: jax.Array, sample_shape: tuple = ()) -> dict:
         """Uniform random configuration(s) in the model representation."""
         keys = jax.random.split(rng_key, len(self.state_sites))
         return {n: d.sample(k, sample_shape)
                 for k, (n, d) in zip(keys, self.state_sites.items())}
 
     # --- data -------------------------------------------------------------------------
-    def validate_data(self, data, *, allow_missing=True):
+    def validate_data(self, data: dict, *, allow_missing: bool = True) -> dict:
         """Check data against the domains and return it in the model representation.
 
         Parameters
@@ -340,7 +446,7 @@ class UGM:
             out[name] = domain.to_model(value)
         return out
 
-    def to_data(self, state):
+    def to_data(self, state: dict) -> dict:
         """Model-representation state -> data representation (labels), site by site."""
         return {n: self.state_sites[n].from_model(v) for n, v in state.items()}
 
@@ -351,8 +457,44 @@ class UGM:
                 f"latent={list(self.latent_sites)})")
 
 
-def num_configurations(m, sites=None):
-    """Number of joint configurations of ``sites`` (default: all state sites)."""
-    sites = m.state_sites if sites is None else sites
-    return math.prod(m.state_sites[n].num_values ** m.state_sites[n].num_variables
-                     for n in sites)
+
+class _StructureCell:
+    """The structure of a model, found once and shared by the model and its copies."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value=None):
+        self.value = value
+
+
+def as_ugm(model: "Callable | UGM", *model_args: Any, **model_kwargs: Any) -> UGM:
+    """The one conversion of "a numpyro model function or a traced UGM" into a UGM.
+
+    Parameters
+    ----------
+    model : callable or UGM
+        A numpyro model function, traced here with ``model_args`` and ``model_kwargs``;
+        or a :class:`UGM`, returned as it is.
+    *model_args, **model_kwargs
+        Arguments of the model function (none with a ``UGM``: it was traced with its own).
+
+    Returns
+    -------
+    UGM
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is a ``UGM`` and model arguments are given, or if it is neither a
+        ``UGM`` nor callable.
+    """
+    if isinstance(model, UGM):
+        if model_args or model_kwargs:
+            raise TypeError(f"model arguments ({len(model_args)} positional, keywords "
+                            f"{sorted(model_kwargs)}) were given but the model is already a "
+                            "UGM, traced with its own arguments: pass the model function "
+                            "instead, or no model arguments")
+        return model
+    if not callable(model):
+        raise TypeError(f"model must be a UGM or a numpyro model function, got {model!r}")
+    return UGM(model, *model_args, **model_kwargs)

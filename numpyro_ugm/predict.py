@@ -16,7 +16,9 @@ jitted as one computation:
   hard ones.
 """
 
-from typing import NamedTuple
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +26,7 @@ import numpy as np
 
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
-from .model import UGM
+from .model import UGM, as_ugm
 from .conditionals import conditional_logits, site_variables
 
 __all__ = ["predict", "Prediction"]
@@ -193,9 +195,12 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
     return jax.jit(run)
 
 
-def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chains=None,
-            num_steps=None, num_warmup=None, kernel=None, beta_min=0.1, beta_max=1000.0,
-            rao_blackwell=True):
+def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
+            method: str = "marginal", *deprecated_key: jax.Array,
+            rng_key: jax.Array | None = None, num_chains: int | None = None,
+            num_steps: int | None = None, num_warmup: int | None = None, kernel: Any = None,
+            beta_min: float = 0.1, beta_max: float = 1000.0,
+            rao_blackwell: bool = True) -> Prediction:
     """Predict the state of a UGM (a CRF's labels) for each example's inputs.
 
     Parameters
@@ -206,7 +211,7 @@ def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chai
         ``inputs`` replace those arguments (:meth:`UGM.bind`; the interaction structure is
         shared). A model function is traced with the first example's inputs (and the
         compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it, it is
-        cached on the ``UGM`` per method and settings).
+        kept in the model's compile cache, :meth:`UGM.cached`, per method and settings).
     params : dict
         Parameters (constrained space), e.g. ``result.params`` of :class:`~numpyro_ugm.MLE`.
     inputs : dict of str -> array, optional
@@ -216,8 +221,10 @@ def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chai
     method : {"marginal", "map"}
         ``"marginal"``: Gibbs marginals and the labels maximizing them. ``"map"``:
         annealed MAP (simulated annealing; best configuration found over all chains).
+    *deprecated_key
+        The key given positionally after ``method`` (deprecated: pass ``rng_key=``).
     rng_key : jax PRNGKey, optional
-        Default ``PRNGKey(0)``. Each example gets its own key.
+        Keyword only. Default ``PRNGKey(0)``. Each example gets its own key.
     num_chains : int, optional
         Chains per example, run in parallel from uniform random states
         (default 16 for ``"marginal"``, 8 for ``"map"``).
@@ -259,6 +266,13 @@ def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chai
     >>> pred = ugm.predict(ugm.models.grid_crf, result.params, inputs, method="map")
     >>> error_rate = np.mean(pred.labels["x"] != truth)
     """
+    if deprecated_key:
+        if len(deprecated_key) > 1 or rng_key is not None:
+            raise TypeError("predict: give one rng_key, by keyword (rng_key=...)")
+        warnings.warn("predict: passing rng_key positionally (after method) is deprecated; "
+                      "pass it by keyword: predict(m, params, inputs, method, rng_key=key)",
+                      DeprecationWarning, stacklevel=2)
+        rng_key = deprecated_key[0]
     if method not in DEFAULTS:
         raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
     settings = dict(DEFAULTS[method])
@@ -274,22 +288,18 @@ def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chai
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")
-    if not isinstance(m, UGM):
-        if not callable(m):
-            raise TypeError(f"m must be a UGM or a numpyro model function, got {m!r}")
-        if inputs is None:
-            m = UGM(m)
-        else:
-            if not isinstance(inputs, dict) or not inputs:
-                raise TypeError(f"inputs must be a non-empty dict of per-example model "
-                                f"keyword arguments (leading axis: examples), got "
-                                f"{type(inputs).__name__}")
-            first = {k: np.asarray(v)[0] if np.ndim(v) else v for k, v in inputs.items()}
-            try:
-                m = UGM(m, **first)
-            except TypeError as error:
-                raise TypeError(f"tracing the model with the first example's inputs "
-                                f"{list(inputs)} failed: {error}") from error
+    if not isinstance(m, UGM) and callable(m) and inputs is not None:
+        if not isinstance(inputs, dict) or not inputs:
+            raise TypeError(f"inputs must be a non-empty dict of per-example model "
+                            f"keyword arguments (leading axis: examples), got "
+                            f"{type(inputs).__name__}")
+        first = {k: np.asarray(v)[0] if np.ndim(v) else v for k, v in inputs.items()}
+        try:
+            m = as_ugm(m, **first)
+        except TypeError as error:
+            raise TypeError(f"tracing the model with the first example's inputs "
+                            f"{list(inputs)} failed: {error}") from error
+    m = as_ugm(m)
     num_examples = None
     if inputs is not None:
         inputs, num_examples = _check_inputs(m, inputs)
@@ -299,15 +309,7 @@ def predict(m, params, inputs=None, method="marginal", rng_key=None, *, num_chai
     static = (method, spec, settings["num_chains"], settings["num_steps"],
               settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
               None if inputs is None else tuple(sorted(inputs)))
-    key = ("predict",) + static
-    try:
-        run = m._cache.get(key)
-    except TypeError:  # an unhashable kernel spec: no caching
-        key, run = None, None
-    if run is None:
-        run = _build(m, *static)
-        if key is not None:
-            m._cache[key] = run
+    run = m.cached(("predict",) + static, lambda: _build(m, *static))
     rng_key = _raw_key(rng_key)
     keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
     best, marginals, values = run(params, keys, inputs)

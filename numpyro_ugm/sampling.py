@@ -1,14 +1,18 @@
 """``sample``: draw configurations of a UGM with any kernel."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
+from .model import UGM
 
 
-def sample(m, params, rng_key, num_samples, *, num_chains=1, num_warmup=0, thinning=1,
-           kernel=None, init_state=None):
+def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
+           num_chains: int = 1, num_warmup: int = 0, thinning: int = 1, kernel: Any = None,
+           init_state: dict | None = None) -> dict:
     """Draw samples of every state site by MCMC.
 
     Parameters

@@ -17,11 +17,17 @@ by accident — ∂²(x₀x₁x₂)/∂x₁∂x₂ = x₀ is 0 whenever the bina
 missed that way would put interacting variables in one block; at interior points a
 non-zero multilinear polynomial is non-zero with probability one. The union of the edges
 found at all points is kept (an extra edge costs speed, a missing one correctness).
+
+This module knows nothing of :class:`~numpyro_ugm.model.UGM`: :func:`analyze` works on a
+log-potential function ``(params, state) -> scalar``, the domains of the state sites and a
+sampler of random parameters. The dependency runs one way: :mod:`numpyro_ugm.model`
+imports this module, and ``UGM.structure`` / ``UGM.analyze`` hand it the model's pieces.
 """
 
 import functools
 import warnings
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -81,15 +87,7 @@ class Structure(NamedTuple):
         return not np.any(members[self.edges[:, 0]] & members[self.edges[:, 1]])
 
 
-def _random_params(m, rng_key, rng):
-    """Initial parameters moved by N(0, 1) in the unconstrained space."""
-    u = m.to_unconstrained(m.init_params(rng_key))
-    u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
-         for n, v in u.items()}
-    return m.to_constrained(u)
-
-
-def _probe_points(m, rng_key, num_points, interior=False):
+def _probe_points(domains, random_params, rng_key, num_points, interior=False):
     """Random (parameters, state) pairs: states uniform on the domain, or (``interior``)
     each variable a uniformly random convex combination of its values.
 
@@ -100,9 +98,9 @@ def _probe_points(m, rng_key, num_points, interior=False):
     rng = np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).ravel())
     points = []
     for key in jax.random.split(rng_key, num_points):
-        params = _random_params(m, key, rng)
+        params = random_params(key, rng)
         state = {}
-        for s, d in m.state_sites.items():
+        for s, d in domains.items():
             values = np.asarray(d.model_values(), dtype)  # (K, *event)
             if interior:
                 w = rng.exponential(size=d.batch_shape + (d.num_values,))
@@ -114,15 +112,14 @@ def _probe_points(m, rng_key, num_points, interior=False):
     return points
 
 
-def check_multilinear(m, points, interior_points=(), max_variables=256):
-    """Whether gradient conditionals equal exact conditionals at the probe points
-    (on up to ``max_variables`` random variables per site).
+def check_multilinear(log_potential, domains, points, interior_points=(), max_variables=256):
+    """Whether gradient conditionals equal exact conditionals of ``log_potential(params,
+    state)`` at the probe points (on up to ``max_variables`` random variables per site).
 
     A non-finite log-potential is an error at ``points`` (domain states); the
     ``interior_points`` where it is not finite are skipped.
     """
     rng = np.random.default_rng(0)
-    domains = m.state_sites
     block = {}
     for s, d in domains.items():
         n = d.num_variables
@@ -130,7 +127,7 @@ def check_multilinear(m, points, interior_points=(), max_variables=256):
 
     @jax.jit
     def both(params, state):
-        f = m.logdensity_fn(params)
+        f = functools.partial(log_potential, params)
         return (conditional_logits(f, state, domains, block),
                 exact_conditional_logits(f, state, domains, block))
 
@@ -153,21 +150,21 @@ def check_multilinear(m, points, interior_points=(), max_variables=256):
     return True
 
 
-def _hessian_edges(m, points, offsets, chunk=256):
+def _hessian_edges(log_potential, domains, points, offsets, chunk=256):
     """Interacting pairs from the Hessian's sparsity (multilinear models)."""
-    params0, state0 = points[0]
+    state0 = points[0][1]
     z0, unravel = ravel_pytree(state0)
     var_tree = {s: np.broadcast_to(
         (offsets[k] + np.arange(d.num_variables)).reshape(
             d.batch_shape + (1,) * len(d.event_shape)), np.shape(state0[s]))
-        for k, (s, d) in enumerate(m.state_sites.items())}
+        for k, (s, d) in enumerate(domains.items())}
     # the variable of each coordinate, in ravel_pytree's (tree-leaves) order
     coord_var = np.concatenate([v.ravel() for v in jax.tree.leaves(var_tree)])
     dim = z0.shape[0]
 
     @jax.jit
     def columns(params, z, cols):
-        grad = jax.grad(lambda v: m.log_potential(params, unravel(v)))
+        grad = jax.grad(lambda v: log_potential(params, unravel(v)))
         basis = jax.nn.one_hot(cols, dim, dtype=z.dtype)
         h = jnp.abs(jax.vmap(lambda e: jax.jvp(grad, (z,), (e,))[1])(basis))
         return h > 1e-6 * (1.0 + jnp.max(h))
@@ -192,12 +189,11 @@ def _unique_pairs(pairs):
     return np.stack([keys // width, keys % width], axis=1)
 
 
-def _flip_edges(m, points, offsets, max_floats=1 << 24):
+def _flip_edges(log_potential, domains, points, offsets, max_floats=1 << 24):
     """Interacting pairs by flipping each variable and comparing exact conditionals
     (any log-potential; cost quadratic in the number of variables). Flips are vmapped
     in chunks of about ``max_floats`` state values; points where the log-potential is not
     finite are skipped."""
-    domains = m.state_sites
     block = {s: None for s in domains}
     var_of_entry = np.concatenate(
         [np.repeat(offsets[k] + np.arange(d.num_variables), d.num_values)
@@ -206,7 +202,7 @@ def _flip_edges(m, points, offsets, max_floats=1 << 24):
     chunk = int(np.clip(max_floats // max(1, state_size * len(var_of_entry)), 1, 256))
 
     def all_logits(params, x):
-        f = m.logdensity_fn(params)
+        f = functools.partial(log_potential, params)
         return jnp.concatenate([(v - v[:, :1]).ravel() for v in
                                 exact_conditional_logits(f, x, domains, block).values()])
 
@@ -258,45 +254,67 @@ def greedy_coloring(num_variables, edges):
     return colors
 
 
-def analyze(m, rng_key=None, num_points=2, max_flip_variables=512, num_interior=2):
-    """Find the structure of a :class:`~numpyro_ugm.model.UGM` (see the module docstring).
+def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping | None = None,
+            random_params: Callable[[jax.Array, np.random.Generator], dict] | None = None,
+            rng_key: jax.Array | None = None, num_points: int = 2,
+            max_flip_variables: int = 512, num_interior: int = 2) -> Structure:
+    """Find the structure of a log-potential over domain-valued sites (see the module
+    docstring). ``UGM.structure`` calls it (cached); ``UGM.analyze`` runs it afresh.
 
     Parameters
     ----------
-    m : UGM
+    log_potential : callable
+        ``(params, state) -> scalar``: f(x; θ) for one configuration (model
+        representation), e.g. ``UGM.log_potential``.
+    domains : dict of str -> Domain
+        The state sites, in the order their variables are numbered.
+    random_params : callable
+        ``(rng_key, rng) -> params``: random parameters at which to probe the potential,
+        from a jax key and a numpy ``Generator`` (both seeded by ``analyze``).
     rng_key : jax PRNGKey, optional
         Key for the random probe states and parameters (fixed default).
     num_points : int
         Number of random (parameters, domain state) probes.
-    num_interior : int
-        Number of random (parameters, interior state) probes (see the module docstring).
     max_flip_variables : int
         Largest model for which a non-multilinear potential gets its graph by flipping;
         above it every variable is its own block.
+    num_interior : int
+        Number of random (parameters, interior state) probes (see the module docstring).
 
     Returns
     -------
     Structure
     """
+    if not callable(log_potential) and hasattr(log_potential, "state_sites"):
+        warnings.warn("structure.analyze(m) is deprecated: use m.analyze(...) (analyze "
+                      "now takes a log-potential, the domains and a parameter sampler)",
+                      DeprecationWarning, stacklevel=2)
+        if random_params is not None:  # analyze(m, rng_key, num_points)
+            num_points = random_params
+        return log_potential.analyze(
+            rng_key=domains if rng_key is None else rng_key, num_points=num_points,
+            max_flip_variables=max_flip_variables, num_interior=num_interior)
+    if domains is None or random_params is None:
+        raise TypeError("analyze: give the log-potential, the domains and random_params")
     rng_key = jax.random.PRNGKey(20100621) if rng_key is None else rng_key
-    domains = m.state_sites
     sizes = [d.num_variables for d in domains.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     num_variables = int(offsets[-1])
-    points = _probe_points(m, rng_key, num_points)
-    inner = _probe_points(m, jax.random.fold_in(rng_key, 1), num_interior, interior=True)
-    multilinear = check_multilinear(m, points, inner)
+    points = _probe_points(domains, random_params, rng_key, num_points)
+    inner = _probe_points(domains, random_params, jax.random.fold_in(rng_key, 1),
+                          num_interior, interior=True)
+    multilinear = check_multilinear(log_potential, domains, points, inner)
     if multilinear:
-        edges = _hessian_edges(m, points + inner, offsets)
+        edges = _hessian_edges(log_potential, domains, points + inner, offsets)
     elif num_variables <= max_flip_variables:
-        edges = _flip_edges(m, points + inner, offsets)
+        edges = _flip_edges(log_potential, domains, points + inner, offsets)
     else:
         warnings.warn(
             f"the log-potential is not multilinear in its variables and the model has "
             f"{num_variables} variables (> {max_flip_variables}): Gibbs falls back to one "
             "variable per block with exact conditionals, which is correct but slow. Write "
             "factors as products of variables (e.g. y_i + y_j - 2*y_i*y_j instead of "
-            "|y_i - y_j| for binary y) to get block updates.", stacklevel=3)
+            "|y_i - y_j| for binary y) to get block updates.", stacklevel=4)
         edges = None
     if edges is None:  # unknown graph: treat as complete
         colors = np.arange(num_variables)

@@ -10,7 +10,8 @@ joint at each β. The estimate of log Z is log Z_q + log mean_c w_c over chains;
 standard error is the delta-method std(w) / (mean(w) √C).
 """
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,7 @@ from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
 from ..conditionals import free_energy, sum_out
+from ..model import UGM
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
            "base_rate_log_probs"]
@@ -43,7 +45,7 @@ class AISResult(NamedTuple):
     log_weights: jax.Array
 
 
-def default_betas():
+def default_betas() -> np.ndarray:
     """Salakhutdinov & Murray's schedule: 500 βs in [0, 0.5), 4,000 in [0.5, 0.9) and
     10,000 in [0.9, 1]."""
     return np.concatenate([np.linspace(0.0, 0.5, 500, endpoint=False),
@@ -60,7 +62,7 @@ def _indicators(domain, x):
     return jnp.stack([1.0 - one, one], axis=-1)
 
 
-def base_rate_log_probs(m, data=None, smoothing=1.0):
+def base_rate_log_probs(m: UGM, data: dict | None = None, smoothing: float = 1.0) -> dict:
     """Per site, log-probabilities (num_variables, K) of independent variables: the
     data marginals with ``smoothing`` pseudo-counts per value (Salakhutdinov & Murray's
     base rate) for the sites in ``data``, uniform for the others."""
@@ -83,8 +85,11 @@ def _summable(m, sites):
     return bool(sites) and structure.multilinear and structure.independent(sites)
 
 
-def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
-                  base_log_probs=None, sum_out_sites=None, kernel=None, mesh=None):
+def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 100,
+                  betas: int | np.ndarray | None = None, *, data: dict | None = None,
+                  base_log_probs: dict | None = None,
+                  sum_out_sites: Sequence[str] | None = None, kernel: Any = None,
+                  mesh: jax.sharding.Mesh | None = None) -> AISResult:
     """AIS estimate of log Z(θ) with a standard error.
 
     Parameters
@@ -151,19 +156,12 @@ def log_partition(m, params, rng_key, num_chains=100, betas=None, *, data=None,
 
 
 def _cached_run(m, spec, summed, num_chains, mesh):
-    """The jitted annealing run, cached on the model per kernel spec, summed sites,
-    number of chains and mesh: parameters, base and schedule are its arguments, so
-    repeated estimates (e.g. along a learning curve) compile once."""
-    key = ("ais", spec, summed, num_chains, mesh)
-    try:
-        run = m._cache.get(key)
-    except TypeError:  # an unhashable kernel spec: no caching
-        key, run = None, None
-    if run is None:
-        run = _build_run(m, spec.build(m), summed, num_chains)
-        if key is not None:
-            m._cache[key] = run
-    return run
+    """The jitted annealing run, in the model's compile cache per kernel spec, summed
+    sites, number of chains and mesh (an unhashable spec: built at each call):
+    parameters, base and schedule are its arguments, so repeated estimates (e.g. along a
+    learning curve) compile once."""
+    return m.cached(("ais", spec, summed, num_chains, mesh),
+                    lambda: _build_run(m, spec.build(m), summed, num_chains))
 
 
 def _build_run(m, kernel, summed, num_chains):
@@ -175,8 +173,10 @@ def _build_run(m, kernel, summed, num_chains):
         def base(x):
             return sum(jnp.sum(_indicators(domains[s], x[s]) * logq[s]) for s in domains)
 
+        f = m.logdensity_fn(params)
+
         def tempered(beta):
-            return lambda x: (1.0 - beta) * base(x) + beta * m.log_potential(params, x)
+            return lambda x: (1.0 - beta) * base(x) + beta * f(x)
 
         def marginal(beta, x):
             """log Σ_summed exp(tempered(beta)) — the weight's log-density at β."""
@@ -211,7 +211,9 @@ def _build_run(m, kernel, summed, num_chains):
     return run
 
 
-def log_likelihood(m, params, data, rng_key, num_chains=100, betas=None, **kwargs):
+def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
+                   num_chains: int = 100, betas: int | np.ndarray | None = None,
+                   **kwargs: Any) -> AISResult:
     """Mean log-likelihood of ``data`` (latent sites summed out) with log Z from AIS.
 
     The base distribution is fitted to ``data`` unless ``base_log_probs`` is given (use

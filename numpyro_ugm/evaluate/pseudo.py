@@ -2,14 +2,15 @@
 its maximization (:func:`fit_pseudo_likelihood`: MPLE, e.g. to initialize MCMC maximum
 likelihood)."""
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..model import UGM
+from ..model import UGM, as_ugm
 from ..conditionals import conditional_logits, exact_conditional_logits, free_energy
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
@@ -21,17 +22,17 @@ def _pseudo_log_likelihood_fn(m, x):
     domains = {s: m.state_sites[s] for s in x}
     block = {s: None for s in x}
     if m.latent_sites:
-        potential = free_energy
         logits_fn = exact_conditional_logits
+
+        def potential_fn(params):
+            return lambda y: free_energy(m, params, y)
     else:
-        def potential(m, params, y):
-            return m.log_potential(params, y)
+        potential_fn = m.logdensity_fn
         logits_fn = (conditional_logits if m.structure.multilinear
                      else exact_conditional_logits)
 
     def value(params):
-        def f(y):
-            return potential(m, params, y)
+        f = potential_fn(params)
 
         def one(example):
             logits = logits_fn(f, example, domains, block)
@@ -47,7 +48,7 @@ def _pseudo_log_likelihood_fn(m, x):
     return value
 
 
-def pseudo_log_likelihood(m, params, data):
+def pseudo_log_likelihood(m: UGM, params: dict, data: dict) -> jax.Array:
     """Mean over examples of Σ_i log p(x_i | x_−i; θ) over the observed variables.
 
     Latent sites are summed out first (each conditional is then one of the observed
@@ -96,8 +97,11 @@ class PseudoFitResult(NamedTuple):
     converged: bool
 
 
-def fit_pseudo_likelihood(model, data, *model_args, params=None, num_steps=200,
-                          optimizer=None, rng_key=None, tol=1e-6, **model_kwargs):
+def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
+                          params: dict | None = None, num_steps: int = 200,
+                          optimizer: optax.GradientTransformation | None = None,
+                          rng_key: jax.Array | None = None, tol: float = 1e-6,
+                          **model_kwargs: Any) -> PseudoFitResult:
     """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
     when parameter sites have priors).
 
@@ -130,13 +134,7 @@ def fit_pseudo_likelihood(model, data, *model_args, params=None, num_steps=200,
     -------
     PseudoFitResult
     """
-    if isinstance(model, UGM):
-        if model_args or model_kwargs:
-            raise TypeError("fit_pseudo_likelihood: model is already a UGM; do not pass "
-                            "model arguments")
-        m = model
-    else:
-        m = UGM(model, *model_args, **model_kwargs)
+    m = as_ugm(model, *model_args, **model_kwargs)
     num_steps = int(num_steps)
     if num_steps < 0:
         raise ValueError(f"fit_pseudo_likelihood: num_steps must be >= 0, got {num_steps}")

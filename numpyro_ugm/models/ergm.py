@@ -28,12 +28,15 @@ import functools
 import itertools
 import math
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from jax.typing import ArrayLike
 
 from ..domains import Binary
 
@@ -221,13 +224,8 @@ def _statistics(y, n, parsed):
     return jnp.stack([_STATISTICS[name][0](g, value) for name, value in parsed], axis=-1)
 
 
-def is_multilinear(statistics, decay=DEFAULT_DECAY):
-    """Whether the log-potential of these statistics is multilinear as written (block
-    Gibbs over edge matchings) rather than handled by the exact fallback."""
-    return all(_STATISTICS[name][1] for name, _ in _parse(statistics, decay))
-
-
-def ergm_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY):
+def ergm_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triangles"), *,
+                    decay: float = DEFAULT_DECAY) -> jax.Array:
     """Graph statistics s(y) of edge data.
 
     Parameters
@@ -251,7 +249,8 @@ def ergm_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT_D
     return _statistics(y, n, parsed)
 
 
-def change_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY):
+def change_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triangles"), *,
+                      decay: float = DEFAULT_DECAY) -> jax.Array:
     """Change statistics Δ_e s(y) = s(y with e on) − s(y with e off), for every pair e.
 
     The conditional log-odds of edge e given the rest is θ·Δ_e s(y), so the MPLE is the
@@ -281,8 +280,9 @@ def change_statistics(edges, statistics=("edges", "triangles"), *, decay=DEFAULT
 # --- the model -----------------------------------------------------------------------
 
 
-def ergm(num_nodes, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY,
-         prior_scale=None, init=None):
+def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
+         decay: float = DEFAULT_DECAY, prior_scale: float | None = None,
+         init: ArrayLike | None = None) -> None:
     """Exponential random graph model: p(y; θ) ∝ exp(θ·s(y)) over undirected graphs.
 
     Sites: ``"y"``, a :class:`~numpyro_ugm.domains.Binary` site of the n(n−1)/2 node pairs
@@ -353,7 +353,8 @@ def _networkx_adjacency(graph, nodelist):
     return nx.to_numpy_array(graph, nodelist=nodelist, weight=None, dtype=np.int8)
 
 
-def graph_to_edges(graph, *, nodelist=None, dtype=np.int8):
+def graph_to_edges(graph: Any, *, nodelist: Sequence | None = None,
+                   dtype: Any = np.int8) -> np.ndarray:
     """Edge data (the site ``"y"``) from graphs.
 
     Parameters
@@ -401,7 +402,7 @@ def graph_to_edges(graph, *, nodelist=None, dtype=np.int8):
     return A[..., i, j].astype(dtype)
 
 
-def edges_to_adjacency(edges, dtype=np.int8):
+def edges_to_adjacency(edges: ArrayLike, dtype: Any = np.int8) -> np.ndarray:
     """Symmetric adjacency matrices ``(..., n, n)`` from edge data ``(..., n(n−1)/2)``
     (the inverse of :func:`graph_to_edges` on arrays)."""
     y = np.asarray(edges)
@@ -413,7 +414,7 @@ def edges_to_adjacency(edges, dtype=np.int8):
     return A
 
 
-def edges_to_graph(edges, nodelist=None):
+def edges_to_graph(edges: ArrayLike, nodelist: Sequence | None = None) -> Any:
     """networkx graph(s) from edge data: one ``networkx.Graph`` for ``(E,)``, a list for
     ``(N, E)``. ``nodelist`` names the nodes (default 0..n−1)."""
     import networkx as nx
@@ -453,8 +454,9 @@ def _as_edge_data(data):
 # --- estimation helpers --------------------------------------------------------------
 
 
-def mple(data, statistics=("edges", "triangles"), *, decay=DEFAULT_DECAY, prior_scale=None,
-         num_steps=200, tol=1e-6, return_result=False):
+def mple(data: Any, statistics: Sequence = ("edges", "triangles"), *,
+         decay: float = DEFAULT_DECAY, prior_scale: float | None = None,
+         num_steps: int = 200, tol: float = 1e-6, return_result: bool = False) -> Any:
     """Maximum pseudo-likelihood estimate of θ (Strauss & Ikeda 1990).
 
     The pseudo-likelihood Π_e p(y_e | y_−e; θ) of an ERGM is a logistic regression of each
@@ -525,7 +527,8 @@ def _edge_particles(obj):
     raise TypeError(f"check_degeneracy: cannot find edge particles in {type(obj).__name__}")
 
 
-def check_degeneracy(particles, *, data=None, threshold=0.9, warn=True):
+def check_degeneracy(particles: Any, *, data: Any = None, threshold: float = 0.9,
+                     warn: bool = True) -> dict:
     """Warn when sampled graphs collapse to the empty or the complete graph.
 
     Near a degenerate θ an ERGM puts almost all its mass on the empty or the full

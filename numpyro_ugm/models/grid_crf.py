@@ -1,13 +1,15 @@
 """Pairwise conditional random field on an image grid (the PF paper's image CRF)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+from jax.typing import ArrayLike
 
 from ..domains import Spin
 
 
-def grid_edges(height, width):
+def grid_edges(height: int, width: int) -> np.ndarray:
     """(E, 2) flat pixel indices of the 4-neighbour bonds: horizontal bonds row by row,
     then vertical bonds."""
     idx = np.arange(height * width).reshape(height, width)
@@ -16,7 +18,7 @@ def grid_edges(height, width):
     return np.concatenate([horizontal, vertical]).astype(np.int32)
 
 
-def image_features(y):
+def image_features(y: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """The PF paper's features of a noisy image y (H, W) (its sec. 4.3):
     node ``h_i(y) = [1, y_i]`` and edge ``h_ij(y) = [1, |y_i − y_j|]`` over :func:`grid_edges`.
 
@@ -33,7 +35,7 @@ def image_features(y):
     return node, jnp.stack([jnp.ones_like(diff), diff], -1)
 
 
-def grid_crf(node_features, edge_features):
+def grid_crf(node_features: jax.Array, edge_features: jax.Array) -> None:
     """Binary image CRF: labels x ∈ {−1, +1}^(H×W) (site ``"x"``) given features,
 
         f(x; w, v) = Σ_i x_i w·h_i + Σ_(i,j) x_i x_j v·h_ij,

@@ -1,5 +1,6 @@
 """Pairwise multi-label CRF (the PSMC paper's eq. 34)."""
 
+import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
@@ -7,7 +8,8 @@ import numpyro.distributions as dist
 from ..domains import Spin
 
 
-def multilabel_crf(features, num_labels, *, bias=True, prior_scale=None):
+def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
+                   prior_scale: float | None = None) -> None:
     """Labels y ∈ {−1, +1}^L (site ``"y"``) given a feature vector x (``features``, (d,)):
 
         f(y; W_E, W_v, b) = Σ_{l<m} (W_E)_lm y_l y_m + yᵀ (W_v x + b).

@@ -8,7 +8,8 @@ import numpyro.distributions as dist
 from ..domains import Binary
 
 
-def rbm(num_visible, num_hidden, *, init_scale=0.01, prior_scale=None):
+def rbm(num_visible: int, num_hidden: int, *, init_scale: float = 0.01,
+        prior_scale: float | None = None) -> None:
     """Binary RBM: f(v, h) = vᵀ W h + bᵀ v + cᵀ h, with sites ``"v"`` and ``"h"``.
 
     Give data for ``"v"`` only: ``"h"`` is then latent and summed out in closed form

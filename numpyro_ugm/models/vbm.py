@@ -7,7 +7,8 @@ import numpyro.distributions as dist
 from ..domains import Binary, Spin
 
 
-def vbm(num_units, *, domain="spin", fields=True, prior_scale=None):
+def vbm(num_units: int, *, domain: str = "spin", fields: bool = True,
+        prior_scale: float | None = None) -> None:
     """Fully visible Boltzmann machine: f(x) = Σ_{i<j} W_ij x_i x_j + Σ_i b_i x_i.
 
     Only the strict upper triangle of ``W`` is used.

@@ -1,0 +1,228 @@
+"""The public surface of ``UGM`` that the other modules use (issue 12, "Model"):
+``as_ugm``, ``replace`` / ``observe`` / ``bind``, the compile cache ``cached``,
+``analyze`` and the one-way dependency between ``model`` and ``structure``, and the
+deprecations of moved arguments."""
+
+import ast
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import enumeration, exact
+from numpyro_ugm.model import UGM, as_ugm
+from numpyro_ugm.structure import Structure, analyze
+
+PACKAGE = Path(ugm.__file__).resolve().parent
+
+
+def chain(n=4):
+    w = numpyro.param("w", 0.5 * jnp.ones(n - 1))
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("pairs", jnp.sum(w * x[:-1] * x[1:]))
+
+
+def crf(u):
+    w = numpyro.param("w", 0.3)
+    x = numpyro.sample("x", ugm.Spin(3))
+    numpyro.factor("nodes", w * jnp.sum(u * x))
+    numpyro.factor("pairs", x[0] * x[1] + x[1] * x[2])
+
+
+# --- as_ugm -----------------------------------------------------------------------------
+
+
+def test_as_ugm_traces_functions_and_passes_ugms_through():
+    m = as_ugm(chain, 5)
+    assert isinstance(m, UGM) and m.state_sites["x"].num_variables == 5
+    assert as_ugm(m) is m
+    with pytest.raises(TypeError, match="already a UGM"):
+        as_ugm(m, 5)
+    with pytest.raises(TypeError, match="already a UGM"):
+        as_ugm(m, n=5)
+    with pytest.raises(TypeError, match="UGM or a numpyro model function"):
+        as_ugm(3)
+
+
+def test_fit_functions_accept_both_and_reject_arguments_with_a_ugm():
+    data = {"x": np.array([[1, 1, -1, -1], [1, -1, -1, 1], [-1, -1, 1, 1]], np.int8)}
+    by_function = exact.fit(chain, data, 4, num_steps=5)
+    by_ugm = exact.fit(UGM(chain, 4), data, num_steps=5)
+    np.testing.assert_array_equal(by_function.params["w"], by_ugm.params["w"])
+    with pytest.raises(TypeError, match="already a UGM"):
+        exact.fit(UGM(chain, 4), data, 4)
+    from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+    with pytest.raises(TypeError, match="already a UGM"):
+        fit_pseudo_likelihood(UGM(chain, 4), data, 4)
+
+
+# --- copies -----------------------------------------------------------------------------
+
+
+def test_observe_shares_structure_and_compile_cache():
+    m = UGM(ugm.models.rbm, 4, 2)
+    mo = m.observe(["v"])
+    assert mo is not m and mo.latent_sites == ("h",) and m.latent_sites == ()
+    assert m.observe(["v", "h"]) is m
+    built = []
+    value = mo.cached(("test", 1), lambda: built.append(1) or "compiled")
+    assert value == "compiled" and m.cached(("test", 1), lambda: "other") == "compiled"
+    assert built == [1]
+    assert mo.structure is m.structure
+
+
+def test_bind_shares_structure_not_compiled_functions():
+    m = UGM(crf, u=jnp.ones(3))
+    m.cached(("test",), lambda: "of m")
+    mb = m.bind(u=jnp.zeros(3))
+    assert mb.kwargs["u"].sum() == 0 and m.kwargs["u"].sum() == 3
+    assert mb.structure is m.structure
+    assert mb.cached(("test",), lambda: "of mb") == "of mb"
+    assert m.cached(("test",), lambda: "again") == "of m"
+    with pytest.raises(TypeError, match=r"inputs \['v'\] are not keyword arguments"):
+        m.bind(v=1.0)
+
+
+def test_bind_under_vmap_with_traced_inputs():
+    m = UGM(crf, u=jnp.ones(3))
+    params = {"w": jnp.asarray(0.7)}
+    state = {"x": jnp.array([1.0, -1.0, 1.0])}
+    us = jnp.arange(6.0).reshape(2, 3)
+    got = jax.vmap(lambda u: m.bind(u=u).log_potential(params, state))(us)
+    want = [UGM(crf, u=u).log_potential(params, state) for u in us]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_replace_changes_arguments_latent_sites_and_structure():
+    m = UGM(ugm.models.rbm, 4, 2)
+    m.cached(("test",), lambda: "of m")
+    with pytest.raises(KeyError, match="not state sites"):
+        m.replace(latent_sites=["z"])
+    latent = m.replace(latent_sites=["h"])
+    assert latent.latent_sites == ("h",) and latent.cached(("test",), lambda: 0) == "of m"
+    rebound = m.replace(args=(4, 2), kwargs={"init_scale": 0.5})
+    assert rebound.kwargs == {"init_scale": 0.5} and m.kwargs == {}
+    assert rebound.structure is m.structure
+    assert rebound.cached(("test",), lambda: "new") == "new"
+    other = m.structure._replace(multilinear=False)
+    given = m.replace(structure=other)
+    assert given.structure is other and m.structure is not other
+    assert given.cached(("test",), lambda: "fresh") == "fresh"
+
+
+# --- the compile cache ----------------------------------------------------------------
+
+
+def test_cached_builds_once_per_key_and_not_for_unhashable_keys():
+    m = UGM(chain, 3)
+    calls = []
+    for _ in range(3):
+        m.cached(("test", 2), lambda: calls.append("a"))
+    assert calls == ["a"]
+    for _ in range(2):
+        m.cached(("test", np.zeros(2)), lambda: calls.append("b"))  # unhashable key
+    assert calls == ["a", "b", "b"]
+
+
+def _spy(m):
+    keys = []
+    cached = m.cached
+
+    def spy(key, build):
+        keys.append(key[0])
+        return cached(key, build)
+
+    m.cached = spy  # instance attribute: copies made by replace() keep it
+    return keys
+
+
+def test_evaluators_use_the_model_cache():
+    m = UGM(chain, 4)
+    params = m.init_params(jax.random.PRNGKey(0))
+    keys = _spy(m)
+    exact.log_partition(m, params)
+    exact.log_likelihood(m, params, {"x": np.ones((2, 4), np.int8)})
+    ugm.ais.log_partition(m, params, jax.random.PRNGKey(1), num_chains=4, betas=5)
+    ugm.predict(m, params, num_chains=2, num_steps=2, num_warmup=1)
+    assert {"enumeration.plan", "enumeration.jit", "ais", "predict"} <= set(keys)
+    assert not hasattr(m, "_cache")
+
+
+# --- structure: one way ---------------------------------------------------------------
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.add(("." * node.level) + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+def test_structure_and_conditionals_do_not_import_the_model():
+    for name in ("structure.py", "conditionals.py"):
+        imported = _imports(PACKAGE / name)
+        assert not any(i.endswith("model") for i in imported), (name, imported)
+    assert ".structure" in _imports(PACKAGE / "model.py")
+
+
+def test_analyze_works_on_a_log_potential_without_a_model():
+    domains = {"x": ugm.Spin(4)}
+
+    def log_potential(params, state):
+        x = state["x"]
+        return jnp.sum(params["w"] * x[:-1] * x[1:])
+
+    def random_params(rng_key, rng):
+        return {"w": jnp.asarray(rng.standard_normal(3), jnp.float32)}
+
+    st = analyze(log_potential, domains, random_params)
+    assert isinstance(st, Structure) and st.multilinear
+    assert {tuple(int(v) for v in e) for e in st.edges} == {(0, 1), (1, 2), (2, 3)}
+    m = UGM(chain, 4)
+    np.testing.assert_array_equal(m.structure.colors, st.colors)
+    fresh = m.analyze(rng_key=jax.random.PRNGKey(3))
+    assert fresh is not m.structure
+    np.testing.assert_array_equal(fresh.edges, m.structure.edges)
+
+
+def test_analyze_of_a_model_is_deprecated_and_unchanged():
+    m = UGM(chain, 4)
+    with pytest.warns(DeprecationWarning, match=r"m\.analyze"):
+        st = analyze(m, rng_key=jax.random.PRNGKey(5))
+    np.testing.assert_array_equal(st.edges, m.analyze(jax.random.PRNGKey(5)).edges)
+
+
+# --- evaluate/exact split ---------------------------------------------------------------
+
+
+def test_exact_reexports_the_enumeration_engine():
+    for name in ("log_partition", "log_likelihood", "log_prob", "expectation",
+                 "marginals", "num_enumerated", "DEFAULT_CHUNK_SIZE"):
+        assert getattr(ugm.exact, name) is getattr(enumeration, name)
+    assert ugm.exact.fit and ugm.exact.sample and ugm.exact.FitResult
+
+
+# --- rng_key convention -------------------------------------------------------------------
+
+
+def test_predict_positional_key_is_deprecated_and_gives_the_same_result():
+    m = UGM(chain, 4)
+    params = m.init_params(jax.random.PRNGKey(0))
+    settings = dict(num_chains=2, num_steps=3, num_warmup=1)
+    key = jax.random.PRNGKey(7)
+    by_keyword = ugm.predict(m, params, None, "marginal", rng_key=key, **settings)
+    with pytest.warns(DeprecationWarning, match="rng_key=key"):
+        by_position = ugm.predict(m, params, None, "marginal", key, **settings)
+    np.testing.assert_array_equal(by_keyword.marginals["x"], by_position.marginals["x"])
+    with pytest.raises(TypeError, match="one rng_key"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ugm.predict(m, params, None, "marginal", key, rng_key=key, **settings)

@@ -21,7 +21,7 @@ import optax
 from tqdm.auto import tqdm
 
 from . import checkpoint
-from .estimators.base import INFO_KEYS, Estimator
+from .estimators.base import Estimator
 from .model import UGM
 from .conditionals import free_energy
 
@@ -288,7 +288,7 @@ class MLE:
         states, particles, info = jax.vmap(one)(keys, states, inputs, batch)
         estimator_state = states if idx is None else jax.tree.map(
             lambda a, b: a.at[idx].set(b), estimator_state, states)
-        info = {k: jnp.mean(jnp.asarray(v, jnp.float32)) for k, v in info.items()}
+        info = jax.tree.map(lambda v: jnp.mean(jnp.asarray(v, jnp.float32)), info)
         return estimator_state, particles, info
 
     def _energies(self, params, positions, inputs):
@@ -338,10 +338,12 @@ class MLE:
         new_state = new_state._replace(failed_at=jnp.where(
             (state.failed_at < 0) & ~finite, state.step, state.failed_at))
 
-        diagnostics = {k: jnp.asarray(info.get(k, jnp.nan), jnp.float32) for k in INFO_KEYS}
+        diagnostics = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
         diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
         diagnostics["positive"] = positive.astype(jnp.float32)
-        diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(jnp.float32)
+        if "log_z" in diagnostics:
+            diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(
+                jnp.float32)
         return new_state, diagnostics
 
     def _scan(self, state, capacity, num_steps):

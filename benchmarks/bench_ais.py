@@ -101,7 +101,7 @@ def setup(num_hidden, params=None):
     base = ugm.ais.base_rate_log_probs(m, data)
     b0 = base["v"][:, 1] - base["v"][:, 0]
     if params is None:
-        learner = ugm.MLE(ugm.models.rbm, ugm.PCD(BATCH, k=1), optax.sgd(0.05))
+        learner = ugm.MLE(ugm.models.rbm, ugm.PCD(BATCH, num_mcmc_steps=1), optax.sgd(0.05))
         params = learner.run(jax.random.PRNGKey(num_hidden), TRAIN_STEPS, data, V,
                              num_hidden, batch_size=BATCH, progress_bar=False).params
     return m, base, b0, params

@@ -28,8 +28,8 @@ from numpyro_ugm.datasets import vbm_problem
 
 N = 15
 ESTIMATORS = {
-    "CD-1": lambda s: ugm.CD(k=1),
-    "PCD-1": lambda s: ugm.PCD(s, k=1),
+    "CD-1": lambda s: ugm.CD(num_mcmc_steps=1),
+    "PCD-1": lambda s: ugm.PCD(s, num_mcmc_steps=1),
     "MCMCMLE": lambda s: ugm.MCMCMLE(s),
     "PF": lambda s: ugm.PF(s),
     "SMC": lambda s: ugm.SMC(s),

@@ -72,9 +72,9 @@ def main(epochs=3000, segment=10, margin=0.02, repeats=5, seed=0, pf_every=100,
     W0 = {"W": jnp.triu(jax.random.normal(jax.random.fold_in(key, 1000), (N, N)), 1)}
     schedule = optax.exponential_decay(0.01, transition_steps=epochs, decay_rate=lr_final)
     learners = {
-        "PF": ugm.MLE(ugm.models.vbm, ugm.PF(S, ess_threshold=0.9, rejuvenation_steps=1,
+        "PF": ugm.MLE(ugm.models.vbm, ugm.PF(S, resample_threshold=0.9, num_mcmc_steps=1,
                                              rejuvenate_every=pf_every), optax.sgd(schedule)),
-        "PCD-1": ugm.MLE(ugm.models.vbm, ugm.PCD(S, k=1), optax.sgd(schedule)),
+        "PCD-1": ugm.MLE(ugm.models.vbm, ugm.PCD(S, num_mcmc_steps=1), optax.sgd(schedule)),
     }
     learn_key = jax.random.fold_in(key, 0)
     curves = {}

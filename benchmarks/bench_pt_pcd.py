@@ -33,8 +33,8 @@ def learner_step(estimator, data, key):
 def main(replicas=5, repeats=20):
     data = load_data(BATCH)
     key = jax.random.PRNGKey(0)
-    plain = learner_step(ugm.PCD(CHAINS, k=1), data, key)
-    tempered = learner_step(ugm.PCD(CHAINS, k=1, kernel=ugm.kernels.parallel_tempering(
+    plain = learner_step(ugm.PCD(CHAINS, num_mcmc_steps=1), data, key)
+    tempered = learner_step(ugm.PCD(CHAINS, num_mcmc_steps=1, kernel=ugm.kernels.parallel_tempering(
         betas=replicas)), data, key)
     t_plain, t_pt = timeit_pair(plain, tempered, repeats)
     ratio = t_pt / t_plain

@@ -66,7 +66,7 @@ def main(repeats=50):
         state[0], state[1] = step(state[0], state[1], batch, key)
         jax.block_until_ready(state[0])
 
-    learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, k=1), optax.sgd(LR))
+    learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, num_mcmc_steps=1), optax.sgd(LR))
     ours_state = [learner.init(key, {"v": data}, V, H)]
     model_batch = learner.prepare({"v": data}).batch
 

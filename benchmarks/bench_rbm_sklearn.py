@@ -48,7 +48,7 @@ def main(repeats=30, use_sklearn=True, gap=0.2):
         plain_state[0], plain_state[1] = step(plain_state[0], plain_state[1], batch, key)
         jax.block_until_ready(plain_state[0])
 
-    learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, k=1), optax.sgd(LR))
+    learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, num_mcmc_steps=1), optax.sgd(LR))
     ours_state = [learner.init(key, {"v": data}, V, H)]
     model_batch = learner.prepare({"v": data}).batch
 

@@ -68,7 +68,7 @@ def edges_only(data):
 
 def learner_for(steps, particles, lr, decay):
     """PCD-1 with plain SGD at an exponentially decaying rate (lr → lr·decay)."""
-    return ugm.MLE(ergm, ugm.PCD(particles, k=1),
+    return ugm.MLE(ergm, ugm.PCD(particles, num_mcmc_steps=1),
                    optax.sgd(optax.exponential_decay(lr, steps, decay)))
 
 

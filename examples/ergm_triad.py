@@ -147,9 +147,9 @@ def reference_mle(run, data, init, key, iterations=6, chains=500, burn_in=200,
 
 def estimators():
     return {
-        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, burn_in=10, reset_every=100),
-        "PF": ugm.PF(NUM_PARTICLES, ess_threshold=0.9, rejuvenation_steps=1),
-        "PCD-1": ugm.PCD(NUM_PARTICLES, k=1),
+        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100),
+        "PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.9, num_mcmc_steps=1),
+        "PCD-1": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1),
     }
 
 

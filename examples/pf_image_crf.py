@@ -99,11 +99,11 @@ def make_problem(seed):
 def estimators(mcmcmle_reset=100, mcmcmle_ess=0.0):
     """The three learners of the paper's Fig. 3 (see the module docstring)."""
     return {
-        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, burn_in=MCMCMLE_SWEEPS,
-                                reset_every=mcmcmle_reset, ess_threshold=mcmcmle_ess),
-        "PF": ugm.PF(NUM_PARTICLES, ess_threshold=ESS_THRESHOLD,
-                     rejuvenation_steps=REJUVENATION_SWEEPS),
-        "PCD": ugm.PCD(NUM_PARTICLES, k=REJUVENATION_SWEEPS),
+        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=MCMCMLE_SWEEPS,
+                                reset_every=mcmcmle_reset, restart_threshold=mcmcmle_ess),
+        "PF": ugm.PF(NUM_PARTICLES, resample_threshold=ESS_THRESHOLD,
+                     num_mcmc_steps=REJUVENATION_SWEEPS),
+        "PCD": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=REJUVENATION_SWEEPS),
     }
 
 

@@ -40,10 +40,10 @@ NUM_UNITS, NUM_TRAIN, NUM_TEST, NUM_PARTICLES = 15, 500, 100, 50
 def estimators(pf_every=100):
     """The three learners of the paper's Fig. 1, with its settings."""
     return {
-        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, burn_in=10, reset_every=100),
-        "PF": ugm.PF(NUM_PARTICLES, ess_threshold=0.9, rejuvenation_steps=1,
+        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100),
+        "PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.9, num_mcmc_steps=1,
                      rejuvenate_every=pf_every),
-        "PCD-1": ugm.PCD(NUM_PARTICLES, k=1),
+        "PCD-1": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1),
     }
 
 

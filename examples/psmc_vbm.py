@@ -92,13 +92,13 @@ def schedule(a, b, scale=1.0):
 
 def estimator(method, H=None):
     if method == "PCD-1":
-        return ugm.PCD(NUM_PARTICLES, k=1)
+        return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1)
     if method == "PCD-H":
-        return ugm.PCD(NUM_PARTICLES, k=H)
+        return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=H)
     if method == "SMC":
         return ugm.SMC(NUM_PARTICLES, ESS_THRESHOLD)
     if method == "PCD-10":
-        return ugm.PCD(NUM_PARTICLES, k=PAPER_H)
+        return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=PAPER_H)
     if method == "PSMC":
         return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=0.5)
     if method == "PSMC keep=1":

@@ -148,14 +148,14 @@ def tt_betas(H, match_sweeps=False):
 
 def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=False):
     if method == "PCD-1":
-        return ugm.PCD(num_particles, k=1)
+        return ugm.PCD(num_particles, num_mcmc_steps=1)
     if method == "PCD-H":
-        return ugm.PCD(num_particles, k=H)
+        return ugm.PCD(num_particles, num_mcmc_steps=H)
     if method == "PT":
-        return ugm.PCD(num_particles, k=1, kernel=ugm.kernels.parallel_tempering(
+        return ugm.PCD(num_particles, num_mcmc_steps=1, kernel=ugm.kernels.parallel_tempering(
             betas=np.linspace(0.0, 1.0, max(2, H))))
     if method == "TT":
-        return ugm.PCD(num_particles, k=1, kernel=ugm.kernels.tempered_transitions(
+        return ugm.PCD(num_particles, num_mcmc_steps=1, kernel=ugm.kernels.tempered_transitions(
             betas=tt_betas(H, tt_match_sweeps)))
     if method == "SMC":
         return ugm.SMC(num_particles, ess_threshold)

@@ -149,7 +149,7 @@ def one_seed(args, seed, train, test):
     kernels = {"SAP": None,
                "Trans-SAP": ugm.kernels.tempered_transitions(
                    betas=np.linspace(0.9, 1.0, num_betas), every=tt_every + 1)}
-    learners = {name: ugm.MLE(ugm.models.rbm, ugm.PCD(args.particles, k=1, kernel=k),
+    learners = {name: ugm.MLE(ugm.models.rbm, ugm.PCD(args.particles, num_mcmc_steps=1, kernel=k),
                               optimizer) for name, k in kernels.items()}
     key = jax.random.PRNGKey(seed)
     state = learners["SAP"].init(key, data, NUM_VISIBLE, NUM_HIDDEN, batch_size=100)

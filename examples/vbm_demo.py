@@ -46,7 +46,8 @@ def main(num_steps=2000, seed=0, out="outputs"):
 
     lr = optax.exponential_decay(0.1, transition_steps=num_steps, decay_rate=0.1)
     rows, curves = [("true model", *lls(true_params), float("nan"))], {}
-    for name, estimator in (("CD-1", ugm.CD(1)), ("PCD-1 (100 chains)", ugm.PCD(100, k=1))):
+    for name, estimator in (("CD-1", ugm.CD(num_mcmc_steps=1)),
+                            ("PCD-1 (100 chains)", ugm.PCD(100, num_mcmc_steps=1))):
         params, seconds, steps, trace = learn_with_curve(
             estimator, train, num_steps, lr, jax.random.fold_in(key, 1), num_steps // 40)
         curves[name] = (steps, [lls(p) for p in trace])

@@ -1,6 +1,7 @@
 """The interface every negative-phase estimator implements.
 
-An estimator is a configuration object (like an optax transformation) with
+An estimator is a configuration object (a frozen dataclass, like the kernel specs and
+optax transformations: hashable, equal by value, validated once at construction) with
 
 * ``init(rng_key, m, params, batch) -> state``
 * ``update(rng_key, state, m, params, batch) -> (state, Particles, info)``
@@ -8,24 +9,25 @@ An estimator is a configuration object (like an optax transformation) with
 where ``m`` is the :class:`~numpyro_ugm.model.UGM` (observed sites set), ``params`` the
 current parameters θ_t (constrained space), ``batch`` the current data batch in the model
 representation, and :class:`Particles` the weighted configurations whose weighted mean of
-∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is a dict of scalars;
-keys it lacks among :data:`INFO_KEYS` are filled with NaN by the learner.
+∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is the estimator's own
+``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...), with only the fields
+that apply to it.
+
+Every estimator calls the number of kernel steps per move ``num_mcmc_steps`` (blackjax's
+name) and takes its ``kernel`` by keyword.
 """
 
-from typing import NamedTuple
+import math
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-
 from blackjax.smc import resampling as bj_resampling
+from blackjax.smc.ess import ess
 
-from ..kernels import gibbs
-from ..kernels.base import as_spec, sample_labels, step_chains
 from ..conditionals import conditional_logits, free_energy, scatter
-
-#: per-step diagnostics reported by every estimator (NaN where not applicable)
-INFO_KEYS = ("ess", "resampled", "rejuvenated", "num_betas", "acceptance", "log_z")
-
+from ..kernels import gibbs
+from ..kernels.base import Kernel, KernelSpec, as_spec, sample_labels, step_chains
 
 class Particles(NamedTuple):
     """Weighted configurations.
@@ -47,11 +49,6 @@ def uniform_log_weights(num_particles):
     return jnp.full((num_particles,), -jnp.log(num_particles))
 
 
-def ess(log_weights):
-    """Effective sample size (Σ w)² / Σ w² of (possibly unnormalized) log-weights."""
-    return jnp.exp(2.0 * jax.nn.logsumexp(log_weights) - jax.nn.logsumexp(2.0 * log_weights))
-
-
 def normalize(log_weights):
     """Log-weights shifted so that ``logsumexp == 0``.
 
@@ -67,30 +64,6 @@ def normalize(log_weights):
 
 #: resampling schemes of ``blackjax.smc.resampling`` by name
 RESAMPLING = ("systematic", "stratified", "multinomial", "residual")
-
-
-def check_resampling(owner, resampling):
-    """Validate a resampling scheme name at construction."""
-    if resampling not in RESAMPLING:
-        raise ValueError(f"{owner}: resampling must be one of {RESAMPLING}, got "
-                         f"{resampling!r}")
-    return resampling
-
-
-def check_fraction(owner, name, value, high_open=True):
-    """Validate a fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""
-    value = float(value)
-    if not (0.0 < value < 1.0 or (not high_open and value == 1.0)):
-        interval = "(0, 1)" if high_open else "(0, 1]"
-        raise ValueError(f"{owner}: {name} must be in {interval}, got {value}")
-    return value
-
-
-def check_count(owner, name, value, minimum=1):
-    """Validate an integer setting at construction."""
-    if int(value) != value or int(value) < minimum:
-        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value}")
-    return int(value)
 
 
 def resample(rng_key, position, log_weights, method="systematic"):
@@ -127,23 +100,63 @@ def free_energies(m, params, position):
 
 
 class Estimator:
-    """Base class: holds the kernel spec and the particle-moving helpers."""
+    """Base class of the estimators (frozen dataclasses): the kernel they move particles
+    with, and the validation helpers their ``__post_init__`` uses."""
 
-    kernel = None
+    kernel: Optional[KernelSpec] = None
 
-    def build_kernel(self, m):
+    def build_kernel(self, m) -> Kernel:
         """The kernel (default: systematic-scan block Gibbs) bound to ``m``."""
         return as_spec(self.kernel, gibbs()).build(m)
 
-    def init(self, rng_key, m, params, batch):
+    def init(self, rng_key: jax.Array, m, params: dict, batch: Optional[dict]) -> Any:
+        """The estimator's state before the first update."""
         raise NotImplementedError
 
-    def update(self, rng_key, state, m, params, batch):
+    def update(self, rng_key: jax.Array, state: Any, m, params: dict,
+               batch: Optional[dict]) -> tuple[Any, "Particles", NamedTuple]:
+        """Move and weight the particles for the parameters ``params``."""
         raise NotImplementedError
 
+    # --- validation, once, in __post_init__ --------------------------------------------
+    def _owner(self) -> str:
+        return type(self).__name__
 
-def move(kernel, rng_key, position, logdensity_fn, num_steps):
-    """Run ``num_steps`` kernel steps on every particle (vmapped), from fresh kernel
+    def _set(self, name: str, value: Any) -> None:
+        """Store a validated (normalized) setting on the frozen instance."""
+        object.__setattr__(self, name, value)
+
+    def _check_kernel(self) -> None:
+        try:
+            as_spec(self.kernel, None)
+        except TypeError as error:
+            raise TypeError(f"{self._owner()}: {error}") from None
+
+    def _check_count(self, name: str, minimum: int = 1) -> None:
+        """An integer setting >= ``minimum``."""
+        value = getattr(self, name)
+        if isinstance(value, bool) or int(value) != value or int(value) < minimum:
+            raise ValueError(f"{self._owner()}: {name} must be an integer >= {minimum}, "
+                             f"got {value}")
+        self._set(name, int(value))
+
+    def _check_fraction(self, name: str, high_open: bool = True) -> None:
+        """A fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""
+        value = float(getattr(self, name))
+        if not (0.0 < value < 1.0 or (not high_open and value == 1.0)):
+            interval = "(0, 1)" if high_open else "(0, 1]"
+            raise ValueError(f"{self._owner()}: {name} must be in {interval}, got {value}")
+        self._set(name, value)
+
+    def _check_resampling(self) -> None:
+        if self.resampling not in RESAMPLING:
+            raise ValueError(f"{self._owner()}: resampling must be one of {RESAMPLING}, "
+                             f"got {self.resampling!r}")
+
+
+def move(kernel: Kernel, rng_key: jax.Array, position: dict, logdensity_fn,
+         num_mcmc_steps: int) -> tuple[dict, jax.Array]:
+    """Run ``num_mcmc_steps`` kernel steps on every particle (vmapped), from fresh kernel
     states.
 
     Returns
@@ -152,13 +165,15 @@ def move(kernel, rng_key, position, logdensity_fn, num_steps):
     acceptance : scalar, mean kernel acceptance (1 for Gibbs)
     """
     states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(position)
-    states, acceptance = move_states(kernel, rng_key, states, logdensity_fn, num_steps)
+    states, acceptance = move_states(kernel, rng_key, states, logdensity_fn,
+                                     num_mcmc_steps)
     return states.position, acceptance
 
 
-def move_states(kernel, rng_key, states, logdensity_fn, num_steps):
-    """Run ``num_steps`` kernel steps on a batch of kernel states (kept between updates
-    by persistent estimators, so that e.g. parallel tempering's replicas persist),
+def move_states(kernel: Kernel, rng_key: jax.Array, states: Any, logdensity_fn,
+                num_mcmc_steps: int) -> tuple[Any, jax.Array]:
+    """Run ``num_mcmc_steps`` kernel steps on a batch of kernel states (kept between
+    updates by persistent estimators, so that e.g. parallel tempering's replicas persist),
     carried over to ``logdensity_fn`` first (``kernel.refresh``)."""
     if kernel.refresh is None:
         states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(states.position)
@@ -169,8 +184,77 @@ def move_states(kernel, rng_key, states, logdensity_fn, num_steps):
         states, info = step_chains(kernel, key, states, logdensity_fn)
         return states, jnp.mean(info.acceptance_rate)
 
-    states, acceptance = jax.lax.scan(body, states, jax.random.split(rng_key, num_steps))
-    return states, jnp.mean(acceptance) if num_steps else jnp.ones(())
+    states, acceptance = jax.lax.scan(body, states,
+                                      jax.random.split(rng_key, num_mcmc_steps))
+    return states, jnp.mean(acceptance) if num_mcmc_steps else jnp.ones(())
+
+
+class Reweighted(NamedTuple):
+    """Particles reweighted to new parameters by :func:`reweight`.
+
+    Attributes
+    ----------
+    log_weights : (S,) normalized log-weights at the new parameters
+    ess : effective sample size of ``log_weights`` (a count, blackjax's ``smc.ess``)
+    log_z : running estimate of log Z at the new parameters
+    free_energy : (S,) F(x_s; θ_t) at the new parameters
+    triggered : whether the ESS fell below the threshold or the count reached ``every``
+    """
+
+    log_weights: jax.Array
+    ess: jax.Array
+    log_z: jax.Array
+    free_energy: jax.Array
+    triggered: jax.Array
+
+
+def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
+             log_z: jax.Array, *, threshold: float, count: jax.Array,
+             every: Optional[int] = None, log_weights: Optional[jax.Array] = None,
+             temperature: float = 1.0) -> Reweighted:
+    """Importance-reweight particles from reference parameters to ``params``, and decide
+    whether they need renewing (PF's resampling, MCMC-MLE's new round).
+
+    The increments F(x_s; θ_t) − F(x_s; θ_ref) (latent sites summed out) multiply the
+    weights; their weighted mean estimates Z(θ_t) / Z(θ_ref), added to ``log_z``.
+
+    Parameters
+    ----------
+    m : UGM
+    params : parameters θ_t
+    position : dict of (S, ...) arrays, the particles
+    reference_free_energy : (S,) array
+        F(x_s; θ_ref) at the parameters the weights (and ``log_z``) refer to.
+    log_z : running estimate of log Z(θ_ref)
+    threshold : float
+        Trigger when the ESS falls below ``threshold``·S.
+    count : int array
+        Updates since the particles were last renewed, this one included.
+    every : int, optional
+        Also trigger when ``count`` reaches it.
+    log_weights : (S,) array, optional
+        Normalized log-weights at θ_ref (PF: carried recursively). ``None``: the
+        particles are an unweighted sample from θ_ref (MCMC-MLE).
+    temperature : float > 0
+        The weights (not ``log_z``) use the increments divided by it (``inf``: unit
+        weights).
+    """
+    current = free_energies(m, params, position)
+    delta = current - reference_free_energy
+    num = delta.shape[0]
+    if log_weights is None:
+        log_z = log_z + jax.nn.logsumexp(delta) - jnp.log(jnp.asarray(num, delta.dtype))
+        log_weights = normalize(delta)
+    else:
+        log_z = log_z + jax.nn.logsumexp(log_weights + delta)
+        scaled = delta if temperature == 1.0 else (
+            jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
+        log_weights = normalize(log_weights + scaled)
+    ess_value = ess(log_weights)
+    triggered = ess_value < threshold * num
+    if every is not None:
+        triggered = triggered | (count >= every)
+    return Reweighted(log_weights, ess_value, log_z, current, triggered)
 
 
 def sample_latent(m, params, rng_key, position):

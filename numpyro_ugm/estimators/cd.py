@@ -1,9 +1,13 @@
 """Contrastive divergence (Hinton 2002): particles restart from the data batch."""
 
-from typing import NamedTuple
+import dataclasses
+from typing import NamedTuple, Optional
 
 import jax
+import jax.numpy as jnp
 
+from .._deprecation import mapping_access, renamed_arguments
+from ..kernels.base import KernelSpec
 from .base import Estimator, Particles, move, sample_latent, uniform_log_weights, with_latent
 
 
@@ -11,36 +15,53 @@ class CDState(NamedTuple):
     """CD keeps nothing between updates."""
 
 
+@mapping_access
+class CDInfo(NamedTuple):
+    """Diagnostics of one CD update.
+
+    Attributes
+    ----------
+    ess : the number of chains (uniform weights)
+    acceptance : mean kernel acceptance (1 for Gibbs)
+    """
+
+    ess: jax.Array
+    acceptance: jax.Array
+
+
+@renamed_arguments({"k": "num_mcmc_steps"}, ("num_mcmc_steps", "kernel"))
+@dataclasses.dataclass(frozen=True)
 class CD(Estimator):
     """CD-k: start one chain at each example of the batch (latent sites drawn from
-    p(latent | data)), run ``k`` kernel steps under θ_t, weight uniformly.
+    p(latent | data)), run ``num_mcmc_steps`` kernel steps under θ_t, weight uniformly.
 
     Parameters
     ----------
-    k : int
-        Kernel steps (sweeps) per update.
+    num_mcmc_steps : int
+        Kernel steps (sweeps) per update, the k of CD-k (formerly ``k``).
     kernel : KernelSpec, optional
-        Default: systematic-scan block Gibbs.
+        Keyword only. Default: systematic-scan block Gibbs.
     """
 
-    def __init__(self, k=1, kernel=None):
-        if int(k) < 1:
-            raise ValueError(f"CD: k must be >= 1, got {k}")
-        self.k, self.kernel = int(k), kernel
+    num_mcmc_steps: int = 1
+    _: dataclasses.KW_ONLY
+    kernel: Optional[KernelSpec] = None
 
-    def init(self, rng_key, m, params, batch):
-        self.build_kernel(m)  # fail early on a bad kernel
+    def __post_init__(self):
+        self._check_count("num_mcmc_steps")
+        self._check_kernel()
+
+    def init(self, rng_key, m, params, batch) -> CDState:
+        self.build_kernel(m)  # fail early on a kernel the model cannot use
         return CDState()
 
-    def update(self, rng_key, state, m, params, batch):
+    def update(self, rng_key, state, m, params, batch) -> tuple[CDState, Particles, CDInfo]:
         kernel = self.build_kernel(m)
         latent_key, init_key, move_key = jax.random.split(rng_key, 3)
         position = sample_latent(m, params, latent_key, with_latent(m, init_key, batch))
         logdensity = m.logdensity_fn(params)
-        position, acceptance = move(kernel, move_key, position, logdensity, self.k)
+        position, acceptance = move(kernel, move_key, position, logdensity,
+                                    self.num_mcmc_steps)
         num = jax.tree.leaves(position)[0].shape[0]
-        return state, Particles(position, uniform_log_weights(num)), {
-            "ess": float(num), "acceptance": acceptance}
-
-    def __repr__(self):
-        return f"CD(k={self.k}, kernel={self.kernel!r})"
+        return state, Particles(position, uniform_log_weights(num)), CDInfo(
+            jnp.asarray(float(num)), acceptance)

@@ -1,10 +1,14 @@
 """Persistent contrastive divergence (Younes 1989; Tieleman 2008), also called
 stochastic maximum likelihood or SAP."""
 
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any, NamedTuple, Optional
 
 import jax
+import jax.numpy as jnp
 
+from .._deprecation import mapping_access, renamed_arguments
+from ..kernels.base import KernelSpec
 from .base import Estimator, Particles, move_states, uniform_log_weights
 
 
@@ -20,40 +24,59 @@ class PCDState(NamedTuple):
         return self.kernel_state.position
 
 
+@mapping_access
+class PCDInfo(NamedTuple):
+    """Diagnostics of one PCD update.
+
+    Attributes
+    ----------
+    ess : the number of chains (uniform weights)
+    acceptance : mean kernel acceptance (1 for Gibbs)
+    """
+
+    ess: jax.Array
+    acceptance: jax.Array
+
+
+@renamed_arguments({"k": "num_mcmc_steps"}, ("num_particles", "num_mcmc_steps", "kernel"))
+@dataclasses.dataclass(frozen=True)
 class PCD(Estimator):
-    """PCD-k: ``num_particles`` persistent chains, ``k`` kernel steps under θ_t per
-    update, uniform weights (the PF paper's Algorithm 3: PF with unit weights).
+    """PCD-k: ``num_particles`` persistent chains, ``num_mcmc_steps`` kernel steps under
+    θ_t per update, uniform weights (the PF paper's Algorithm 3: PF with unit weights).
 
     Parameters
     ----------
     num_particles : int
         Number of persistent chains S.
-    k : int
-        Kernel steps (sweeps) per update.
+    num_mcmc_steps : int
+        Kernel steps (sweeps) per update, the k of PCD-k (formerly ``k``).
     kernel : KernelSpec, optional
-        Default: systematic-scan block Gibbs; e.g. ``ugm.kernels.metropolis()``.
+        Keyword only. Default: systematic-scan block Gibbs; e.g.
+        ``ugm.kernels.metropolis()``.
     """
 
-    def __init__(self, num_particles, k=1, kernel=None):
-        if int(num_particles) < 1:
-            raise ValueError(f"PCD: num_particles must be >= 1, got {num_particles}")
-        if int(k) < 1:
-            raise ValueError(f"PCD: k must be >= 1, got {k}")
-        self.num_particles, self.k, self.kernel = int(num_particles), int(k), kernel
+    num_particles: int
+    num_mcmc_steps: int = 1
+    _: dataclasses.KW_ONLY
+    kernel: Optional[KernelSpec] = None
 
-    def init(self, rng_key, m, params, batch):
+    def __post_init__(self):
+        self._check_count("num_particles")
+        self._check_count("num_mcmc_steps")
+        self._check_kernel()
+
+    def init(self, rng_key, m, params, batch) -> PCDState:
         kernel = self.build_kernel(m)
         position = m.random_state(rng_key, (self.num_particles,))
         logdensity = m.logdensity_fn(params)
         return PCDState(jax.vmap(lambda x: kernel.init(x, logdensity))(position))
 
-    def update(self, rng_key, state, m, params, batch):
+    def update(self, rng_key, state, m, params, batch
+               ) -> tuple[PCDState, Particles, PCDInfo]:
         kernel = self.build_kernel(m)
         logdensity = m.logdensity_fn(params)
         states, acceptance = move_states(kernel, rng_key, state.kernel_state, logdensity,
-                                         self.k)
+                                         self.num_mcmc_steps)
         return PCDState(states), Particles(states.position, uniform_log_weights(
-            self.num_particles)), {"ess": float(self.num_particles), "acceptance": acceptance}
-
-    def __repr__(self):
-        return f"PCD(num_particles={self.num_particles}, k={self.k}, kernel={self.kernel!r})"
+            self.num_particles)), PCDInfo(jnp.asarray(float(self.num_particles)),
+                                          acceptance)

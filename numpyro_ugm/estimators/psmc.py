@@ -5,13 +5,16 @@ Not blackjax's ``persistent_sampling_smc`` (Karamanis et al.'s persistent sampli
 which is a different algorithm.
 """
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from blackjax.smc.ess import ess
 
-from .base import Particles, check_fraction, ess, resample
-from .tempering import TemperingEstimator, anneal_from_uniform, temper
+from .._deprecation import renamed_arguments
+from .base import Particles, resample
+from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform, temper
 
 
 class PSMCState(NamedTuple):
@@ -23,10 +26,18 @@ class PSMCState(NamedTuple):
     log_z: jax.Array
 
 
+#: diagnostics of one PSMC update (``log_z`` is the running estimate of log Z(θ_t))
+PSMCInfo = TemperingInfo
+
+
+@renamed_arguments({"ess_threshold": "target_ess", "steps": "num_mcmc_steps"},
+                   ("num_particles", "target_ess", "keep_fraction", "kernel",
+                    "num_mcmc_steps", "resampling", "max_betas"))
+@dataclasses.dataclass(frozen=True)
 class PSMC(TemperingEstimator):
     """PSMC: at each update the bridge p_β ∝ p(·; θ_{t−1})^{1−β} p(·; θ_t)^β, β: 0 → 1,
     with each Δβ the largest that keeps the ESS of the incremental weights
-    Δβ·(f(x; θ_t) − f(x; θ_{t−1})) at ``ess_threshold``·S (the paper's eqs. 27–31 and
+    Δβ·(f(x; θ_t) − f(x; θ_{t−1})) at ``target_ess``·S (the paper's eqs. 27–31 and
     Algorithms 3–4, with ``blackjax.smc``'s solver); resample and move at each β.
 
     As in the paper, only ``keep_fraction`` of the particles are carried over; the rest
@@ -39,32 +50,34 @@ class PSMC(TemperingEstimator):
     Parameters
     ----------
     num_particles : int
-    ess_threshold : float in (0, 1)
-        σ*, the ESS fraction each bridge step keeps.
+    target_ess : float in (0, 1)
+        σ*, the ESS fraction each bridge step keeps (formerly ``ess_threshold``).
     keep_fraction : float in (0, 1]
         Fraction of particles carried over (the paper: one half).
-    kernel : KernelSpec, optional
-        Move at each β (default: systematic-scan block Gibbs).
-    steps : int
-        Kernel steps per β.
+    num_mcmc_steps : int
+        Keyword only. Kernel steps per β (formerly ``steps``).
     resampling : {"systematic", "stratified", "multinomial", "residual"}
+        Keyword only.
     max_betas : int
-        Cap on the number of β per update (the last step then jumps to 1).
+        Keyword only. Cap on the number of β per update (the last step then jumps to 1).
+    kernel : KernelSpec, optional
+        Keyword only. Move at each β (default: systematic-scan block Gibbs).
     """
 
-    def __init__(self, num_particles, ess_threshold=0.9, keep_fraction=0.5, kernel=None,
-                 steps=1, resampling="systematic", max_betas=1000):
-        super().__init__(num_particles, ess_threshold, kernel, steps, resampling, max_betas)
-        self.keep_fraction = check_fraction("PSMC", "keep_fraction", keep_fraction,
-                                            high_open=False)
+    keep_fraction: float = 0.5
 
-    def init(self, rng_key, m, params, batch):
+    def __post_init__(self):
+        super().__post_init__()
+        self._check_fraction("keep_fraction", high_open=False)
+
+    def init(self, rng_key, m, params, batch) -> PSMCState:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
                                      self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
                          result.log_z_increment)
 
-    def update(self, rng_key, state, m, params, batch):
+    def update(self, rng_key, state, m, params, batch
+               ) -> tuple[PSMCState, Particles, TemperingInfo]:
         kernel = self.build_kernel(m)
         resample_key, fresh_key, pick_key, bridge_key = jax.random.split(rng_key, 4)
         num = self.num_particles
@@ -86,13 +99,7 @@ class PSMC(TemperingEstimator):
                        ).astype(dtype),
             **self.tempering())
         log_z = state.log_z + result.log_z_increment
-        info = {"ess": ess(result.log_weights), "resampled": 1.0, "rejuvenated": 1.0,
-                "num_betas": result.num_betas, "acceptance": result.acceptance,
-                "log_z": log_z}
+        info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
+                             log_z)
         new_state = PSMCState(result.position, result.log_weights, params, log_z)
         return new_state, Particles(result.position, result.log_weights), info
-
-    def __repr__(self):
-        return (f"PSMC(num_particles={self.num_particles}, ess_threshold="
-                f"{self.ess_threshold}, keep_fraction={self.keep_fraction}, "
-                f"kernel={self.kernel!r}, steps={self.steps})")

@@ -1,19 +1,31 @@
 """Standard SMC negative phase (the PSMC paper's baseline): fresh uniform particles at
 every update, tempered adaptively to p(·; θ_t)."""
 
+import dataclasses
 from typing import NamedTuple
 
-from .base import Particles, ess
-from .tempering import TemperingEstimator, anneal_from_uniform
+from blackjax.smc.ess import ess
+
+from .._deprecation import renamed_arguments
+from .base import Particles
+from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform
 
 
 class SMCState(NamedTuple):
     """SMC keeps nothing between updates."""
 
 
+#: diagnostics of one SMC update (``log_z`` estimates log Z(θ_t) afresh)
+SMCInfo = TemperingInfo
+
+
+@renamed_arguments({"ess_threshold": "target_ess", "steps": "num_mcmc_steps"},
+                   ("num_particles", "target_ess", "kernel", "num_mcmc_steps", "resampling",
+                    "max_betas"))
+@dataclasses.dataclass(frozen=True)
 class SMC(TemperingEstimator):
     """SMC: each update draws ``num_particles`` uniform configurations and follows
-    β f(·; θ_t), β: 0 → 1, with Δβ chosen so the ESS stays at ``ess_threshold``·S
+    β f(·; θ_t), β: 0 → 1, with Δβ chosen so the ESS stays at ``target_ess``·S
     (``blackjax.smc``), resampling and moving the particles at each β.
 
     Its normalizer increments estimate log Z(θ_t) directly (reported as ``log_z``).
@@ -21,33 +33,26 @@ class SMC(TemperingEstimator):
     Parameters
     ----------
     num_particles : int
-    ess_threshold : float in (0, 1)
-        Target ESS fraction of each tempering step.
-    kernel : KernelSpec, optional
-        Move at each β (default: systematic-scan block Gibbs).
-    steps : int
-        Kernel steps per β.
+    target_ess : float in (0, 1)
+        Target ESS fraction of each tempering step (formerly ``ess_threshold``).
+    num_mcmc_steps : int
+        Keyword only. Kernel steps per β (formerly ``steps``).
     resampling : {"systematic", "stratified", "multinomial", "residual"}
+        Keyword only.
     max_betas : int
-        Cap on the number of β per update (the last step then jumps to 1).
+        Keyword only. Cap on the number of β per update (the last step then jumps to 1).
+    kernel : KernelSpec, optional
+        Keyword only. Move at each β (default: systematic-scan block Gibbs).
     """
 
-    def __init__(self, num_particles, ess_threshold=0.9, kernel=None, steps=1,
-                 resampling="systematic", max_betas=1000):
-        super().__init__(num_particles, ess_threshold, kernel, steps, resampling, max_betas)
-
-    def init(self, rng_key, m, params, batch):
+    def init(self, rng_key, m, params, batch) -> SMCState:
         self.build_kernel(m)
         return SMCState()
 
-    def update(self, rng_key, state, m, params, batch):
+    def update(self, rng_key, state, m, params, batch
+               ) -> tuple[SMCState, Particles, TemperingInfo]:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
                                      self.num_particles, **self.tempering())
-        info = {"ess": ess(result.log_weights), "resampled": 1.0, "rejuvenated": 1.0,
-                "num_betas": result.num_betas, "acceptance": result.acceptance,
-                "log_z": result.log_z_increment}
+        info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
+                             result.log_z_increment)
         return state, Particles(result.position, result.log_weights), info
-
-    def __repr__(self):
-        return (f"SMC(num_particles={self.num_particles}, ess_threshold="
-                f"{self.ess_threshold}, kernel={self.kernel!r}, steps={self.steps})")

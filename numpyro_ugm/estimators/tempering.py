@@ -9,7 +9,8 @@ paper's Algorithm 3). The log-normalizer increments are summed: they estimate
 log Z_1 − log Z_0.
 """
 
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +18,9 @@ from blackjax.smc import resampling as bj_resampling
 from blackjax.smc import solver, tempered
 from blackjax.smc.ess import ess_solver
 
-from .base import (Estimator, check_count, check_fraction, check_resampling,
-                   shard_particles)
+from .._deprecation import mapping_access
+from ..kernels.base import Kernel, KernelSpec
+from .base import Estimator, shard_particles
 
 
 class TemperResult(NamedTuple):
@@ -47,9 +49,10 @@ class TemperResult(NamedTuple):
     ess: Any = None
 
 
-def temper(kernel, rng_key, position, weights, logprior_fn, loglikelihood_fn, *,
-           target_ess, num_mcmc_steps=1, resampling="systematic", max_betas=1000,
-           record_path=False):
+def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Array,
+           logprior_fn: Callable, loglikelihood_fn: Callable, *, target_ess: float,
+           num_mcmc_steps: int = 1, resampling: str = "systematic", max_betas: int = 1000,
+           record_path: bool = False) -> TemperResult:
     """Follow p_β ∝ exp(logprior + β loglikelihood) from β = 0 to 1 adaptively.
 
     Parameters
@@ -113,8 +116,10 @@ def temper(kernel, rng_key, position, weights, logprior_fn, loglikelihood_fn, *,
                         *(path if record_path else (None, None)))
 
 
-def anneal_from_uniform(m, kernel, rng_key, params, num_particles, *, target_ess=0.9,
-                        num_mcmc_steps=1, resampling="systematic", max_betas=1000):
+def anneal_from_uniform(m, kernel: Kernel, rng_key: jax.Array, params: dict,
+                        num_particles: int, *, target_ess: float = 0.9,
+                        num_mcmc_steps: int = 1, resampling: str = "systematic",
+                        max_betas: int = 1000) -> TemperResult:
     """Weighted particles from p(·; θ) by tempering uniform draws: β f(x; θ), β: 0 → 1.
 
     Returns
@@ -134,19 +139,46 @@ def anneal_from_uniform(m, kernel, rng_key, params, num_particles, *, target_ess
     return result._replace(log_z_increment=result.log_z_increment + m.log_num_states)
 
 
+@mapping_access
+class TemperingInfo(NamedTuple):
+    """Diagnostics of one SMC or PSMC update.
+
+    Attributes
+    ----------
+    ess : effective sample size of the final weights
+    num_betas : number of tempering steps the update took
+    acceptance : mean kernel acceptance over the path
+    log_z : estimate of log Z(θ_t) (SMC: fresh; PSMC: running)
+    """
+
+    ess: jax.Array
+    num_betas: jax.Array
+    acceptance: jax.Array
+    log_z: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
 class TemperingEstimator(Estimator):
-    """Settings shared by the estimators that temper adaptively (SMC, PSMC)."""
+    """Settings shared by the estimators that temper adaptively (SMC, PSMC); see those
+    for the parameters."""
 
-    def __init__(self, num_particles, ess_threshold, kernel, steps, resampling, max_betas):
-        owner = type(self).__name__
-        self.num_particles = check_count(owner, "num_particles", num_particles)
-        self.ess_threshold = check_fraction(owner, "ess_threshold", ess_threshold)
-        self.steps = check_count(owner, "steps", steps)
-        self.max_betas = check_count(owner, "max_betas", max_betas)
-        self.resampling = check_resampling(owner, resampling)
-        self.kernel = kernel
+    num_particles: int
+    target_ess: float = 0.9
+    _: dataclasses.KW_ONLY
+    num_mcmc_steps: int = 1
+    resampling: str = "systematic"
+    max_betas: int = 1000
+    kernel: Optional[KernelSpec] = None
 
-    def tempering(self):
+    def __post_init__(self):
+        self._check_count("num_particles")
+        self._check_fraction("target_ess")
+        self._check_count("num_mcmc_steps")
+        self._check_count("max_betas")
+        self._check_resampling()
+        self._check_kernel()
+
+    def tempering(self) -> dict:
         """Keyword arguments of :func:`temper` / :func:`anneal_from_uniform`."""
-        return dict(target_ess=self.ess_threshold, num_mcmc_steps=self.steps,
+        return dict(target_ess=self.target_ess, num_mcmc_steps=self.num_mcmc_steps,
                     resampling=self.resampling, max_betas=self.max_betas)

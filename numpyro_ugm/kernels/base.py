@@ -11,7 +11,7 @@ What users pass to estimators and to :func:`~numpyro_ugm.sampling.sample` is a
 structure by ``spec.build(m)``.
 """
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -47,18 +47,18 @@ class KernelInfo(NamedTuple):
 class KernelSpec:
     """Base class of kernel descriptions; subclasses implement :meth:`build`."""
 
-    def build(self, m):
+    def build(self, m) -> Kernel:
         """Bind to the model ``m`` (a :class:`~numpyro_ugm.model.UGM`) -> :class:`Kernel`."""
         raise NotImplementedError
 
-    def reverse(self):
+    def reverse(self) -> "KernelSpec":
         """The reverse operator T̃ of this kernel's step T, with p(x) T(x'←x) =
         T̃(x←x') p(x') (needed by tempered transitions). The default, ``self``, is right
         for reversible kernels; kernels made of sub-transitions in a fixed order return
         the spec that applies them in the reverse order."""
         return self
 
-    def __call__(self, m):
+    def __call__(self, m) -> Kernel:
         return self.build(m)
 
 
@@ -113,7 +113,8 @@ def _draw_second(rng_key, log_odds):
     return u < jax.nn.sigmoid(log_odds)
 
 
-def as_spec(kernel, default):
+def as_spec(kernel: Optional["KernelSpec"], default: Optional["KernelSpec"]
+            ) -> Optional["KernelSpec"]:
     """``None`` -> ``default``; a :class:`KernelSpec` as is; anything else is an error."""
     if kernel is None:
         return default

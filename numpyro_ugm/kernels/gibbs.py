@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._deprecation import renamed_arguments
 from ..conditionals import conditional_logits, exact_conditional_logits
 from .base import Kernel, KernelInfo, KernelSpec, sample_values
 
@@ -17,6 +18,7 @@ class GibbsState(NamedTuple):
     position: dict
 
 
+@renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class gibbs(KernelSpec):
     """Block Gibbs sampler over the model's coloring (``m.blocks``).
@@ -32,8 +34,8 @@ class gibbs(KernelSpec):
     scan : {"systematic", "random"}
         ``"systematic"``: one step visits every block in order. ``"random"``: one step
         updates ``num_blocks`` blocks drawn uniformly at random (reversible).
-    sweeps : int
-        Number of such sweeps per ``step``.
+    num_mcmc_steps : int
+        Number of such sweeps per ``step`` (formerly ``sweeps``).
     max_unrolled : int
         With systematic scan, models with at most this many blocks get each block's
         update compiled separately (gradients only with respect to the sites the block
@@ -44,11 +46,11 @@ class gibbs(KernelSpec):
     """
 
     scan: str = "systematic"
-    sweeps: int = 1
+    num_mcmc_steps: int = 1
     max_unrolled: int = 16
     backward: bool = False
 
-    def reverse(self):
+    def reverse(self) -> "gibbs":
         """The reverse operator: systematic scan with the block order reversed (random
         scan is reversible, so itself)."""
         if self.scan == "random":
@@ -58,10 +60,11 @@ class gibbs(KernelSpec):
     def __post_init__(self):
         if self.scan not in ("systematic", "random"):
             raise ValueError(f"gibbs: scan must be 'systematic' or 'random', got {self.scan!r}")
-        if int(self.sweeps) < 1:
-            raise ValueError(f"gibbs: sweeps must be >= 1, got {self.sweeps}")
+        if int(self.num_mcmc_steps) < 1:
+            raise ValueError(f"gibbs: num_mcmc_steps (sweeps per step) must be >= 1, got "
+                             f"{self.num_mcmc_steps}")
 
-    def build(self, m):
+    def build(self, m) -> Kernel:
         structure, domains = m.structure, m.state_sites
         logits_fn = (conditional_logits if structure.multilinear
                      else exact_conditional_logits)
@@ -120,7 +123,7 @@ class gibbs(KernelSpec):
                     keys = jax.random.split(rng_key, num_blocks)
                     return jax.lax.scan(body, position, keys)[0]
 
-        sweeps = int(self.sweeps)
+        sweeps = int(self.num_mcmc_steps)
 
         def init(position, logdensity_fn=None):
             return GibbsState(dict(position))

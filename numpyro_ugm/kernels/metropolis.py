@@ -7,7 +7,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.mcmc.proposal import static_binomial_sampling
 
+from .._deprecation import renamed_arguments
 from ..conditionals import scatter
 from .base import Kernel, KernelInfo, KernelSpec
 
@@ -19,32 +21,37 @@ class MetropolisState(NamedTuple):
     logdensity: jax.Array
 
 
+@renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class metropolis(KernelSpec):
-    """Single-site Metropolis over all state variables.
+    """Single-site Metropolis over all state variables (accept/reject by blackjax's
+    ``static_binomial_sampling``).
 
-    One ``step`` makes ``sweeps × num_variables`` proposals; each picks a variable
-    uniformly and proposes a different value uniformly (a flip for spins and binaries).
+    One ``step`` makes ``num_mcmc_steps × num_variables`` proposals; each picks a
+    variable uniformly and proposes a different value uniformly (a flip for spins and
+    binaries).
 
     Parameters
     ----------
-    sweeps : int
-        Proposals per step, in units of the number of variables.
+    num_mcmc_steps : int
+        Proposals per step, in units of the number of variables (sweeps; formerly
+        ``sweeps``).
     """
 
-    sweeps: int = 1
+    num_mcmc_steps: int = 1
 
     def __post_init__(self):
-        if int(self.sweeps) < 1:
-            raise ValueError(f"metropolis: sweeps must be >= 1, got {self.sweeps}")
+        if int(self.num_mcmc_steps) < 1:
+            raise ValueError(f"metropolis: num_mcmc_steps (sweeps per step) must be >= 1, "
+                             f"got {self.num_mcmc_steps}")
 
-    def build(self, m):
+    def build(self, m) -> Kernel:
         domains = m.state_sites
         sites = tuple(domains)
         sizes = np.array([d.num_variables for d in domains.values()])
         offsets = jnp.asarray(np.concatenate([[0], np.cumsum(sizes)[:-1]]))
         total = int(sizes.sum())
-        num_proposals = int(self.sweeps) * total
+        num_proposals = int(self.num_mcmc_steps) * total
 
         def propose_in(s):
             d = domains[s]
@@ -67,10 +74,9 @@ class metropolis(KernelSpec):
             k = jnp.searchsorted(offsets, j, side="right") - 1
             position = jax.lax.switch(k, branches, value_key, state.position, j - offsets[k])
             logdensity = logdensity_fn(position)
-            log_ratio = logdensity - state.logdensity
-            accept = jnp.log(jax.random.uniform(accept_key)) < log_ratio
-            new = jax.tree.map(lambda a, b: jnp.where(accept, a, b),
-                               MetropolisState(position, logdensity), state)
+            new, (accept, _, _) = static_binomial_sampling(
+                accept_key, logdensity - state.logdensity, state,
+                MetropolisState(position, logdensity))
             return new, accept
 
         def init(position, logdensity_fn):

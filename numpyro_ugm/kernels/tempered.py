@@ -7,11 +7,12 @@ like any other kernel.
 """
 
 import dataclasses
-from typing import NamedTuple
+from typing import NamedTuple, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from blackjax.mcmc.proposal import static_binomial_sampling
 
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
@@ -75,8 +76,8 @@ class tempered_transitions(KernelSpec):
         otherwise (Trans-SAP alternates Gibbs updates with one run; e.g. ``every=200``).
     """
 
-    base: KernelSpec = None
-    betas: tuple = None
+    base: Optional[KernelSpec] = None
+    betas: Union[int, Sequence[float], None] = None
     every: int = 1
 
     def __post_init__(self):
@@ -86,7 +87,7 @@ class tempered_transitions(KernelSpec):
             raise ValueError(f"tempered_transitions: every must be >= 1, got {self.every}")
         as_spec(self.base, gibbs())
 
-    def build(self, m):
+    def build(self, m) -> Kernel:
         spec = as_spec(self.base, gibbs())
         forward, backward = spec.build(m), spec.reverse().build(m)
         betas = jnp.asarray(self.betas)
@@ -118,9 +119,9 @@ class tempered_transitions(KernelSpec):
             proposal, up_terms = jax.lax.scan(
                 go_up, bottom, (jax.random.split(up_key, up_from.shape[0]), up_from, up_to))
             log_ratio = jnp.sum(down_terms) + jnp.sum(up_terms)
-            accept = jnp.log(jax.random.uniform(accept_key)) < log_ratio
-            new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposal, position)
-            return new, jnp.minimum(1.0, jnp.exp(log_ratio)), accept
+            new, (accept, rate, _) = static_binomial_sampling(accept_key, log_ratio,
+                                                              position, proposal)
+            return new, rate, accept
 
         def init(position, logdensity_fn=None):
             return TemperedTransitionsState(dict(position), jnp.zeros((), jnp.int32))
@@ -200,15 +201,15 @@ class parallel_tempering(KernelSpec):
         [0, 1] (default 10; the PSMC paper spaces H of them uniformly in [0, 1]).
     """
 
-    base: KernelSpec = None
-    betas: tuple = None
+    base: Optional[KernelSpec] = None
+    betas: Union[int, Sequence[float], None] = None
 
     def __post_init__(self):
         object.__setattr__(self, "betas", _check_betas("parallel_tempering",
                                                        self.betas, 0.0, 10))
         as_spec(self.base, gibbs())
 
-    def build(self, m):
+    def build(self, m) -> Kernel:
         kernel = as_spec(self.base, gibbs()).build(m)
         betas = jnp.asarray(self.betas)
         num = len(self.betas)

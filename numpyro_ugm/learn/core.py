@@ -69,15 +69,6 @@ def free_energies(m, params, positions, inputs=None):
     return jax.vmap(lambda inp, x: free_energy(m.bind(**inp), params, x))(inputs, positions)
 
 
-def _info_dict(info):
-    """The estimator's diagnostics as a dict of float32 scalars."""
-    if isinstance(info, dict):  # TRANSITION: until estimators return NamedTuples
-        from ..estimators.base import INFO_KEYS
-        info = {k: info.get(k, jnp.nan) for k in INFO_KEYS}
-    info = info._asdict() if hasattr(info, "_asdict") else dict(info)
-    return {k: jnp.asarray(v, jnp.float32) for k, v in info.items()}
-
-
 class LearnerCore:
     """One learning update as a pure function of the state and the batch.
 
@@ -170,7 +161,7 @@ class LearnerCore:
         new_state = new_state._replace(failed_at=jnp.where(
             (state.failed_at < 0) & ~finite, state.step, state.failed_at))
 
-        diagnostics = _info_dict(info)
+        diagnostics = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
         diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
         diagnostics["positive"] = positive.astype(jnp.float32)
         if "log_z" in diagnostics:

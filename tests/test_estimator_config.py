@@ -1,0 +1,261 @@
+"""Estimators and kernel specs as configuration objects (issue 12): frozen, hashable,
+equal by value, validated at construction, generated ``repr``; one name for the kernel
+steps per move (``num_mcmc_steps``), ``kernel`` by keyword, separate names for the three
+ESS settings; old spellings still work with a ``DeprecationWarning`` naming the new one;
+each update reports a typed info ``NamedTuple`` with only the fields that apply."""
+
+import dataclasses
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.estimators import (CDInfo, MCMCMLEInfo, PCDInfo, PFInfo, PSMCInfo,
+                                    SMCInfo)
+from numpyro_ugm.estimators.base import free_energies, normalize, reweight
+
+GIBBS = ugm.kernels.gibbs()
+
+# --- construction -----------------------------------------------------------------------
+
+#: (old call, new call): the same estimator, the old one with the warnings it gives
+RENAMED = [
+    (lambda: ugm.CD(k=3), lambda: ugm.CD(num_mcmc_steps=3), ["'k'", "'num_mcmc_steps'"]),
+    (lambda: ugm.PCD(10, k=2), lambda: ugm.PCD(10, num_mcmc_steps=2),
+     ["'k'", "'num_mcmc_steps'"]),
+    (lambda: ugm.MCMCMLE(10, burn_in=4), lambda: ugm.MCMCMLE(10, num_mcmc_steps=4),
+     ["'burn_in'", "'num_mcmc_steps'"]),
+    (lambda: ugm.MCMCMLE(10, ess_threshold=0.2),
+     lambda: ugm.MCMCMLE(10, restart_threshold=0.2),
+     ["'ess_threshold'", "'restart_threshold'"]),
+    (lambda: ugm.PF(10, ess_threshold=0.5), lambda: ugm.PF(10, resample_threshold=0.5),
+     ["'ess_threshold'", "'resample_threshold'"]),
+    (lambda: ugm.PF(10, rejuvenation_steps=3), lambda: ugm.PF(10, num_mcmc_steps=3),
+     ["'rejuvenation_steps'", "'num_mcmc_steps'"]),
+    (lambda: ugm.SMC(10, ess_threshold=0.7), lambda: ugm.SMC(10, target_ess=0.7),
+     ["'ess_threshold'", "'target_ess'"]),
+    (lambda: ugm.SMC(10, steps=2), lambda: ugm.SMC(10, num_mcmc_steps=2),
+     ["'steps'", "'num_mcmc_steps'"]),
+    (lambda: ugm.PSMC(10, ess_threshold=0.7, steps=2),
+     lambda: ugm.PSMC(10, target_ess=0.7, num_mcmc_steps=2),
+     ["'ess_threshold'", "'target_ess'"]),
+    (lambda: ugm.kernels.gibbs(sweeps=2), lambda: ugm.kernels.gibbs(num_mcmc_steps=2),
+     ["'sweeps'", "'num_mcmc_steps'"]),
+    (lambda: ugm.kernels.metropolis(sweeps=2),
+     lambda: ugm.kernels.metropolis(num_mcmc_steps=2), ["'sweeps'", "'num_mcmc_steps'"]),
+    # the old positional order: kernel (now keyword-only) and what followed it
+    (lambda: ugm.CD(2, GIBBS), lambda: ugm.CD(2, kernel=GIBBS), ["'kernel'", "kernel="]),
+    (lambda: ugm.PCD(10, 2, GIBBS), lambda: ugm.PCD(10, 2, kernel=GIBBS),
+     ["'kernel'", "kernel="]),
+    (lambda: ugm.MCMCMLE(10, 3, 5, GIBBS, 0.2),
+     lambda: ugm.MCMCMLE(10, 3, 5, kernel=GIBBS, restart_threshold=0.2),
+     ["'restart_threshold'", "restart_threshold="]),
+    (lambda: ugm.PF(10, 0.5, 2, 2.0, "stratified", GIBBS, 7),
+     lambda: ugm.PF(10, 0.5, 2, 2.0, "stratified", kernel=GIBBS, rejuvenate_every=7),
+     ["'rejuvenate_every'", "rejuvenate_every="]),
+    (lambda: ugm.SMC(10, 0.8, GIBBS, 2, "residual", 50),
+     lambda: ugm.SMC(10, 0.8, kernel=GIBBS, num_mcmc_steps=2, resampling="residual",
+                     max_betas=50), ["'max_betas'", "max_betas="]),
+    (lambda: ugm.PSMC(10, 0.8, 0.5, GIBBS, 2),
+     lambda: ugm.PSMC(10, 0.8, 0.5, kernel=GIBBS, num_mcmc_steps=2),
+     ["'num_mcmc_steps'", "num_mcmc_steps="]),
+]
+
+
+@pytest.mark.parametrize("old, new, words", RENAMED, ids=[str(i) for i in range(len(RENAMED))])
+def test_old_spellings_warn_naming_the_new_one_and_build_the_same_object(old, new, words):
+    with pytest.warns(DeprecationWarning) as record:
+        before = old()
+    messages = " ".join(str(w.message) for w in record)
+    for word in words:
+        assert word in messages, (word, messages)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        after = new()  # the new spelling does not warn
+    assert before == after and hash(before) == hash(after) and repr(before) == repr(after)
+
+
+def test_positional_settings_that_kept_their_place_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ugm.CD(3) == ugm.CD(num_mcmc_steps=3)
+        assert ugm.PCD(100, 5) == ugm.PCD(num_particles=100, num_mcmc_steps=5)
+        assert ugm.PF(10, 0.5, 2) == ugm.PF(10, resample_threshold=0.5, num_mcmc_steps=2)
+        assert ugm.SMC(10, 0.8) == ugm.SMC(10, target_ess=0.8)
+        assert ugm.PSMC(10, 0.8, 1.0) == ugm.PSMC(10, target_ess=0.8, keep_fraction=1.0)
+
+
+def test_old_attribute_names_read_the_new_ones_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="'num_mcmc_steps'"):
+        assert ugm.PCD(10, 4).k == 4
+    with pytest.warns(DeprecationWarning, match="'resample_threshold'"):
+        assert ugm.PF(10, 0.3).ess_threshold == 0.3
+    with pytest.warns(DeprecationWarning, match="'target_ess'"):
+        assert ugm.SMC(10, 0.6).ess_threshold == 0.6
+    with pytest.warns(DeprecationWarning, match="'num_mcmc_steps'"):
+        assert ugm.kernels.gibbs(num_mcmc_steps=3).sweeps == 3
+    with pytest.raises(AttributeError):
+        ugm.PCD(10).bogus
+
+
+def test_misuse_of_old_and_new_spellings_is_refused():
+    with pytest.raises(TypeError, match="'k'.*'num_mcmc_steps'"):
+        ugm.PCD(10, k=1, num_mcmc_steps=2)
+    with pytest.raises(TypeError, match="multiple values for 'kernel'"):
+        ugm.PCD(10, 1, GIBBS, kernel=GIBBS)
+    with pytest.raises(TypeError, match="positional"):
+        ugm.CD(1, GIBBS, 3)
+
+
+ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),
+              ugm.PSMC(10),
+              ugm.PCD(10, 2, kernel=ugm.kernels.tempered_transitions(GIBBS, betas=3)),
+              ugm.PSMC(10, kernel=ugm.kernels.parallel_tempering(betas=(0.5, 1.0)))]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_estimators_are_frozen_hashable_and_equal_by_value(estimator):
+    field = dataclasses.fields(estimator)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(estimator, field, 3)
+    twin = dataclasses.replace(estimator)
+    assert twin == estimator and twin is not estimator
+    assert len({estimator, twin}) == 1
+    assert eval(repr(estimator), {"PCD": ugm.PCD, "CD": ugm.CD, "MCMCMLE": ugm.MCMCMLE,
+                                  "PF": ugm.PF, "SMC": ugm.SMC, "PSMC": ugm.PSMC,
+                                  "gibbs": ugm.kernels.gibbs,
+                                  "tempered_transitions": ugm.kernels.tempered_transitions,
+                                  "parallel_tempering": ugm.kernels.parallel_tempering}
+                ) == estimator  # the repr is the constructor call
+    assert "num_mcmc_steps" in repr(estimator)
+
+
+def test_settings_are_normalized_once():
+    a = ugm.PF(np.int64(10), resample_threshold=np.float32(0.5), num_mcmc_steps=2.0)
+    assert type(a.num_particles) is int and type(a.num_mcmc_steps) is int
+    assert type(a.resample_threshold) is float
+    assert a == ugm.PF(10, 0.5, 2)
+    assert ugm.PCD(10) != ugm.PCD(10, 2) and ugm.PCD(10) != ugm.PCD(11)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: ugm.CD(0), "^CD: num_mcmc_steps"),
+    (lambda: ugm.PCD(10, 1.5), "^PCD: num_mcmc_steps"),
+    (lambda: ugm.MCMCMLE(10, 0), "^MCMCMLE: num_mcmc_steps"),
+    (lambda: ugm.MCMCMLE(10, restart_threshold=1.0), "^MCMCMLE: restart_threshold"),
+    (lambda: ugm.PF(10, num_mcmc_steps=0), "^PF: num_mcmc_steps"),
+    (lambda: ugm.PF(10, resample_threshold=0.0), "^PF: resample_threshold"),
+    (lambda: ugm.PF(10, rejuvenate_every=0), "^PF: rejuvenate_every"),
+    (lambda: ugm.SMC(10, target_ess=1.0), "^SMC: target_ess"),
+    (lambda: ugm.SMC(10, num_mcmc_steps=0), "^SMC: num_mcmc_steps"),
+    (lambda: ugm.PSMC(10, target_ess=0.0), "^PSMC: target_ess"),
+    (lambda: ugm.PSMC(10, max_betas=0), "^PSMC: max_betas"),
+    (lambda: ugm.kernels.gibbs(num_mcmc_steps=0), "^gibbs: num_mcmc_steps"),
+    (lambda: ugm.kernels.metropolis(num_mcmc_steps=0), "^metropolis: num_mcmc_steps"),
+])
+def test_invalid_settings_raise_at_construction(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+@pytest.mark.parametrize("cls", [ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC])
+def test_kernel_is_keyword_only_and_checked_at_construction(cls):
+    args = () if cls is ugm.CD else (10,)
+    with pytest.raises(TypeError, match=f"^{cls.__name__}: kernel must be a ugm.kernels"):
+        cls(*args, kernel="gibbs")
+    assert cls(*args, kernel=GIBBS).kernel == GIBBS
+
+
+# --- info NamedTuples ---------------------------------------------------------------------
+
+INFO_FIELDS = {
+    "CD": (lambda: ugm.CD(), CDInfo, ("ess", "acceptance")),
+    "PCD": (lambda: ugm.PCD(16), PCDInfo, ("ess", "acceptance")),
+    "MCMCMLE": (lambda: ugm.MCMCMLE(16, 2, reset_every=2), MCMCMLEInfo,
+                ("ess", "rejuvenated", "log_z")),
+    "PF": (lambda: ugm.PF(16), PFInfo,
+           ("ess", "resampled", "rejuvenated", "acceptance", "log_z")),
+    "SMC": (lambda: ugm.SMC(16), SMCInfo, ("ess", "num_betas", "acceptance", "log_z")),
+    "PSMC": (lambda: ugm.PSMC(16), PSMCInfo, ("ess", "num_betas", "acceptance", "log_z")),
+}
+
+
+def small_model():
+    m = ugm.UGM(ugm.models.vbm, 4).observe(["x"])
+    params = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
+    batch = m.validate_data({"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
+    return m, params, batch
+
+
+@pytest.mark.parametrize("name", list(INFO_FIELDS))
+def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
+    make, info_type, fields = INFO_FIELDS[name]
+    m, params, batch = small_model()
+    estimator = make()
+    state = estimator.init(jax.random.PRNGKey(1), m, params, batch)
+    state, particles, info = estimator.update(jax.random.PRNGKey(2), state, m, params, batch)
+    assert type(info) is info_type and info._fields == fields
+    for value in info:
+        assert jnp.shape(value) == () and not np.isnan(float(value)) or (
+            name == "PF" and value is info.acceptance)
+    assert 0 < float(info.ess) <= 16 + 1e-3
+    # the old dict access keeps working for a release, with a warning
+    with pytest.warns(DeprecationWarning, match="NamedTuple"):
+        assert float(info["ess"]) == float(info.ess)
+    with pytest.warns(DeprecationWarning):
+        assert info.get("num_betas", -1.0) == (info.num_betas if "num_betas" in fields
+                                               else -1.0)
+    with pytest.warns(DeprecationWarning):
+        assert dict(info.items()) == info._asdict()
+    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
+        info["bogus"]
+    assert info[0] is info.ess  # integer indexing is the tuple's
+
+
+def test_learner_diagnostics_are_the_info_fields_and_log_likelihood_with_log_z():
+    m, params, batch = small_model()
+    data = {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)}
+    pcd = ugm.MLE(ugm.models.vbm, ugm.PCD(8), optax.sgd(0.01)).run(
+        jax.random.PRNGKey(0), 3, data, 4, progress_bar=False)
+    assert set(pcd.diagnostics) == {"ess", "acceptance", "grad_norm", "positive"}
+    pf = ugm.MLE(ugm.models.vbm, ugm.PF(8), optax.sgd(0.01)).run(
+        jax.random.PRNGKey(0), 3, data, 4, progress_bar=False)
+    assert set(pf.diagnostics) == set(PFInfo._fields) | {"grad_norm", "positive",
+                                                         "log_likelihood"}
+    np.testing.assert_allclose(pf.diagnostics["log_likelihood"],
+                               pf.diagnostics["positive"] - pf.diagnostics["log_z"])
+
+
+# --- the shared reweighting step ----------------------------------------------------------
+
+def test_reweight_with_and_without_carried_weights():
+    """PF's recursive weights from uniform ones equal MCMC-MLE's weights from its sample
+    (up to rounding), and both triggers (ESS, count) fire as documented."""
+    m, params, _ = small_model()
+    position = m.random_state(jax.random.PRNGKey(3), (32,))
+    reference = jax.tree.map(lambda a: 0.5 * a, params)
+    energy = free_energies(m, reference, position)
+    uniform = jnp.full((32,), -jnp.log(32.0))
+    sample = reweight(m, params, position, energy, jnp.asarray(1.0), threshold=0.5,
+                      count=jnp.asarray(1))
+    carried = reweight(m, params, position, energy, jnp.asarray(1.0), threshold=0.5,
+                       count=jnp.asarray(1), log_weights=uniform)
+    np.testing.assert_allclose(sample.log_weights, carried.log_weights, rtol=1e-5)
+    np.testing.assert_allclose(sample.log_z, carried.log_z, rtol=1e-6)
+    np.testing.assert_allclose(sample.log_weights,
+                               normalize(free_energies(m, params, position) - energy))
+    assert float(sample.ess) == pytest.approx(float(
+        1.0 / jnp.sum(jnp.exp(sample.log_weights) ** 2)), rel=1e-4)
+    assert bool(reweight(m, params, position, energy, 0.0, threshold=2.0,
+                         count=1).triggered)
+    assert not bool(reweight(m, params, position, energy, 0.0, threshold=0.0,
+                             count=1, every=2).triggered)
+    assert bool(reweight(m, params, position, energy, 0.0, threshold=0.0,
+                         count=2, every=2).triggered)
+    unit = reweight(m, params, position, energy, 0.0, threshold=0.0, count=1,
+                    log_weights=uniform, temperature=float("inf"))
+    np.testing.assert_allclose(unit.log_weights, uniform)

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from ..model import UGM, as_ugm
+from ..runloop import minimize
 from .enumeration import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, _check_size,
                           _chunk_states, _chunks, _fill, _float_dtype, _index_dtype,
                           _log_partition, _log_prob_observed, _make_plan, _validated,
@@ -66,7 +66,8 @@ class FitResult(NamedTuple):
 def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None = None,
         num_steps: int = 500, optimizer: optax.GradientTransformation | None = None,
         rng_key: jax.Array | None = None, tol: float = 1e-6,
-        chunk_size: int = DEFAULT_CHUNK_SIZE, **model_kwargs: Any) -> FitResult:
+        chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = False,
+        **model_kwargs: Any) -> FitResult:
     """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
 
     Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters,
@@ -105,6 +106,8 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
         Stop when the gradient norm of the objective falls to ``tol``.
     chunk_size : int
         Configurations evaluated together.
+    progress_bar : bool
+        Show a tqdm bar (the steps then run in chunks; results are identical).
     **model_kwargs
         Keyword arguments of ``model``.
 
@@ -122,8 +125,8 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
         params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
     m.check_params(params)
     _check_size(_make_plan(m, tuple(m.state_sites)), chunk_size, "fit")
-    opt = optax.with_extra_args_support(optax.lbfgs() if optimizer is None else optimizer)
-    if not hasattr(opt, "init") or not hasattr(opt, "update"):
+    optimizer = optax.lbfgs() if optimizer is None else optimizer
+    if not hasattr(optimizer, "init") or not hasattr(optimizer, "update"):
         raise TypeError("fit: optimizer must be an optax GradientTransformation")
 
     def loss(u, xs):
@@ -132,43 +135,13 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
             - _log_partition(m, p, chunk_size)
         return -(ll + m.log_prior(p) / num_examples), ll
 
-    value_and_grad = jax.value_and_grad(loss, has_aux=True)
-
-    @jax.jit
-    def run(u0, xs):
-        nan = jnp.full(num_steps + 1, jnp.nan, _float_dtype())
-        zero = jnp.zeros((), _float_dtype())
-
-        def cond(carry):
-            return ~carry[-1]
-
-        def body(carry):
-            i, u, s, trace, good, _ = carry
-            (value, ll), grad = value_and_grad(u, xs)
-            gnorm = optax.tree.norm(grad)
-            finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
-            trace = {"objective": trace["objective"].at[i].set(-value),
-                     "log_likelihood": trace["log_likelihood"].at[i].set(ll),
-                     "grad_norm": trace["grad_norm"].at[i].set(gnorm)}
-            good = jax.tree.map(lambda a, b: jnp.where(finite, a, b),
-                                (u, -value, ll, gnorm), good)
-            stop = (~finite) | (gnorm <= tol) | (i >= num_steps)
-            updates, s = opt.update(grad, s, u, value=value, grad=grad,
-                                    value_fn=lambda v: loss(v, xs)[0])
-            stepped = optax.apply_updates(u, updates)
-            u = jax.tree.map(lambda a, b: jnp.where(stop, a, b), u, stepped)
-            return i + (~stop).astype(i.dtype), u, s, trace, good, stop
-
-        trace0 = {"objective": nan, "log_likelihood": nan, "grad_norm": nan}
-        good0 = (u0, zero + jnp.nan, zero + jnp.nan, zero + jnp.nan)
-        carry = (jnp.zeros((), jnp.int32), u0, opt.init(u0), trace0, good0, jnp.array(False))
-        i, _, _, trace, good, _ = jax.lax.while_loop(cond, body, carry)
-        return i, trace, good
-
-    steps, trace, (u, objective, ll, gnorm) = run(m.to_unconstrained(params), x)
-    return FitResult(params=m.to_constrained(u), log_likelihood=ll, objective=objective,
-                     grad_norm=gnorm, num_steps=int(steps), converged=bool(gnorm <= tol),
-                     trace={k: np.asarray(v) for k, v in trace.items()})
+    out = minimize(loss, m.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
+                   progress_bar=progress_bar, desc="exact fit")
+    trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
+             "grad_norm": out.trace["grad_norm"]}
+    return FitResult(params=m.to_constrained(out.params), log_likelihood=out.aux,
+                     objective=-out.value, grad_norm=out.grad_norm,
+                     num_steps=out.num_steps, converged=out.converged, trace=trace)
 
 
 # --- exact sampling -----------------------------------------------------------------------

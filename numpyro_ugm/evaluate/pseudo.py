@@ -7,11 +7,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from ..model import UGM, as_ugm
 from ..conditionals import conditional_logits, exact_conditional_logits, free_energy
+from ..runloop import minimize
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
@@ -101,6 +101,7 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
                           params: dict | None = None, num_steps: int = 200,
                           optimizer: optax.GradientTransformation | None = None,
                           rng_key: jax.Array | None = None, tol: float = 1e-6,
+                          progress_bar: bool = False,
                           **model_kwargs: Any) -> PseudoFitResult:
     """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
     when parameter sites have priors).
@@ -129,6 +130,8 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
         For the initial parameters (default ``PRNGKey(0)``).
     tol : float
         Stop when the gradient norm of the objective falls to ``tol``.
+    progress_bar : bool
+        Show a tqdm bar (the steps then run in chunks; results are identical).
 
     Returns
     -------
@@ -144,42 +147,16 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     if params is None:
         params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
     m.check_params(params)
-    pll = _pseudo_log_likelihood_fn(mo, x)
-    opt = optax.with_extra_args_support(optax.lbfgs() if optimizer is None else optimizer)
 
-    def loss(u):
+    def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
         p = m.to_constrained(u)
-        value = pll(p)
+        value = _pseudo_log_likelihood_fn(mo, xs)(p)
         return -(value + m.log_prior(p) / num_examples), value
 
-    value_and_grad = jax.value_and_grad(loss, has_aux=True)
-
-    @jax.jit
-    def run(u0):
-        def cond(carry):
-            return ~carry[-1]
-
-        def body(carry):
-            i, u, s, good, _ = carry
-            (value, pl), grad = value_and_grad(u)
-            gnorm = optax.tree.norm(grad)
-            finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
-            good = jax.tree.map(lambda a, b: jnp.where(finite, a, b),
-                                (u, -value, pl, gnorm), good)
-            stop = (~finite) | (gnorm <= tol) | (i >= num_steps)
-            updates, s = opt.update(grad, s, u, value=value, grad=grad,
-                                    value_fn=lambda v: loss(v)[0])
-            stepped = optax.apply_updates(u, updates)
-            u = jax.tree.map(lambda a, b: jnp.where(stop, a, b), u, stepped)
-            return i + (~stop).astype(i.dtype), u, s, good, stop
-
-        nan = jnp.full((), jnp.nan, jnp.result_type(float))
-        carry = (jnp.zeros((), jnp.int32), u0, opt.init(u0), (u0, nan, nan, nan),
-                 jnp.array(False))
-        i, _, _, good, _ = jax.lax.while_loop(cond, body, carry)
-        return i, good
-
-    steps, (u, objective, pl, gnorm) = run(m.to_unconstrained(params))
-    return PseudoFitResult(params=m.to_constrained(u), pseudo_log_likelihood=pl,
-                           objective=objective, grad_norm=gnorm, num_steps=int(steps),
-                           converged=bool(np.asarray(gnorm) <= tol))
+    out = minimize(loss, m.to_unconstrained(params),
+                   optax.lbfgs() if optimizer is None else optimizer, num_steps, x, tol=tol,
+                   progress_bar=progress_bar, desc="pseudo-likelihood fit")
+    return PseudoFitResult(params=m.to_constrained(out.params),
+                           pseudo_log_likelihood=out.aux, objective=-out.value,
+                           grad_norm=out.grad_norm, num_steps=out.num_steps,
+                           converged=out.converged)

@@ -19,7 +19,7 @@ from .. import checkpoint
 from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
-from ..model import UGM
+from ..model import UGM, as_ugm
 from ..runloop import chunk_size, run_loop
 from .core import LearnerCore, LearnState
 
@@ -195,12 +195,10 @@ class MLE:
         self._setup_key = key
         inputs = _check_inputs(inputs, data)
         first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
-        if isinstance(self.model, UGM):
-            if model_args or model_kwargs:
-                raise TypeError("model arguments were given but the model is already a UGM")
-            m = self.model.bind(**first) if first else self.model
-        else:
-            m = UGM(self.model, *model_args, **model_kwargs, **first)
+        traced_with = {} if isinstance(self.model, UGM) else first  # a UGM is bound
+        m = as_ugm(self.model, *model_args, **model_kwargs, **traced_with)
+        if first and not traced_with:
+            m = m.bind(**first)
         data = m.validate_data(data)
         m = m.observe(data.keys())
         m.structure  # analyse once, outside any trace

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import optax
 
 from ..conditionals import free_energy
+from ..estimators.base import free_energies as particle_free_energies
 from ..estimators.per_example import ConditionalBatch
 
 
@@ -65,7 +66,7 @@ def free_energies(m, params, positions, inputs=None):
     """F(x; θ) for a batch of configurations (each under its example's ``inputs``, if
     given)."""
     if inputs is None:
-        return jax.vmap(free_energy, (None, None, 0))(m, params, positions)
+        return particle_free_energies(m, params, positions)
     return jax.vmap(lambda inp, x: free_energy(m.bind(**inp), params, x))(inputs, positions)
 
 

@@ -1,7 +1,7 @@
 """``MLE``: the learning driver users call, shaped like ``numpyro.infer.SVI``.
 
-It traces the model, checks the data, places data and particles on a device mesh, and
-runs the functional core (:class:`~numpyro_ugm.learn.core.LearnerCore`) over minibatches
+It traces the model, checks the data, places data and particles on a device mesh
+(:mod:`.data`), and runs the functional core (:class:`~numpyro_ugm.learn.core.LearnerCore`) over minibatches
 with the package's run loop (:mod:`numpyro_ugm.runloop`: progress bar, checkpoints,
 failure handling). Conditional models get their estimator wrapped in
 :class:`~numpyro_ugm.estimators.per_example.PerExample`.
@@ -22,6 +22,7 @@ from ..estimators.per_example import ConditionalBatch, PerExample
 from ..model import UGM, as_ugm
 from ..runloop import chunk_size, run_loop
 from .core import LearnerCore, LearnState
+from .data import Minibatches, Placement, check_inputs
 
 
 class RunResult(NamedTuple):
@@ -76,27 +77,6 @@ def _raw_key(key):
     return key
 
 
-def _check_inputs(inputs, data):
-    """Per-example model inputs as arrays sharing the data's leading example axis."""
-    if inputs is None:
-        return None
-    if not isinstance(inputs, dict) or not inputs:
-        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
-                        f"arguments, got {type(inputs).__name__}")
-    num = {n: np.shape(v)[0] if np.ndim(v) else None for n, v in data.items()}
-    expected = next(iter(num.values()))
-    out = {}
-    for name, value in inputs.items():
-        value = jnp.asarray(value)
-        if value.ndim == 0 or value.shape[0] != expected:
-            raise ValueError(f"input {name!r} has shape {value.shape}: its leading axis "
-                             f"must be the {expected} examples of the data")
-        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
-            raise ValueError(f"input {name!r} holds non-finite values")
-        out[name] = value
-    return out
-
-
 def _warn_if_collapsed(diagnostics, start):
     """Warn when the weighted particles degenerated to about one (ESS < 1.5)."""
     ess = diagnostics.get("ess")
@@ -110,29 +90,6 @@ def _warn_if_collapsed(diagnostics, start):
             "the particle approximation was poor there. Lower the learning rate, use "
             "more particles, a higher ess_threshold, or (PF) a weight temperature > 1.",
             RuntimeWarning, stacklevel=3)
-
-
-class _Minibatches:
-    """The example order: a fresh permutation per epoch (drawn from the state's
-    ``data_key``), read ``batch_size`` examples at a time."""
-
-    def __init__(self, num_examples, batch_size):
-        self.num_examples, self.batch_size = num_examples, batch_size
-        self.per_epoch = num_examples // batch_size
-        self.full = batch_size == num_examples
-
-    def permutation(self, state):
-        epoch = state.step // self.per_epoch
-        return jax.random.permutation(jax.random.fold_in(state.data_key, epoch),
-                                      self.num_examples)
-
-    def indices(self, state, perm):
-        """Examples of ``state.step``'s minibatch (None: the full batch)."""
-        if self.full:
-            return None
-        position = state.step % self.per_epoch
-        return jax.lax.dynamic_slice(perm, (position * self.batch_size,),
-                                     (self.batch_size,))
 
 
 class MLE:
@@ -170,6 +127,7 @@ class MLE:
             mesh = jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
                 jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
         self.mesh = mesh
+        self._placement = Placement(mesh)
         if not isinstance(estimator, Estimator):
             raise TypeError(f"estimator must be a ugm estimator such as ugm.PCD(100), got "
                             f"{estimator!r}")
@@ -193,7 +151,7 @@ class MLE:
         except (TypeError, ValueError):  # unhashable / array-valued arguments
             pass
         self._setup_key = key
-        inputs = _check_inputs(inputs, data)
+        inputs = check_inputs(inputs, data)
         first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
         traced_with = {} if isinstance(self.model, UGM) else first  # a UGM is bound
         m = as_ugm(self.model, *model_args, **model_kwargs, **traced_with)
@@ -209,43 +167,14 @@ class MLE:
         if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
-        self._data = self._shard(data, num_examples)
-        self._inputs = self._shard(inputs, num_examples)
+        self._data = self._placement.shard(data, num_examples)
+        self._inputs = self._placement.shard(inputs, num_examples)
         estimator = self.estimator if inputs is None else PerExample(self.estimator)
         self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
-        self._batches = _Minibatches(num_examples, num_examples if batch_size is None
+        self._batches = Minibatches(num_examples, num_examples if batch_size is None
                                      else int(batch_size))
-        self._update_jit = self._in_mesh(jax.jit(self._core.update))
-        self._scan_jit = self._in_mesh(jax.jit(self._scan, static_argnums=1))
-
-    def _in_mesh(self, fn):
-        """``fn`` run with the learner's mesh set (estimators then split particles they
-        create over it), or ``fn`` itself without a mesh."""
-        if self.mesh is None:
-            return fn
-
-        def wrapped(*args):
-            with jax.set_mesh(self.mesh):
-                return fn(*args)
-
-        return wrapped
-
-    def _shard(self, tree, *sizes):
-        """With a mesh: split the leading axis of the leaves whose leading axis is one of
-        ``sizes`` (particles, examples) over the mesh's first axis; the rest replicated.
-        jit then partitions every vmap over particles or examples accordingly."""
-        if self.mesh is None or tree is None:
-            return tree
-        axis = self.mesh.axis_names[0]
-        count = self.mesh.shape[axis]
-        P = jax.sharding.PartitionSpec
-
-        def place(a):
-            split = (np.ndim(a) > 0 and a.shape[0] in sizes and a.shape[0] % count == 0)
-            spec = P(axis) if split else P()
-            return jax.device_put(a, jax.sharding.NamedSharding(self.mesh, spec))
-
-        return jax.tree.map(place, tree)
+        self._update_jit = self._placement.run(jax.jit(self._core.update))
+        self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=1))
 
     def _batch(self, indices):
         """The core's batch for the examples ``indices`` (None: all)."""
@@ -317,11 +246,11 @@ class MLE:
             Initial parameters (constrained space); default ``m.init_params``.
         """
         self._setup(data, model_args, model_kwargs, inputs, batch_size)
-        state = self._in_mesh(self._core.init)(_raw_key(rng_key), self._batch(None),
+        state = self._placement.run(self._core.init)(_raw_key(rng_key), self._batch(None),
                                                init_params)
         sizes = (getattr(self._core.estimator, "num_particles", None),
                  self._batches.num_examples if self._inputs is not None else None)
-        state = state._replace(estimator_state=self._shard(state.estimator_state, *sizes))
+        state = state._replace(estimator_state=self._placement.shard(state.estimator_state, *sizes))
         self.last_state = state
         return state
 
@@ -392,7 +321,7 @@ class MLE:
             states (PCD and its tempered variants).
         """
         core = self.core
-        fresh = self._in_mesh(core.init_estimator)(
+        fresh = self._placement.run(core.init_estimator)(
             _raw_key(rng_key), core.m, core.get_params(state), self._batch(None))
         if position is not None:
             kernel_state = getattr(fresh, "kernel_state", None)

@@ -1,0 +1,110 @@
+"""The learner's parts on their own: the functional core (a pure, jit-able update on a
+batch passed every step), the per-example (CRF) estimator wrapper, and the supported ways
+to switch or re-seed an estimator mid-run."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import optax
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.estimators.per_example import ConditionalBatch, PerExample
+from numpyro_ugm.learn import LearnerCore
+
+
+@pytest.fixture(scope="module")
+def spins():
+    rng = np.random.default_rng(0)
+    return {"x": rng.choice(np.array([-1, 1], np.int8), size=(40, 6))}
+
+
+def chain_crf(n, field):
+    """A chain of spins whose unary field is a per-example input."""
+    J = numpyro.param("J", jnp.asarray(0.3))
+    y = numpyro.sample("y", ugm.Spin(n))
+    numpyro.factor("unary", jnp.sum(field * y))
+    numpyro.factor("pairs", J * jnp.sum(y[:-1] * y[1:]))
+
+
+def test_core_update_is_pure_and_equals_the_learner_step(spins):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(32), optax.sgd(0.05))
+    state = learner.init(jax.random.PRNGKey(6), spins, 6)
+    batch = learner.prepare(spins)
+    step = jax.jit(learner.core.update)
+    mine, info = step(state, batch.batch)
+    again, _ = step(state, batch.batch)  # same input, same output: nothing hidden
+    theirs, their_info = learner.update(state, batch)
+    for a, b, c in zip(jax.tree.leaves(mine), jax.tree.leaves(again),
+                       jax.tree.leaves(theirs)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    assert set(info) == set(their_info)
+    # another batch changes the positive phase: the data is an argument, not a constant
+    _, info1 = step(mine, batch.batch)
+    _, info2 = step(mine, {"x": batch.batch["x"][:10]})
+    assert float(info2["positive"]) != float(info1["positive"])
+
+
+def test_core_needs_no_learner(spins):
+    m = ugm.UGM(ugm.models.vbm, 6).observe(["x"])
+    core = LearnerCore(m, ugm.PCD(16), optax.sgd(0.1), num_examples=40)
+    batch = m.validate_data(spins)
+    state = core.init(jax.random.PRNGKey(0), batch)
+    for _ in range(3):
+        state, info = jax.jit(core.update)(state, batch)
+    assert int(state.step) == 3 and int(state.failed_at) == -1
+    assert np.isfinite(float(info["grad_norm"]))
+    assert set(core.get_params(state)) == {"W", "b"}
+
+
+def test_per_example_wrapper_updates_only_the_batch_examples():
+    n, num = 4, 3
+    fields = jnp.asarray(np.random.default_rng(2).normal(size=(num, n)), jnp.float32)
+    m = ugm.UGM(chain_crf, n, field=fields[0]).observe(["y"])
+    data = m.validate_data({"y": np.ones((num, n), np.int8)})
+    params = m.init_params(jax.random.PRNGKey(0))
+    wrapper = PerExample(ugm.PCD(8))
+    assert wrapper.num_particles == 8
+    state = wrapper.init(jax.random.PRNGKey(1), m, params,
+                         ConditionalBatch(data, {"field": fields}))
+    assert state.position["y"].shape == (num, 8, n)
+    index = jnp.array([2, 0])
+    take = lambda tree: jax.tree.map(lambda a: a[index], tree)  # noqa: E731
+    key = jax.random.PRNGKey(3)
+    new, particles, info = wrapper.update(
+        key, state, m, params, ConditionalBatch(take(data), {"field": fields[index]}, index))
+    assert particles.position["y"].shape == (2, 8, n)
+    np.testing.assert_array_equal(new.position["y"][1], state.position["y"][1])  # kept
+    # example 2's chains: exactly the wrapped estimator run on the model bound to its
+    # inputs, with the wrapper's key for it
+    own_key = jax.random.split(key, 2)[0]
+    own, _, _ = ugm.PCD(8).update(own_key, jax.tree.map(lambda a: a[2], state),
+                                  m.bind(field=fields[2]), params,
+                                  {"y": data["y"][2][None]})
+    np.testing.assert_array_equal(new.position["y"][2], own.position["y"])
+    assert float(info.ess) == 8.0
+
+
+def test_restart_estimator_switches_or_reseeds_mid_run(spins):
+    pcd = ugm.MLE(ugm.models.vbm, ugm.PCD(32), optax.sgd(0.05))
+    state = pcd.run(jax.random.PRNGKey(0), 5, spins, 6, progress_bar=False).state
+    # switch to PF at the same parameters, optimizer state and step
+    pf = ugm.MLE(ugm.models.vbm, ugm.PF(32), optax.sgd(0.05))
+    pf.init(jax.random.PRNGKey(0), spins, 6)
+    switched = pf.restart_estimator(state, jax.random.PRNGKey(9))
+    assert int(switched.step) == 5
+    np.testing.assert_array_equal(switched.params["W"], state.params["W"])
+    result = pf.run(jax.random.PRNGKey(0), 3, spins, 6, init_state=switched,
+                    progress_bar=False)
+    assert "log_z" in result.diagnostics and int(result.state.step) == 8
+    # re-seed PCD's chains from given positions (e.g. another learner's particles)
+    position = pcd.particles(state)
+    tempered = ugm.MLE(ugm.models.vbm, ugm.PCD(32, kernel=ugm.kernels.metropolis()),
+                       optax.sgd(0.05))
+    tempered.init(jax.random.PRNGKey(0), spins, 6)
+    moved = tempered.restart_estimator(state, jax.random.PRNGKey(1), position=position)
+    np.testing.assert_array_equal(tempered.particles(moved)["x"], position["x"])
+    with pytest.raises(TypeError, match="no kernel states"):
+        pf.restart_estimator(state, jax.random.PRNGKey(1), position=position)

@@ -63,7 +63,7 @@ def gibbs_runner(m):
 
     @jax.jit
     def run(theta, key, position, sweeps):
-        f = lambda x: m.log_potential({"theta": theta}, x)  # noqa: E731
+        f = m.logdensity_fn({"theta": theta})
         chains = position["y"].shape[0]
 
         def sweep(i, x):

@@ -245,7 +245,7 @@ def pt_swap_rates(learner, state, betas, num_steps=100, seed=0):
     params = learner.get_params(state)
     kernel = ugm.kernels.parallel_tempering(betas=betas).build(m)
     chains = state.estimator_state.kernel_state
-    logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+    logdensity = m.logdensity_fn(params)
     num_chains = jax.tree.leaves(chains.position)[0].shape[0]
 
     @jax.jit

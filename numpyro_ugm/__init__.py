@@ -1,19 +1,20 @@
 """numpyro_ugm: learning undirected graphical models with numpyro.
 
-See ``DESIGN.md`` for the architecture; the names below are the public contract.
+The layers and the data flow are described in the documentation's architecture page
+(``docs/architecture.md``); the names below are the public contract.
 """
 
-from . import checkpoint, infer, kernels, models
+from . import checkpoint, estimators, infer, kernels, models
 from .domains import Binary, Categorical, Spin
-from .evaluate import ais, exact, pseudo_log_likelihood
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
-from .learn import MLE, LearnState, NonFiniteError, RunResult
-from .model import UGM
+from .evaluate import ais, exact, pseudo_log_likelihood
+from .learn import LearnerCore, LearnState, MLE, NonFiniteError, RunResult
+from .model import UGM, as_ugm
 from .predict import Prediction, predict
 from .sampling import sample
 
 __version__ = "0.1.0"
-__all__ = ["checkpoint", "infer", "Binary", "Categorical", "Spin", "UGM", "kernels", "models", "CD", "PCD", "MCMCMLE",
-           "PF", "SMC", "PSMC", "MLE",
-           "LearnState", "NonFiniteError", "RunResult", "predict", "Prediction", "sample", "ais", "exact",
-           "pseudo_log_likelihood"]
+__all__ = ["checkpoint", "estimators", "infer", "kernels", "models", "Binary", "Categorical",
+           "Spin", "UGM", "as_ugm", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
+           "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
+           "Prediction", "sample", "ais", "exact", "pseudo_log_likelihood"]

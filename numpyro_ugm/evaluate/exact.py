@@ -15,11 +15,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..model import UGM, as_ugm
+from ..model import UGM
 from ..runloop import minimize
+from .fitting import prepare_fit
 from .enumeration import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, _check_size,
                           _chunk_states, _chunks, _fill, _float_dtype, _index_dtype,
-                          _log_partition, _log_prob_observed, _make_plan, _validated,
+                          _log_partition, _log_prob_observed, _make_plan,
                           expectation, log_likelihood, log_partition, log_prob, marginals,
                           num_enumerated)
 
@@ -115,15 +116,8 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
     -------
     FitResult
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    num_steps = int(num_steps)
-    if num_steps < 0:
-        raise ValueError(f"fit: num_steps must be >= 0, got {num_steps}")
-    mo, x = _validated(m, data)
-    num_examples = int(jax.tree.leaves(x)[0].shape[0])
-    if params is None:
-        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
-    m.check_params(params)
+    m, mo, x, num_examples, params, num_steps = prepare_fit(
+        "fit", model, data, model_args, model_kwargs, params, num_steps, rng_key)
     _check_size(_make_plan(m, tuple(m.state_sites)), chunk_size, "fit")
     optimizer = optax.lbfgs() if optimizer is None else optimizer
     if not hasattr(optimizer, "init") or not hasattr(optimizer, "update"):

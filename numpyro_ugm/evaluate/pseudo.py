@@ -9,9 +9,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..model import UGM, as_ugm
+from ..model import UGM
 from ..conditionals import conditional_logits, exact_conditional_logits, free_energy
 from ..runloop import minimize
+from .fitting import prepare_fit
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
@@ -137,16 +138,9 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     -------
     PseudoFitResult
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    num_steps = int(num_steps)
-    if num_steps < 0:
-        raise ValueError(f"fit_pseudo_likelihood: num_steps must be >= 0, got {num_steps}")
-    mo = m.observe(tuple(data))
-    x = mo.validate_data(data)
-    num_examples = int(jax.tree.leaves(x)[0].shape[0])
-    if params is None:
-        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
-    m.check_params(params)
+    m, mo, x, num_examples, params, num_steps = prepare_fit(
+        "fit_pseudo_likelihood", model, data, model_args, model_kwargs, params, num_steps,
+        rng_key)
 
     def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
         p = m.to_constrained(u)

@@ -142,9 +142,9 @@ def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_sca
         "PCD-1": lambda: ugm.PCD(particles, 1),
         "PCD-H": lambda: ugm.PCD(particles, H),
         "TT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.tempered_transitions(
-            gibbs, betas=max(H, 2))),
+            kernel=gibbs, betas=max(H, 2))),
         "PT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.parallel_tempering(
-            gibbs, betas=max(H, 2))),
+            kernel=gibbs, betas=max(H, 2))),
         "SMC": lambda: ugm.SMC(particles, 0.9)}
     for name in methods:
         if name != "PSMC":

@@ -178,9 +178,9 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
     estimators = {
         "PCD-1": lambda: ugm.PCD(particles, 1), "PCD-H": lambda: ugm.PCD(particles, H),
         "TT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.tempered_transitions(
-            gibbs, betas=H)),
+            kernel=gibbs, betas=H)),
         "PT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.parallel_tempering(
-            gibbs, betas=H)),
+            kernel=gibbs, betas=H)),
         "SMC": lambda: ugm.SMC(particles, 0.9)}
     for name in methods:
         if name != "PSMC":

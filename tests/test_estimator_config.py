@@ -47,7 +47,17 @@ RENAMED = [
      ["'sweeps'", "'num_mcmc_steps'"]),
     (lambda: ugm.kernels.metropolis(sweeps=2),
      lambda: ugm.kernels.metropolis(num_mcmc_steps=2), ["'sweeps'", "'num_mcmc_steps'"]),
+    (lambda: ugm.kernels.tempered_transitions(base=GIBBS, betas=3),
+     lambda: ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3), ["'base'", "'kernel'"]),
+    (lambda: ugm.kernels.parallel_tempering(base=GIBBS), lambda: ugm.kernels.parallel_tempering(
+        kernel=GIBBS), ["'base'", "'kernel'"]),
     # the old positional order: kernel (now keyword-only) and what followed it
+    (lambda: ugm.kernels.tempered_transitions(GIBBS, 3, 2),
+     lambda: ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3, every=2),
+     ["'kernel'", "kernel=", "'every'"]),
+    (lambda: ugm.kernels.parallel_tempering(GIBBS, (0.5, 1.0)),
+     lambda: ugm.kernels.parallel_tempering(kernel=GIBBS, betas=(0.5, 1.0)),
+     ["'kernel'", "'betas'"]),
     (lambda: ugm.CD(2, GIBBS), lambda: ugm.CD(2, kernel=GIBBS), ["'kernel'", "kernel="]),
     (lambda: ugm.PCD(10, 2, GIBBS), lambda: ugm.PCD(10, 2, kernel=GIBBS),
      ["'kernel'", "kernel="]),
@@ -113,7 +123,7 @@ def test_misuse_of_old_and_new_spellings_is_refused():
 
 ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),
               ugm.PSMC(10),
-              ugm.PCD(10, 2, kernel=ugm.kernels.tempered_transitions(GIBBS, betas=3)),
+              ugm.PCD(10, 2, kernel=ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3)),
               ugm.PSMC(10, kernel=ugm.kernels.parallel_tempering(betas=(0.5, 1.0)))]
 
 

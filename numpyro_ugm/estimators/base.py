@@ -29,6 +29,7 @@ from ..conditionals import conditional_logits, free_energy, scatter
 from ..kernels import gibbs
 from ..kernels.base import Kernel, KernelSpec, as_spec, sample_labels, step_chains
 
+
 class Particles(NamedTuple):
     """Weighted configurations.
 
@@ -44,12 +45,12 @@ class Particles(NamedTuple):
     log_weights: jax.Array
 
 
-def uniform_log_weights(num_particles):
+def uniform_log_weights(num_particles: int) -> jax.Array:
     """Normalized log-weights of ``num_particles`` equally weighted particles."""
     return jnp.full((num_particles,), -jnp.log(num_particles))
 
 
-def normalize(log_weights):
+def normalize(log_weights: jax.Array) -> jax.Array:
     """Log-weights shifted so that ``logsumexp == 0``.
 
     NaN weights count as zero; if no weight is left (all zero, or an infinite one),
@@ -66,7 +67,8 @@ def normalize(log_weights):
 RESAMPLING = ("systematic", "stratified", "multinomial", "residual")
 
 
-def resample(rng_key, position, log_weights, method="systematic"):
+def resample(rng_key: jax.Array, position: dict, log_weights: jax.Array,
+             method: str = "systematic") -> dict:
     """Resample particles in proportion to their weights (blackjax's schemes).
 
     Equally weighted particles are returned unchanged: resampling them would only add
@@ -80,7 +82,7 @@ def resample(rng_key, position, log_weights, method="systematic"):
     return jax.tree.map(lambda a: a[idx], position)
 
 
-def shard_particles(tree):
+def shard_particles(tree: Any) -> Any:
     """Split the leading (particle) axis over the first axis of the mesh set by the
     learner (``MLE(..., mesh=...)``); a no-op without one."""
     mesh = jax.sharding.get_abstract_mesh()
@@ -94,7 +96,7 @@ def shard_particles(tree):
         if jnp.ndim(a) and a.shape[0] % count == 0 else a, tree)
 
 
-def free_energies(m, params, position):
+def free_energies(m, params: dict, position: dict) -> jax.Array:
     """F(x_s; θ) for every particle: the log-potential with latent sites summed out."""
     return jax.vmap(free_energy, (None, None, 0))(m, params, position)
 
@@ -257,7 +259,7 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     return Reweighted(log_weights, ess_value, log_z, current, triggered)
 
 
-def sample_latent(m, params, rng_key, position):
+def sample_latent(m, params: dict, rng_key: jax.Array, position: dict) -> dict:
     """Draw the latent sites exactly from p(latent | observed) for each particle.
 
     Requires latent sites that do not interact with each other (the learner checks);
@@ -281,7 +283,7 @@ def sample_latent(m, params, rng_key, position):
     return jax.vmap(one)(jax.random.split(rng_key, num), position)
 
 
-def with_latent(m, rng_key, batch):
+def with_latent(m, rng_key: jax.Array, batch: dict) -> dict:
     """Complete an observed batch with uniformly random latent sites."""
     num = jax.tree.leaves(batch)[0].shape[0]
     keys = jax.random.split(rng_key, max(len(m.latent_sites), 1))

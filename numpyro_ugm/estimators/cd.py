@@ -17,13 +17,8 @@ class CDState(NamedTuple):
 
 @mapping_access
 class CDInfo(NamedTuple):
-    """Diagnostics of one CD update.
-
-    Attributes
-    ----------
-    ess : the number of chains (uniform weights)
-    acceptance : mean kernel acceptance (1 for Gibbs)
-    """
+    """Diagnostics of one CD update: ``ess``, the batch size (one chain per example,
+    uniform weights), and ``acceptance``, the mean kernel acceptance (1 for Gibbs)."""
 
     ess: jax.Array
     acceptance: jax.Array

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
+from .._deprecation import renamed_arguments
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
 
@@ -54,6 +55,7 @@ class TemperedTransitionsInfo(NamedTuple):
     ran: jax.Array
 
 
+@renamed_arguments({"base": "kernel"}, ("kernel", "betas", "every"))
 @dataclasses.dataclass(frozen=True)
 class tempered_transitions(KernelSpec):
     """Tempered transitions (Neal 1996; Salakhutdinov 2009, Alg. 2).
@@ -64,10 +66,14 @@ class tempered_transitions(KernelSpec):
     end point is accepted with probability
     min(1, Π_{s=1..S} exp((β_{s−1} − β_s) f(x_s) + (β_s − β_{s−1}) f(x̃_s))).
 
+    All arguments are keyword only (formerly ``tempered_transitions(base, betas,
+    every)``; the old order and the name ``base`` still work, with a warning).
+
     Parameters
     ----------
-    base : KernelSpec, optional
+    kernel : KernelSpec, optional
         Base kernel (default: systematic-scan block Gibbs); its ``reverse()`` gives T̃.
+        Formerly ``base``.
     betas : int or sequence of float, optional
         Increasing inverse temperatures ending at 1, or their number spaced uniformly in
         [0.9, 1] (default 50, as in the paper's MNIST experiment).
@@ -76,7 +82,8 @@ class tempered_transitions(KernelSpec):
         otherwise (Trans-SAP alternates Gibbs updates with one run; e.g. ``every=200``).
     """
 
-    base: Optional[KernelSpec] = None
+    _: dataclasses.KW_ONLY
+    kernel: Optional[KernelSpec] = None
     betas: Union[int, Sequence[float], None] = None
     every: int = 1
 
@@ -85,10 +92,10 @@ class tempered_transitions(KernelSpec):
                                                        self.betas, 0.9, 50))
         if int(self.every) < 1:
             raise ValueError(f"tempered_transitions: every must be >= 1, got {self.every}")
-        as_spec(self.base, gibbs())
+        as_spec(self.kernel, gibbs())
 
     def build(self, m) -> Kernel:
-        spec = as_spec(self.base, gibbs())
+        spec = as_spec(self.kernel, gibbs())
         forward, backward = spec.build(m), spec.reverse().build(m)
         betas = jnp.asarray(self.betas)
         down = betas[:-1][::-1]          # β_{S−1}, ..., β_0
@@ -184,6 +191,7 @@ class ParallelTemperingInfo(NamedTuple):
     swap_accepted: jax.Array
 
 
+@renamed_arguments({"base": "kernel"}, ("kernel", "betas"))
 @dataclasses.dataclass(frozen=True)
 class parallel_tempering(KernelSpec):
     """Parallel tempering: one replica per β, each moved by one base step at p_β, then
@@ -192,25 +200,29 @@ class parallel_tempering(KernelSpec):
     the β = 1 replica; replicas persist in the state (keep the kernel state between
     updates, as ``PCD`` does).
 
+    All arguments are keyword only (formerly ``parallel_tempering(base, betas)``; the
+    old order and the name ``base`` still work, with a warning).
+
     Parameters
     ----------
-    base : KernelSpec, optional
-        Base kernel (default: systematic-scan block Gibbs).
+    kernel : KernelSpec, optional
+        Base kernel (default: systematic-scan block Gibbs). Formerly ``base``.
     betas : int or sequence of float, optional
         Increasing inverse temperatures ending at 1, or their number spaced uniformly in
         [0, 1] (default 10; the PSMC paper spaces H of them uniformly in [0, 1]).
     """
 
-    base: Optional[KernelSpec] = None
+    _: dataclasses.KW_ONLY
+    kernel: Optional[KernelSpec] = None
     betas: Union[int, Sequence[float], None] = None
 
     def __post_init__(self):
         object.__setattr__(self, "betas", _check_betas("parallel_tempering",
                                                        self.betas, 0.0, 10))
-        as_spec(self.base, gibbs())
+        as_spec(self.kernel, gibbs())
 
     def build(self, m) -> Kernel:
-        kernel = as_spec(self.base, gibbs()).build(m)
+        kernel = as_spec(self.kernel, gibbs()).build(m)
         betas = jnp.asarray(self.betas)
         num = len(self.betas)
         pair = jnp.arange(num - 1)

@@ -46,6 +46,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
+from ._deprecation import warn_deprecated
 from .kernels import gibbs
 from .kernels.base import as_spec
 from .model import UGM, as_ugm
@@ -211,7 +212,16 @@ class UGMSampler(MCMCKernel):
 
     sample_field = "z"
 
-    def __init__(self, model: Callable, kernel: Any = None, params: dict | None = None):
+    def __init__(self, model: Callable, *legacy: Any, kernel: Any = None,
+                 params: dict | None = None):
+        if legacy:  # the old positional (model, kernel, params)
+            if len(legacy) > 2:
+                raise TypeError(f"UGMSampler takes 1 positional argument, got "
+                                f"{1 + len(legacy)}")
+            warn_deprecated("UGMSampler: passing kernel (and params) positionally is "
+                            "deprecated; use UGMSampler(model, kernel=..., params=...)")
+            kernel = legacy[0]
+            params = legacy[1] if len(legacy) > 1 else params
         if not callable(model):
             raise TypeError(f"UGMSampler: model must be a numpyro model function, got "
                             f"{model!r}")
@@ -421,7 +431,7 @@ class UGMGibbsFn:
     """The ``gibbs_fn`` of ``numpyro.infer.HMCGibbs`` built by :func:`gibbs_fn`.
 
     Calling it as ``fn(rng_key, gibbs_sites, hmc_sites)`` (positionally or by keyword)
-    runs ``num_steps`` kernel steps on the state sites, starting at ``gibbs_sites``, with
+    runs ``num_mcmc_steps`` kernel steps on the state sites, starting at ``gibbs_sites``, with
     the continuous sites at ``hmc_sites``, and returns the new ``gibbs_sites``.
 
     Attributes
@@ -430,15 +440,16 @@ class UGMGibbsFn:
         The model traced with its continuous latent sites as parameters.
     sites : tuple of str
         The state sites it samples: pass as ``HMCGibbs(..., gibbs_sites=fn.sites)``.
-    num_steps : int
+    num_mcmc_steps : int
     """
 
-    def __init__(self, model, model_args, model_kwargs, kernel, num_steps, params):
-        if int(num_steps) < 1:
-            raise ValueError(f"gibbs_fn: num_steps must be >= 1, got {num_steps}")
+    def __init__(self, model, model_args, model_kwargs, kernel, num_mcmc_steps, params):
+        if int(num_mcmc_steps) != num_mcmc_steps or int(num_mcmc_steps) < 1:
+            raise ValueError(f"gibbs_fn: num_mcmc_steps must be an integer >= 1, got "
+                             f"{num_mcmc_steps}")
         self.ugm = m = as_ugm(model, *model_args, **model_kwargs)
         self.sites = tuple(m.state_sites)
-        self.num_steps = int(num_steps)
+        self.num_mcmc_steps = int(num_mcmc_steps)
         given = dict(params or {})
         unknown = [n for n in given if n not in m.param_sites]
         if unknown:
@@ -475,21 +486,27 @@ class UGMGibbsFn:
         kernel = self._kernel
         position = {s: jnp.asarray(gibbs_sites[s]) for s in self.sites}
         state = kernel.init(position, logdensity)
-        if self.num_steps == 1:
+        if self.num_mcmc_steps == 1:
             state = kernel.step(rng_key, state, logdensity)[0]
         else:
             state = jax.lax.fori_loop(
-                0, self.num_steps,
+                0, self.num_mcmc_steps,
                 lambda i, s: kernel.step(jax.random.fold_in(rng_key, i), s, logdensity)[0],
                 state)
         return dict(state.position)
 
     def __repr__(self):
-        return f"UGMGibbsFn(sites={list(self.sites)}, num_steps={self.num_steps})"
+        return f"UGMGibbsFn(sites={list(self.sites)}, num_mcmc_steps={self.num_mcmc_steps})"
+
+    @property
+    def num_steps(self):
+        """Deprecated name of :attr:`num_mcmc_steps`."""
+        warn_deprecated("UGMGibbsFn: 'num_steps' is deprecated, use 'num_mcmc_steps'")
+        return self.num_mcmc_steps
 
 
 def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
-             num_steps: int = 1, params: dict | None = None,
+             num_mcmc_steps: int = 1, params: dict | None = None,
              **model_kwargs: Any) -> "UGMGibbsFn":
     """Build the ``gibbs_fn`` of ``numpyro.infer.HMCGibbs`` for the state sites of a model.
 
@@ -513,12 +530,12 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
         arguments (then give no model arguments).
     *model_args, **model_kwargs
         The arguments ``MCMC.run`` passes to the model (``HMCGibbs`` does not hand them
-        to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_steps`` and
-        ``params`` are taken by this function.
+        to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_mcmc_steps``
+        and ``params`` (and, while deprecated, ``num_steps``) are taken by this function.
     kernel : KernelSpec, optional
         A :mod:`numpyro_ugm.kernels` spec (default: ``ugm.kernels.gibbs()``).
-    num_steps : int
-        Kernel steps per call (per MCMC step).
+    num_mcmc_steps : int
+        Kernel steps per call (per MCMC step); ``num_steps`` is its deprecated name.
     params : dict, optional
         Values of ``numpyro.param`` sites (default: their init values) or of continuous
         sites that no other block samples.
@@ -529,4 +546,7 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
         Callable ``(rng_key, gibbs_sites, hmc_sites) -> gibbs_sites``, values in the model
         representation; ``.sites`` names the sites it samples.
     """
-    return UGMGibbsFn(model, model_args, model_kwargs, kernel, num_steps, params)
+    if "num_steps" in model_kwargs:
+        warn_deprecated("gibbs_fn: 'num_steps' is deprecated, use 'num_mcmc_steps'")
+        num_mcmc_steps = model_kwargs.pop("num_steps")
+    return UGMGibbsFn(model, model_args, model_kwargs, kernel, num_mcmc_steps, params)

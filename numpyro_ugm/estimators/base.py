@@ -25,9 +25,24 @@ import jax.numpy as jnp
 from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess
 
+from .._deprecation import mapping_access
 from ..conditionals import conditional_logits, free_energy, scatter
 from ..kernels import gibbs
 from ..kernels.base import Kernel, KernelSpec, as_spec, sample_labels, step_chains
+
+
+@mapping_access
+class ChainInfo(NamedTuple):
+    """Diagnostics of an update by equally weighted chains (CD, PCD).
+
+    Attributes
+    ----------
+    ess : the number of chains (uniform weights)
+    acceptance : mean kernel acceptance (1 for Gibbs)
+    """
+
+    ess: jax.Array
+    acceptance: jax.Array
 
 
 class Particles(NamedTuple):

@@ -6,22 +6,16 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._deprecation import mapping_access, renamed_arguments
+from .._deprecation import renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import Estimator, Particles, move, sample_latent, uniform_log_weights, with_latent
+from .base import ChainInfo, Estimator, Particles, move, sample_latent, uniform_log_weights, with_latent
 
 
 class CDState(NamedTuple):
     """CD keeps nothing between updates."""
 
 
-@mapping_access
-class CDInfo(NamedTuple):
-    """Diagnostics of one CD update: ``ess``, the batch size (one chain per example,
-    uniform weights), and ``acceptance``, the mean kernel acceptance (1 for Gibbs)."""
-
-    ess: jax.Array
-    acceptance: jax.Array
+CDInfo = ChainInfo
 
 
 @renamed_arguments({"k": "num_mcmc_steps"}, ("num_mcmc_steps", "kernel"))

@@ -7,9 +7,9 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._deprecation import mapping_access, renamed_arguments
+from .._deprecation import renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import Estimator, Particles, move_states, uniform_log_weights
+from .base import ChainInfo, Estimator, Particles, move_states, uniform_log_weights
 
 
 class PCDState(NamedTuple):
@@ -24,18 +24,7 @@ class PCDState(NamedTuple):
         return self.kernel_state.position
 
 
-@mapping_access
-class PCDInfo(NamedTuple):
-    """Diagnostics of one PCD update.
-
-    Attributes
-    ----------
-    ess : the number of chains (uniform weights)
-    acceptance : mean kernel acceptance (1 for Gibbs)
-    """
-
-    ess: jax.Array
-    acceptance: jax.Array
+PCDInfo = ChainInfo
 
 
 @renamed_arguments({"k": "num_mcmc_steps"}, ("num_particles", "num_mcmc_steps", "kernel"))

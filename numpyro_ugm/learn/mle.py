@@ -88,7 +88,7 @@ def _warn_if_collapsed(diagnostics, start):
             f"the importance weights collapsed to about one particle (ESS < 1.5) on "
             f"{collapsed.size} of {len(ess)} steps, first at step {start + collapsed[0]}: "
             "the particle approximation was poor there. Lower the learning rate, use "
-            "more particles, a higher ess_threshold, or (PF) a weight temperature > 1.",
+            "more particles, a higher resample_threshold (PF) or target_ess (SMC, PSMC), or (PF) a weight temperature > 1.",
             RuntimeWarning, stacklevel=3)
 
 

@@ -10,6 +10,7 @@
 from pathlib import Path
 
 import jax
+import pytest
 
 jax.config.update("jax_compilation_cache_dir",
                   str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))
@@ -19,3 +20,11 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: "test_sharding" not in item.nodeid)
+
+
+@pytest.fixture(scope="module")
+def spins():
+    """40 random ±1 rows of 6 spins (``helpers.spins_data``)."""
+    from helpers import spins_data
+
+    return spins_data()

@@ -1,7 +1,8 @@
-"""The samplers sample the right distribution.
+"""The samplers sample the right distribution: Gibbs (kernels/gibbs.py) on every kind of
+model — and Metropolis beside it where a test is parametrized over kernels.
 
-Every check compares draws against the exact distribution computed here by brute force
-(itertools over all configurations, each evaluated with ``m.log_potential``). Chains start
+Every check compares draws against the exact distribution computed by brute force
+(``helpers``: itertools over all configurations, each evaluated with ``m.log_potential``). Chains start
 uniformly at random, run independently (``vmap``), and only their final states are kept,
 so the draws are i.i.d. from the kernel's distribution after ``num_steps`` steps. The
 total-variation threshold is the sampling noise of that many i.i.d. exact draws (mean + 6
@@ -11,140 +12,16 @@ some models the same kernel run at a wrong temperature, exceed the threshold.
 """
 
 import functools
-import itertools
 
-import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
+from helpers import (GIBBS, GIBBS_2, GIBBS_RANDOM, METROPOLIS, all_states, check_tv,
+                     exact_log_probs, potts5, random_params, run_chains, vbm8)
 
 import numpyro_ugm as ugm
-
-# --- brute force and statistics -------------------------------------------------------
-
-
-def variables(m):
-    """(site, domain) for each state site, in the order configurations are numbered."""
-    return list(m.state_sites.items())
-
-
-def all_states(m):
-    """Every configuration (model representation, batched) in mixed-radix order (first
-    variable of the first site most significant)."""
-    ranges = [range(d.num_values) for _, d in variables(m) for _ in range(d.num_variables)]
-    labels = np.array(list(itertools.product(*ranges)), np.int64).reshape(-1, len(ranges))
-    out, pos = {}, 0
-    for s, d in variables(m):
-        block = labels[:, pos:pos + d.num_variables].reshape((-1,) + tuple(d.shape_))
-        if isinstance(d, ugm.Categorical):
-            out[s] = np.eye(d.num_categories, dtype=np.float32)[block]
-        else:
-            out[s] = np.asarray(d.values, np.float32)[block]
-        pos += d.num_variables
-    return out
-
-
-def exact_log_probs(m, params, beta=1.0):
-    """log p(x) ∝ beta · f(x) over all configurations (float64)."""
-    f = jax.jit(jax.vmap(m.log_potential, in_axes=(None, 0)))(params, all_states(m))
-    f = beta * np.asarray(f, np.float64)
-    return f - np.logaddexp.reduce(f)
-
-
-def config_index(m, position):
-    """Index of each configuration of a batch of positions (see all_states)."""
-    index = np.zeros(jax.tree.leaves(position)[0].shape[0], np.int64)
-    for s, d in variables(m):
-        x = np.asarray(position[s])
-        if isinstance(d, ugm.Categorical):
-            assert np.all(x.sum(-1) == 1) and np.all((x == 0) | (x == 1)), "not one-hot"
-            labels = x.argmax(-1)
-        else:
-            assert np.all(np.isin(x, d.values)), f"values outside {d.values}"
-            labels = (x == d.values[1]).astype(np.int64)
-        for lab in labels.reshape(len(index), -1).T:
-            index = index * d.num_values + lab
-    return index
-
-
-def total_variation(p, index):
-    q = np.bincount(index, minlength=len(p)) / len(index)
-    return 0.5 * np.abs(p - q).sum()
-
-
-def tv_threshold(p, num_samples, replicates=200, seed=0):
-    """mean + 6 sd of the TV between p and the empirical distribution of ``num_samples``
-    i.i.d. draws from p: a correct sampler stays below it."""
-    rng = np.random.default_rng(seed)
-    q = rng.multinomial(num_samples, p, size=replicates) / num_samples
-    tv = 0.5 * np.abs(q - p).sum(-1)
-    return tv.mean() + 6 * tv.std()
-
-
-@functools.lru_cache(maxsize=None)
-def compiled_run(m, spec, num_chains, num_steps):
-    """jit(key, params, beta) -> (initial positions, final positions, mean acceptance)
-    of ``num_chains`` independent chains from uniform starts."""
-    kernel = spec.build(m)
-
-    @jax.jit
-    def run(rng_key, params, beta):
-        def logdensity(x):
-            return beta * m.log_potential(params, x)
-
-        init_key, run_key = jax.random.split(rng_key)
-        start = m.random_state(init_key, (num_chains,))
-        states = jax.vmap(kernel.init, (0, None))(start, logdensity)
-
-        def one_step(states, key):
-            keys = jax.random.split(key, num_chains)
-            states, info = jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(keys, states)
-            return states, jnp.mean(info.acceptance_rate)
-
-        states, acceptance = jax.lax.scan(one_step, states, jax.random.split(run_key, num_steps))
-        return start, states.position, jnp.mean(acceptance)
-
-    return run
-
-
-def run_chains(m, params, spec, num_chains, num_steps, seed=0, beta=1.0):
-    run = compiled_run(m, spec, num_chains, num_steps)
-    start, final, acceptance = run(jax.random.PRNGKey(seed), params, beta)
-    return jax.device_get(start), jax.device_get(final), float(acceptance)
-
-
-def check_tv(m, params, spec, num_chains, num_steps, wrong_beta=None, seed=0):
-    """Draws of ``spec`` are within the i.i.d. threshold of the exact distribution; the
-    uniform starts (and a run at ``wrong_beta``) are not."""
-    p = np.exp(exact_log_probs(m, params))
-    threshold = tv_threshold(p, num_chains)
-    start, final, acceptance = run_chains(m, params, spec, num_chains, num_steps, seed)
-    tv = total_variation(p, config_index(m, final))
-    tv_start = total_variation(p, config_index(m, start))
-    assert tv < threshold, f"{spec}: TV {tv:.4f} >= threshold {threshold:.4f}"
-    assert tv_start > threshold, f"uniform starts pass: TV {tv_start:.4f} (test is blind)"
-    if wrong_beta is not None:
-        _, wrong, _ = run_chains(m, params, spec, num_chains, num_steps, seed, wrong_beta)
-        tv_wrong = total_variation(p, config_index(m, wrong))
-        assert tv_wrong > threshold, (f"run at beta={wrong_beta} passes: TV {tv_wrong:.4f} "
-                                      f"< {threshold:.4f} (test is blind)")
-    return tv, threshold, acceptance
-
-
-def random_params(m, seed, scales):
-    """Parameters drawn N(0, scale²) per site (``scales``: site -> scale)."""
-    rng = np.random.default_rng(seed)
-    params = m.init_params(jax.random.PRNGKey(seed))
-    return {n: jnp.asarray(scales[n] * rng.standard_normal(np.shape(v)), jnp.float32)
-            for n, v in params.items()}
-
-
-GIBBS = ugm.kernels.gibbs()
-GIBBS_RANDOM = ugm.kernels.gibbs(scan="random")
-GIBBS_2 = ugm.kernels.gibbs(sweeps=2)
-METROPOLIS = ugm.kernels.metropolis()
 
 # --- models ---------------------------------------------------------------------------
 
@@ -161,15 +38,6 @@ def binary_third_order(n, triples):
     numpyro.factor("triples", jnp.sum(T * x[i] * x[j] * x[k]))
 
 
-def potts_ring(n, K):
-    """K-label Potts ring with one K×K coupling matrix per bond and fields."""
-    J = numpyro.param("J", jnp.zeros((n, K, K)))
-    h = numpyro.param("h", jnp.zeros((n, K)))
-    x = numpyro.sample("x", ugm.Categorical(n, K))
-    numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x, J, jnp.roll(x, -1, axis=0)))
-    numpyro.factor("fields", jnp.sum(h * x))
-
-
 def abs_model(n):
     """Spins with |.| on chain bonds and the square of a sum (not multilinear in code,
     though the square is a sum of pairs on the domain)."""
@@ -184,21 +52,9 @@ def abs_model(n):
 
 
 @functools.lru_cache(maxsize=None)
-def vbm8():
-    m = ugm.UGM(ugm.models.vbm, 8)
-    return m, random_params(m, 1, {"W": 0.5, "b": 0.4})
-
-
-@functools.lru_cache(maxsize=None)
 def binary3():
     m = ugm.UGM(binary_third_order, 7, ((0, 2, 4), (1, 3, 5), (2, 5, 6), (0, 1, 2)))
     return m, random_params(m, 2, {"W": 1.0, "b": 0.6, "T": 1.5})
-
-
-@functools.lru_cache(maxsize=None)
-def potts5():
-    m = ugm.UGM(potts_ring, 5, 3)
-    return m, random_params(m, 3, {"J": 0.9, "h": 0.5})
 
 
 @functools.lru_cache(maxsize=None)
@@ -278,14 +134,6 @@ def test_rbm_joint(spec, steps):
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
 
-def test_metropolis_acceptance_is_reported():
-    m, params = vbm8()
-    *_, acceptance = run_chains(m, params, METROPOLIS, 20000, 60)
-    assert 0.05 < acceptance < 0.95
-    *_, acceptance = run_chains(m, params, GIBBS, 20000, 30)
-    assert acceptance == 1.0
-
-
 # --- more than max_unrolled blocks: the scanned padded-table path ---------------------
 
 
@@ -324,103 +172,3 @@ def test_more_blocks_than_unrolled(spec):
         _, wrong, _ = run_chains(m, params, spec, num, 25, beta=0.75)
         assert np.max(np.abs(moment_z_scores(mean, second, wrong["x"]))) > 5.0
 
-
-# --- inner kernel of blackjax SMC -----------------------------------------------------
-
-
-def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
-    """blackjax adaptive tempered SMC from uniform particles to p(·; θ) with our kernel
-    as the move; returns (final particles, normalized weights, log Z estimate, steps)."""
-    kernel = spec.build(m)
-    algorithm = blackjax.adaptive_tempered_smc(
-        logprior_fn=lambda x: 0.0,
-        loglikelihood_fn=lambda x: m.log_potential(params, x),
-        mcmc_step_fn=kernel.step, mcmc_init_fn=kernel.init, mcmc_parameters={},
-        resampling_fn=blackjax.smc.resampling.systematic, target_ess=0.5,
-        num_mcmc_steps=num_mcmc_steps)
-
-    @jax.jit
-    def run(rng_key):
-        init_key, key = jax.random.split(rng_key)
-        state = algorithm.init(m.random_state(init_key, (num_particles,)))
-
-        def cond(carry):
-            return carry[0].tempering_param < 1.0
-
-        def body(carry):
-            state, key, log_z, steps = carry
-            key, step_key = jax.random.split(key)
-            state, info = algorithm.step(step_key, state)
-            return state, key, log_z + info.log_likelihood_increment, steps + 1
-
-        state, _, log_z, steps = jax.lax.while_loop(
-            cond, body, (state, key, jnp.zeros(()), jnp.zeros((), jnp.int32)))
-        return state.particles, state.weights, log_z + m.log_num_states, steps
-
-    return jax.device_get(run(jax.random.PRNGKey(seed)))
-
-
-@pytest.mark.parametrize("spec", [GIBBS, METROPOLIS])
-def test_inner_kernel_of_blackjax_adaptive_tempered_smc(spec):
-    m, params = vbm8()
-    f = jax.vmap(m.log_potential, in_axes=(None, 0))(params, all_states(m))
-    log_z = float(np.logaddexp.reduce(np.asarray(f, np.float64)))
-    p = np.exp(exact_log_probs(m, params))
-    x = all_states(m)["x"].astype(np.float64)
-    mean, second = p @ x, np.einsum("s,si,sj->ij", p, x, x)
-
-    particles, weights, log_z_hat, steps = adaptive_smc(m, params, spec, 8000)
-    assert steps > 2  # really tempered
-    assert abs(log_z_hat - log_z) < 0.05, (log_z_hat, log_z)
-    xs = particles["x"].astype(np.float64)
-    assert np.all(np.isin(xs, (-1.0, 1.0)))
-    w = weights / weights.sum()
-    err = np.concatenate([w @ xs - mean, (np.einsum("n,ni,nj->ij", w, xs, xs) - second)
-                          [np.triu_indices(8, 1)]])
-    assert np.max(np.abs(err)) < 0.05, np.max(np.abs(err))
-    # the tolerance is tight enough to reject the distribution at another temperature
-    q = np.exp(exact_log_probs(m, params, 0.75))
-    wrong = np.concatenate([q @ x - mean, (np.einsum("s,si,sj->ij", q, x, x) - second)
-                            [np.triu_indices(8, 1)]])
-    assert np.max(np.abs(wrong)) > 0.1
-
-
-# --- kernel contract ------------------------------------------------------------------
-
-
-def test_kernel_contract_and_jit_vmap():
-    m, params = potts5()
-    logdensity = functools.partial(m.log_potential, params)
-    for spec in (GIBBS, GIBBS_RANDOM, METROPOLIS):
-        kernel = spec.build(m)
-        position = m.random_state(jax.random.PRNGKey(0))
-        state = kernel.init(position, logdensity)
-        new, info = jax.jit(kernel.step, static_argnums=2)(jax.random.PRNGKey(1), state,
-                                                           logdensity)
-        assert type(new) is type(state) and set(new.position) == {"x"}
-        assert new.position["x"].shape == (5, 3) and new.position["x"].dtype == jnp.float32
-        assert info.acceptance_rate.shape == ()
-        config_index(m, jax.tree.map(lambda a: a[None], new.position))  # one-hot check
-
-
-def test_spec_validation():
-    with pytest.raises(ValueError, match="scan"):
-        ugm.kernels.gibbs(scan="sequential")
-    with pytest.raises(ValueError, match="sweeps"):
-        ugm.kernels.gibbs(sweeps=0)
-    with pytest.raises(ValueError, match="sweeps"):
-        ugm.kernels.metropolis(sweeps=0)
-
-
-def test_sample_labels_distribution():
-    from numpyro_ugm.kernels.base import sample_labels
-
-    n = 200000
-    keys = jax.random.split(jax.random.PRNGKey(0), n)
-    for probs in ([[0.2, 0.8], [0.9, 0.1]], [[0.1, 0.2, 0.3, 0.4], [0.0, 0.5, 0.5, 0.0]]):
-        logits = jnp.log(jnp.array(probs))
-        draws = np.asarray(jax.vmap(lambda k, lg=logits: sample_labels(k, lg))(keys))
-        for row, p in enumerate(probs):
-            freq = np.bincount(draws[:, row], minlength=len(p)) / n
-            np.testing.assert_allclose(freq, p, atol=5 * np.sqrt(0.25 / n))
-            assert np.all(freq[np.asarray(p) == 0] == 0)  # impossible labels never drawn

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from test_kernels_gibbs import (GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs,
+from helpers import (GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs,
                           vbm8)
 
 import numpyro_ugm as ugm

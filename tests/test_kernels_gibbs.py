@@ -117,7 +117,9 @@ def test_categorical_potts(spec, steps):
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
 
-@pytest.mark.parametrize("spec,steps", [(GIBBS, 30), (GIBBS_RANDOM, 60)])
+# random scan: checked by default in test_spin_vbm and test_more_blocks_than_unrolled
+@pytest.mark.parametrize("spec,steps", [(GIBBS, 30),
+                                        pytest.param(GIBBS_RANDOM, 60, marks=pytest.mark.slow)])
 def test_not_multilinear_exact_conditionals(spec, steps):
     m, params = abs7()
     assert not m.structure.multilinear  # Gibbs evaluates f at each value

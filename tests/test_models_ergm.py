@@ -220,7 +220,10 @@ def _weighted_statistics(m, particles):
     return g, ess
 
 
-@pytest.mark.parametrize("name", ["PCD", "PF", "MCMCMLE"])
+# the weighted estimators' gradients are checked against exact on every default run in
+# test_estimators_base.py; on the ERGM they run with -m slow
+@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow),
+                                  pytest.param("MCMCMLE", marks=pytest.mark.slow)])
 def test_estimator_gradients_match_exact(triad4, name):
     m = triad4
     theta0 = jnp.array([-0.5, 0.2, 0.3])

@@ -43,6 +43,8 @@ LONGEST_FIRST = [
     "test_structure.py",
     "test_model.py",
     "test_evaluate_pseudo.py",
+    "test_conditionals.py",
+    "test_domains.py",
     "test_kernels_metropolis.py",
 ]
 

@@ -193,6 +193,7 @@ def test_log_partition_and_expectations_match_brute_force(statistics, theta):
         _assert_matchings(m, 4)
 
 
+@pytest.mark.slow  # the exact-conditional fallback sampler: by default in test_kernels_gibbs
 def test_gwesp_fallback_sampler_matches_exact():
     statistics, theta = ("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)
     m = model(4, statistics)

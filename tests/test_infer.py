@@ -28,7 +28,7 @@ import pytest
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS, Gibbs, HMCGibbs
 from numpyro.infer.gibbs import GIBBS_SITES_KWARG, conditioned
-from test_kernels import (config_index, exact_log_probs, potts5, potts_ring, total_variation,
+from helpers import (config_index, exact_log_probs, potts5, potts_ring, total_variation,
                           tv_threshold, vbm8)
 
 import numpyro_ugm as ugm

@@ -1,75 +1,18 @@
-"""The learning driver: inputs checked, runs reproducible, failures keep the last good
-state. (Agreement with exact maximum likelihood is in test_learn_exact.py.)"""
+"""The learning driver (learn.py): estimator and optimizer checked, runs reproducible,
+failures keep the last good state, weights of zero are not failures. (Data validation:
+test_model.py; the per-example CRF mode: test_learn_crf.py; the running log Z of the
+diagnostics against the exact one: test_estimators_base.py; agreement with exact
+maximum likelihood: test_end_to_end.py.)"""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from helpers import make
 
 import numpyro_ugm as ugm
-
-
-@pytest.fixture(scope="module")
-def spins():
-    rng = np.random.default_rng(0)
-    return {"x": rng.choice(np.array([-1, 1], np.int8), size=(40, 6))}
-
-
-def make(k=1, lr=0.05):
-    return ugm.MLE(ugm.models.vbm, ugm.PCD(32, k=k), optax.sgd(lr))
-
-
-def test_values_outside_domain_name_site_and_value(spins):
-    bad = spins["x"].copy()
-    bad[3, 2] = 0
-    with pytest.raises(ValueError, match=r"site 'x': value 0 at example 3, index \(2,\)"):
-        make().run(jax.random.PRNGKey(0), 2, {"x": bad}, 6, progress_bar=False)
-
-
-def test_categorical_label_out_of_range():
-    import numpyro
-
-    def potts(n):
-        J = numpyro.param("J", jnp.zeros((3, 3)))
-        x = numpyro.sample("x", ugm.Categorical(n, 3))
-        numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
-
-    data = {"x": np.array([[0, 1, 2, 3]])}
-    with pytest.raises(ValueError, match="outside the domain Categorical"):
-        ugm.MLE(potts, ugm.PCD(4), optax.sgd(0.1)).init(jax.random.PRNGKey(0), data, 4)
-
-
-def test_wrong_shape_and_unknown_site(spins):
-    with pytest.raises(ValueError, match=r"site 'x': data has shape \(40, 5\)"):
-        make().init(jax.random.PRNGKey(0), {"x": spins["x"][:, :5]}, 6)
-    with pytest.raises(KeyError, match="not state sites"):
-        make().init(jax.random.PRNGKey(0), {"y": spins["x"]}, 6)
-    with pytest.raises(ValueError, match="no examples"):
-        make().init(jax.random.PRNGKey(0), {"x": spins["x"][:0]}, 6)
-
-
-def test_missing_site_and_wrong_dtype_are_named():
-    import numpyro
-
-    def three(n):  # every pair of sites interacts: none can be summed out
-        W = numpyro.param("W", jnp.zeros((n, n)))
-        x, y, z = (numpyro.sample(s, ugm.Spin(n)) for s in "xyz")
-        numpyro.factor("pairs", x @ W @ y + y @ W @ z + x @ W @ z)
-
-    x = np.ones((5, 3), np.int8)
-    learner = ugm.MLE(three, ugm.PCD(4), optax.sgd(0.1))
-    with pytest.raises(NotImplementedError, match=r"latent sites \['y', 'z'\] interact"):
-        learner.init(jax.random.PRNGKey(0), {"x": x}, 3)
-    with pytest.raises(TypeError, match=r"site 'x': data has dtype <U\d+, expected numbers"):
-        learner.init(jax.random.PRNGKey(0), {"x": x.astype(str), "y": x, "z": x}, 3)
-
-
-def test_non_finite_initial_params(spins):
-    params = {"W": jnp.zeros((6, 6)).at[1, 2].set(jnp.nan), "b": jnp.zeros(6)}
-    with pytest.raises(FloatingPointError, match=r"'W' holds a non-finite value nan at index "
-                                                 r"\(1, 2\)"):
-        make().init(jax.random.PRNGKey(0), spins, 6, init_params=params)
+from numpyro_ugm.datasets import vbm_problem
+from numpyro_ugm.estimators.base import normalize
 
 
 def test_bad_estimator_and_optimizer():
@@ -135,3 +78,23 @@ def test_cd_on_rbm_with_minibatches_increases_data_fit():
     assert result.diagnostics["positive"].shape == (300,)
     # the positive phase (mean free energy of data) rises as the model fits the data
     assert result.diagnostics["positive"][-20:].mean() > result.diagnostics["positive"][:20].mean() + 1.0
+
+
+class ZeroWeightPCD(ugm.PCD):
+    """PCD whose first particle has weight exactly zero (log weight −inf), as after an
+    underflow in a tempering step."""
+
+    def update(self, rng_key, state, m, params, data):
+        state, particles, info = super().update(rng_key, state, m, params, data)
+        log_weights = normalize(particles.log_weights.at[0].set(-np.inf))
+        return state, particles._replace(log_weights=log_weights), info
+
+
+def test_zero_weight_particles_are_not_a_failure():
+    """A log weight of −inf is a particle of weight zero, not a non-finite step; NaN
+    still is."""
+    _, train, _ = vbm_problem(jax.random.PRNGKey(0), 6, 50, 10)
+    learner = ugm.MLE(ugm.models.vbm, ZeroWeightPCD(8), optax.sgd(0.1))
+    result = learner.run(jax.random.PRNGKey(1), 5, train, 6, progress_bar=False)
+    assert int(result.state.failed_at) == -1 and int(result.state.step) == 5
+    assert np.all(np.isfinite(result.diagnostics["grad_norm"]))

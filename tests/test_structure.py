@@ -1,5 +1,6 @@
-"""The structure found from the model itself: interaction graph, coloring into blocks,
-multilinearity, ``independent()``, and the errors for models that cannot be sampled."""
+"""The structure found from the model itself (structure.py): interaction graph, coloring
+into blocks, multilinearity, ``independent()``, and the error for a potential that is not
+finite. (Models that cannot be traced at all: test_model.py.)"""
 
 import warnings
 
@@ -7,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-import numpyro.distributions as dist
 import pytest
 
 import numpyro_ugm as ugm
@@ -236,27 +236,6 @@ def test_structure_found_inside_a_trace():
 
 
 # --- errors -----------------------------------------------------------------------------
-
-
-def test_no_state_site_is_an_error():
-    def model():
-        w = numpyro.param("w", 1.0)
-        numpyro.factor("f", w ** 2)
-
-    with pytest.raises(ValueError, match="no state site"):
-        ugm.UGM(model)
-
-
-@pytest.mark.parametrize("make", [lambda: dist.Bernoulli(0.5).expand([3]),
-                                  lambda: dist.Bernoulli(0.5),
-                                  lambda: dist.Bernoulli(0.5).expand([3]).to_event(1)])
-def test_discrete_numpyro_distribution_is_an_error(make):
-    def model():
-        x = numpyro.sample("x", make())
-        numpyro.factor("f", jnp.sum(x))
-
-    with pytest.raises(TypeError, match=r"'x'.*Bernoulli.*ugm\.Spin, ugm\.Binary"):
-        ugm.UGM(model)
 
 
 def test_non_finite_potential_is_an_error():

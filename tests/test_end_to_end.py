@@ -31,6 +31,7 @@ def objective(m, params, data):
     return ll + float(m.log_prior(params)) / len(data["x"])
 
 
+@pytest.mark.slow  # PCD reaching the exact ML: by default on the ERGM and the CRF
 def test_pcd_reaches_exact_ml_supremum(problem, exact_ml):
     m, true_params, train = problem
     best = exact_ml

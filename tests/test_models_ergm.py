@@ -193,6 +193,7 @@ def test_log_partition_and_expectations_match_brute_force(statistics, theta):
         _assert_matchings(m, 4)
 
 
+@pytest.mark.slow  # the exact-conditional fallback sampler: by default in test_kernels_gibbs
 def test_gwesp_fallback_sampler_matches_exact():
     statistics, theta = ("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)
     m = model(4, statistics)
@@ -220,7 +221,10 @@ def _weighted_statistics(m, particles):
     return g, ess
 
 
-@pytest.mark.parametrize("name", ["PCD", "PF", "MCMCMLE"])
+# the weighted estimators' gradients are checked against exact on every default run in
+# test_estimators_base.py; on the ERGM they run with -m slow
+@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow),
+                                  pytest.param("MCMCMLE", marks=pytest.mark.slow)])
 def test_estimator_gradients_match_exact(triad4, name):
     m = triad4
     theta0 = jnp.array([-0.5, 0.2, 0.3])

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from test_kernels import (GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs,
+from helpers import (GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs,
                           vbm8)
 
 import numpyro_ugm as ugm
@@ -22,13 +22,16 @@ def curie_weiss(n, coupling):
     numpyro.factor("fields", b @ x)
 
 
+#: the default run covers tempered transitions (every step and every third step) and
+#: parallel tempering over Gibbs; the slow run adds the other base kernels
 @pytest.mark.parametrize("spec", [
     tempered_transitions(GIBBS, betas=(0.2, 0.5, 0.8, 1.0)),
-    tempered_transitions(GIBBS_RANDOM, betas=(0.3, 0.7, 1.0)),
-    tempered_transitions(METROPOLIS, betas=(0.5, 1.0)),
+    pytest.param(tempered_transitions(GIBBS_RANDOM, betas=(0.3, 0.7, 1.0)),
+                 marks=pytest.mark.slow),
+    pytest.param(tempered_transitions(METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
     tempered_transitions(GIBBS, betas=(0.5, 1.0), every=3),
     parallel_tempering(GIBBS, betas=(0.0, 0.4, 0.7, 1.0)),
-    parallel_tempering(METROPOLIS, betas=(0.5, 1.0)),
+    pytest.param(parallel_tempering(METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
 ], ids=["tt-gibbs", "tt-random", "tt-metropolis", "tt-every3", "pt-gibbs", "pt-metropolis"])
 def test_tempered_kernels_leave_target_invariant(spec):
     m, params = vbm8()
@@ -98,11 +101,15 @@ def test_trans_sap_batch_step_branches_once_for_all_chains():
     states = jax.vmap(kernel.init, (0, None))(m.random_state(jax.random.PRNGKey(0), (16,)),
                                               logdensity)
     batched, one_by_one = states, states
+    # both jitted: op by op, the seven steps took 30 s
+    step_batch = jax.jit(lambda k, s: step_chains(kernel, k, s, logdensity))
+    step_each = jax.jit(lambda keys, s: jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(
+        keys, s))
     ran = []
     for key in jax.random.split(jax.random.PRNGKey(1), 7):
-        batched, info = step_chains(kernel, key, batched, logdensity)
+        batched, info = step_batch(key, batched)
         keys = jax.random.split(key, 16)
-        one_by_one, _ = jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(keys, one_by_one)
+        one_by_one, _ = step_each(keys, one_by_one)
         ran.append(bool(np.all(info.ran)) if bool(np.any(info.ran)) else False)
         for a, b in zip(jax.tree.leaves(batched), jax.tree.leaves(one_by_one)):
             np.testing.assert_array_equal(a, b)

@@ -12,33 +12,12 @@ import optax
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
+from helpers import all_states
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
 
 # --- brute force ----------------------------------------------------------------------------
-
-
-def model_values(domain, labels):
-    """Labels -> model representation, written independently of the library."""
-    labels = np.asarray(labels)
-    if isinstance(domain, ugm.Categorical):
-        return np.eye(domain.num_categories, dtype=np.float32)[labels]
-    return np.asarray(domain.values, np.float32)[labels]
-
-
-def all_states(m, sites=None):
-    """Every configuration of ``sites`` (default: all state sites), batched."""
-    sites = list(m.state_sites) if sites is None else list(sites)
-    domains = [m.state_sites[s] for s in sites]
-    ranges = [range(d.num_values) for d in domains for _ in range(d.num_variables)]
-    labels = np.array(list(itertools.product(*ranges)), np.int64).reshape(-1, len(ranges))
-    out, pos = {}, 0
-    for s, d in zip(sites, domains):
-        block = labels[:, pos:pos + d.num_variables].reshape((-1,) + tuple(d.shape_))
-        out[s] = model_values(d, block)
-        pos += d.num_variables
-    return out
 
 
 _BRUTE = {}

@@ -1,0 +1,285 @@
+"""Shared small models, data and brute-force references for the tests.
+
+One place for what several test modules use, with the same sizes, seeds and keys as
+before they were shared:
+
+* brute force over every configuration: ``all_states`` (mixed-radix order, first
+  variable of the first site most significant), ``exact_log_probs``, ``config_index``;
+* the sampler check: ``total_variation``, ``tv_threshold`` (i.i.d. sampling noise),
+  ``run_chains`` / ``check_tv`` and the kernel specs ``GIBBS``, ``GIBBS_RANDOM``,
+  ``GIBBS_2``, ``METROPOLIS``;
+* small models with their parameters: ``vbm8`` (8 spins, the kernels' target),
+  ``potts5`` (a 5-variable 3-label Potts ring), ``small_rbm`` (RBM 12x6 with 300 exact
+  draws), ``vbm8_path`` (8 spins, θ_0 and θ_1 of the estimators' parameter path);
+* the estimators' Monte Carlo checks: ``schedule``, ``path``, ``mean_and_se``,
+  ``check_close``, ``at`` and their constants;
+* data: ``spins`` (40 random ±1 rows of 6), the CRF images (``crf_data``).
+
+Functions that build models or data are cached (``functools.lru_cache``): within one
+process every test shares the traced model, its structure and its compiled functions.
+"""
+
+import functools
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import optax
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+from numpyro_ugm.models import image_features
+
+# --- brute force and statistics -------------------------------------------------------
+
+
+def model_values(domain, labels):
+    """Labels -> model representation, written independently of the library."""
+    labels = np.asarray(labels)
+    if isinstance(domain, ugm.Categorical):
+        return np.eye(domain.num_categories, dtype=np.float32)[labels]
+    return np.asarray(domain.values, np.float32)[labels]
+
+
+def all_states(m, sites=None):
+    """Every configuration of ``sites`` (default: all state sites), batched."""
+    sites = list(m.state_sites) if sites is None else list(sites)
+    domains = [m.state_sites[s] for s in sites]
+    ranges = [range(d.num_values) for d in domains for _ in range(d.num_variables)]
+    labels = np.array(list(itertools.product(*ranges)), np.int64).reshape(-1, len(ranges))
+    out, pos = {}, 0
+    for s, d in zip(sites, domains):
+        block = labels[:, pos:pos + d.num_variables].reshape((-1,) + tuple(d.shape_))
+        out[s] = model_values(d, block)
+        pos += d.num_variables
+    return out
+
+
+def variables(m):
+    """(site, domain) for each state site, in the order configurations are numbered."""
+    return list(m.state_sites.items())
+
+
+def exact_log_probs(m, params, beta=1.0):
+    """log p(x) ∝ beta · f(x) over all configurations (float64)."""
+    f = jax.jit(jax.vmap(m.log_potential, in_axes=(None, 0)))(params, all_states(m))
+    f = beta * np.asarray(f, np.float64)
+    return f - np.logaddexp.reduce(f)
+
+
+def config_index(m, position):
+    """Index of each configuration of a batch of positions (see all_states)."""
+    index = np.zeros(jax.tree.leaves(position)[0].shape[0], np.int64)
+    for s, d in variables(m):
+        x = np.asarray(position[s])
+        if isinstance(d, ugm.Categorical):
+            assert np.all(x.sum(-1) == 1) and np.all((x == 0) | (x == 1)), "not one-hot"
+            labels = x.argmax(-1)
+        else:
+            assert np.all(np.isin(x, d.values)), f"values outside {d.values}"
+            labels = (x == d.values[1]).astype(np.int64)
+        for lab in labels.reshape(len(index), -1).T:
+            index = index * d.num_values + lab
+    return index
+
+
+def total_variation(p, index):
+    q = np.bincount(index, minlength=len(p)) / len(index)
+    return 0.5 * np.abs(p - q).sum()
+
+
+def tv_threshold(p, num_samples, replicates=200, seed=0):
+    """mean + 6 sd of the TV between p and the empirical distribution of ``num_samples``
+    i.i.d. draws from p: a correct sampler stays below it."""
+    rng = np.random.default_rng(seed)
+    q = rng.multinomial(num_samples, p, size=replicates) / num_samples
+    tv = 0.5 * np.abs(q - p).sum(-1)
+    return tv.mean() + 6 * tv.std()
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_run(m, spec, num_chains, num_steps):
+    """jit(key, params, beta) -> (initial positions, final positions, mean acceptance)
+    of ``num_chains`` independent chains from uniform starts."""
+    kernel = spec.build(m)
+
+    @jax.jit
+    def run(rng_key, params, beta):
+        def logdensity(x):
+            return beta * m.log_potential(params, x)
+
+        init_key, run_key = jax.random.split(rng_key)
+        start = m.random_state(init_key, (num_chains,))
+        states = jax.vmap(kernel.init, (0, None))(start, logdensity)
+
+        def one_step(states, key):
+            keys = jax.random.split(key, num_chains)
+            states, info = jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(keys, states)
+            return states, jnp.mean(info.acceptance_rate)
+
+        states, acceptance = jax.lax.scan(one_step, states, jax.random.split(run_key, num_steps))
+        return start, states.position, jnp.mean(acceptance)
+
+    return run
+
+
+def run_chains(m, params, spec, num_chains, num_steps, seed=0, beta=1.0):
+    run = compiled_run(m, spec, num_chains, num_steps)
+    start, final, acceptance = run(jax.random.PRNGKey(seed), params, beta)
+    return jax.device_get(start), jax.device_get(final), float(acceptance)
+
+
+def check_tv(m, params, spec, num_chains, num_steps, wrong_beta=None, seed=0):
+    """Draws of ``spec`` are within the i.i.d. threshold of the exact distribution; the
+    uniform starts (and a run at ``wrong_beta``) are not."""
+    p = np.exp(exact_log_probs(m, params))
+    threshold = tv_threshold(p, num_chains)
+    start, final, acceptance = run_chains(m, params, spec, num_chains, num_steps, seed)
+    tv = total_variation(p, config_index(m, final))
+    tv_start = total_variation(p, config_index(m, start))
+    assert tv < threshold, f"{spec}: TV {tv:.4f} >= threshold {threshold:.4f}"
+    assert tv_start > threshold, f"uniform starts pass: TV {tv_start:.4f} (test is blind)"
+    if wrong_beta is not None:
+        _, wrong, _ = run_chains(m, params, spec, num_chains, num_steps, seed, wrong_beta)
+        tv_wrong = total_variation(p, config_index(m, wrong))
+        assert tv_wrong > threshold, (f"run at beta={wrong_beta} passes: TV {tv_wrong:.4f} "
+                                      f"< {threshold:.4f} (test is blind)")
+    return tv, threshold, acceptance
+
+
+def random_params(m, seed, scales):
+    """Parameters drawn N(0, scale²) per site (``scales``: site -> scale)."""
+    rng = np.random.default_rng(seed)
+    params = m.init_params(jax.random.PRNGKey(seed))
+    return {n: jnp.asarray(scales[n] * rng.standard_normal(np.shape(v)), jnp.float32)
+            for n, v in params.items()}
+
+
+GIBBS = ugm.kernels.gibbs()
+GIBBS_RANDOM = ugm.kernels.gibbs(scan="random")
+GIBBS_2 = ugm.kernels.gibbs(sweeps=2)
+METROPOLIS = ugm.kernels.metropolis()
+
+# --- models ---------------------------------------------------------------------------
+
+
+def potts_ring(n, K):
+    """K-label Potts ring with one K×K coupling matrix per bond and fields."""
+    J = numpyro.param("J", jnp.zeros((n, K, K)))
+    h = numpyro.param("h", jnp.zeros((n, K)))
+    x = numpyro.sample("x", ugm.Categorical(n, K))
+    numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x, J, jnp.roll(x, -1, axis=0)))
+    numpyro.factor("fields", jnp.sum(h * x))
+
+
+@functools.lru_cache(maxsize=None)
+def vbm8():
+    m = ugm.UGM(ugm.models.vbm, 8)
+    return m, random_params(m, 1, {"W": 0.5, "b": 0.4})
+
+
+@functools.lru_cache(maxsize=None)
+def potts5():
+    m = ugm.UGM(potts_ring, 5, 3)
+    return m, random_params(m, 3, {"J": 0.9, "h": 0.5})
+
+
+@functools.lru_cache(maxsize=None)
+def small_rbm(scale=1.0):
+    m = ugm.UGM(ugm.models.rbm, 12, 6).observe(["v"])
+    rng = np.random.default_rng(0)
+    params = {k: jnp.asarray(scale * rng.standard_normal(np.shape(v)), jnp.float32)
+              for k, v in m.init_params(jax.random.PRNGKey(0)).items()}
+    data = exact.sample(m, params, jax.random.PRNGKey(1), 300)
+    return m, params, {"v": data["v"]}
+
+
+# --- the estimators against exact enumeration -------------------------------------
+
+NUM_PARTICLES = 200
+PATH_STEPS = 10  # updates along θ_0 → θ_1
+Z_MAX = 4.0  # standard errors allowed
+SLACK = 0.02  # absolute slack on top (bias O(1/S) of self-normalized weights, float32)
+
+
+@functools.lru_cache(maxsize=None)
+def vbm8_path():
+    """8 fully connected spins with fields (256 states); θ_0 and the end θ_1 of a path."""
+    m = ugm.UGM(ugm.models.vbm, 8).observe(["x"])
+    start = random_params(m, 1, {"W": 0.5, "b": 0.4})
+    step = random_params(m, 2, {"W": 0.2, "b": 0.2})
+    end = jax.tree.map(jnp.add, start, step)
+    return m, start, end
+
+
+def schedule(num_still, jumps=()):
+    """Positions t on the line θ_0 + t (θ_1 − θ_0) of successive updates: ``num_still``
+    at θ_0, PATH_STEPS moving slowly to θ_1, then big ``jumps`` further along."""
+    return tuple(np.concatenate([np.zeros(num_still),
+                                 np.arange(1, PATH_STEPS + 1) / PATH_STEPS, jumps]))
+
+
+def path(start, end, times):
+    """Stacked parameters θ_0 + t (θ_1 − θ_0) for each t of ``times``."""
+    t = jnp.asarray(times, jnp.float32)
+    return jax.tree.map(lambda a, b: a[None] + t.reshape((-1,) + (1,) * a.ndim)
+                        * (b - a)[None], start, end)
+
+
+def mean_and_se(samples):
+    """Mean over the leading (seed) axis and its standard error."""
+    return samples.mean(0), samples.std(0, ddof=1) / np.sqrt(samples.shape[0])
+
+
+def check_close(estimates, exact_value, what, abs_tol):
+    """Mean over seeds within Z_MAX standard errors + SLACK of ``exact_value``, and
+    its largest error below ``abs_tol``. Returns (max error, max z)."""
+    mean, se = mean_and_se(np.asarray(estimates, np.float64))
+    error = np.abs(mean - np.asarray(exact_value, np.float64))
+    bad = error > Z_MAX * se + SLACK
+    assert not np.any(bad), (f"{what}: error {error[bad]} > {Z_MAX} se {se[bad]} + {SLACK}")
+    assert error.max() < abs_tol, f"{what}: max error {error.max():.4f} >= {abs_tol}"
+    return error.max(), (error / np.maximum(se, 1e-12)).max()
+
+
+def at(tree, index):
+    return jax.tree.map(lambda a: a[index], tree)
+
+
+# --- data ----------------------------------------------------------------------------
+
+
+def spins_data():
+    """40 random ±1 rows of 6 spins (the learner's small data set)."""
+    rng = np.random.default_rng(0)
+    return {"x": rng.choice(np.array([-1, 1], np.int8), size=(40, 6))}
+
+
+def make(k=1, lr=0.05):
+    """MLE of the spin VBM with PCD-k (32 particles) and SGD."""
+    return ugm.MLE(ugm.models.vbm, ugm.PCD(32, k=k), optax.sgd(lr))
+
+
+#: labels of every training image: an "L" (neighbours agree and disagree, so the
+#: conditional ML estimate is finite; a 3×3 "X" is a checkerboard and is not)
+TRUTH = np.array([[1, 1, -1], [1, 1, -1], [-1, -1, -1]], np.int8)
+NUM_EXAMPLES = 10
+
+
+def features(y):
+    node, edge = jax.vmap(image_features)(jnp.asarray(y, jnp.float32))
+    return {"node_features": node, "edge_features": edge}
+
+
+@functools.lru_cache(maxsize=None)
+def crf_data():
+    """10 noisy copies (N(0, 1) noise) of TRUTH, their features and the grid CRF traced
+    with the first image's inputs."""
+    rng = np.random.default_rng(0)
+    y = TRUTH[None] + rng.normal(size=(NUM_EXAMPLES, 3, 3))
+    inputs = features(y)
+    data = {"x": np.broadcast_to(TRUTH, (NUM_EXAMPLES, 3, 3)).copy()}
+    m = ugm.UGM(ugm.models.grid_crf, **{k: v[0] for k, v in inputs.items()})
+    return m, inputs, data

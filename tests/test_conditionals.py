@@ -1,0 +1,97 @@
+"""Conditionals in closed form (conditionals.py), against brute force: the log-odds of a
+block from one gradient equal those from evaluating the potential at each value; a
+block of non-interacting variables summed out (and the free energy of an RBM) equals
+the sum over its configurations written out here."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import potts5, random_params, vbm8
+
+import numpyro_ugm as ugm
+from numpyro_ugm.conditionals import (conditional_logits, exact_conditional_logits,
+                                      free_energy, gather, scatter, sum_out)
+
+
+def brute_logits(m, params, state, site, i):
+    """f at each value of variable i of ``site`` (the others as in ``state``)."""
+    domain = m.state_sites[site]
+    flat = np.asarray(state[site]).reshape((domain.num_variables,) + domain.event_shape)
+    out = []
+    for value in np.asarray(domain.model_values()):
+        y = flat.copy()
+        y[i] = value
+        out.append(float(m.log_potential(params, {**state, site: jnp.asarray(
+            y.reshape(np.shape(state[site])))})))
+    return np.array(out)
+
+
+def centred(logits):
+    logits = np.asarray(logits, np.float64)
+    return logits - logits[..., :1]
+
+
+@pytest.mark.parametrize("make", [vbm8, potts5], ids=["spin-vbm8", "potts5"])
+def test_gradient_logits_equal_brute_force(make):
+    m, params = make()
+    state = m.random_state(jax.random.PRNGKey(0))
+    f = lambda x: m.log_potential(params, x)  # noqa: E731
+    for block in m.blocks:
+        fast = conditional_logits(f, state, m.state_sites, block)
+        slow = exact_conditional_logits(f, state, m.state_sites, block)
+        for s, idx in block.items():
+            idx = range(m.state_sites[s].num_variables) if idx is None else idx
+            want = np.stack([centred(brute_logits(m, params, state, s, int(i)))
+                             for i in idx])
+            np.testing.assert_allclose(centred(fast[s]), want, atol=1e-4)
+            np.testing.assert_allclose(centred(slow[s]), want, atol=1e-4)
+    # the test can fail: the log-odds are not all zero
+    assert np.abs(want).max() > 0.1
+
+
+def test_gather_and_scatter():
+    domain = ugm.Categorical((2, 3), 4)
+    x = domain.sample(jax.random.PRNGKey(1))
+    idx = np.array([4, 0, 2])
+    np.testing.assert_array_equal(gather(x, domain, idx), x.reshape(6, 4)[idx])
+    new = jnp.eye(4)[jnp.array([3, 3, 1])]
+    y = scatter(x, domain, idx, new)
+    assert y.shape == x.shape
+    np.testing.assert_array_equal(y.reshape(6, 4)[idx], new)
+    rest = np.setdiff1d(np.arange(6), idx)
+    np.testing.assert_array_equal(y.reshape(6, 4)[rest], x.reshape(6, 4)[rest])
+    np.testing.assert_array_equal(scatter(x, domain, None, gather(x, domain, None)), x)
+
+
+def rbm53():
+    m = ugm.UGM(ugm.models.rbm, 5, 3)
+    return m, random_params(m, 5, {"W": 1.2, "b": 0.5, "c": 0.5})
+
+
+def test_sum_out_and_free_energy_equal_the_sum_over_hidden_states():
+    m, params = rbm53()
+    latent = m.observe(["v"])
+    v = np.array([1.0, 0.0, 1.0, 1.0, 0.0], np.float32)
+    hs = np.array(list(itertools.product([0.0, 1.0], repeat=3)), np.float32)
+    f = np.array([float(m.log_potential(params, {"v": v, "h": h})) for h in hs])
+    want = float(np.logaddexp.reduce(f))
+    state = {"v": jnp.asarray(v), "h": jnp.zeros(3)}
+    got = sum_out(lambda x: m.log_potential(params, x), state, m.state_sites, {"h": None})
+    np.testing.assert_allclose(float(got), want, rtol=1e-5)
+    np.testing.assert_allclose(float(free_energy(latent, params, {"v": jnp.asarray(v)})),
+                               want, rtol=1e-5)
+    # ∇θ F = E_q[∇θ f] = ∇θ of the summed-out value (the envelope theorem)
+    g_free = jax.grad(lambda p: free_energy(latent, p, {"v": jnp.asarray(v)}))(params)
+    g_sum = jax.grad(lambda p: sum_out(lambda x: m.log_potential(p, x), state,
+                                       m.state_sites, {"h": None}))(params)
+    for k in params:
+        np.testing.assert_allclose(g_free[k], g_sum[k], atol=1e-5, err_msg=k)
+    # the test can fail: the sum is not just f at one hidden state
+    assert np.min(np.abs(f - want)) > 0.05
+    # nothing latent: the free energy is f
+    np.testing.assert_allclose(
+        float(free_energy(m, params, {"v": jnp.asarray(v), "h": jnp.asarray(hs[5])})),
+        f[5], rtol=1e-6)

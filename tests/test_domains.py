@@ -1,0 +1,71 @@
+"""The domains (domains.py): counting measure on a finite set, representations (data
+labels or values <-> model values), enumeration and uniform draws, each checked against
+the values written out here."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import numpyro_ugm as ugm
+
+#: (domain, its values in the data representation, one model value per label)
+DOMAINS = [
+    (ugm.Spin(3), [-1, 1], [[-1.0], [1.0]]),
+    (ugm.Binary((2, 2)), [0, 1], [[0.0], [1.0]]),
+    (ugm.Categorical(4, 3), [0, 1, 2], np.eye(3).tolist()),
+]
+IDS = ["spin", "binary", "categorical"]
+
+
+@pytest.mark.parametrize("domain,values,model", DOMAINS, ids=IDS)
+def test_sizes_and_enumeration(domain, values, model):
+    k = len(values)
+    assert domain.num_values == k
+    assert domain.num_variables == int(np.prod(domain.shape_))
+    assert np.isclose(domain.log_num_states, domain.num_variables * np.log(k))
+    support = np.asarray(domain.enumerate_support())
+    assert support.shape == (k,) + domain.batch_shape + domain.event_shape
+    for label in range(k):  # every variable takes the label's model value
+        np.testing.assert_array_equal(
+            support[label].reshape(domain.num_variables, -1),
+            np.broadcast_to(np.asarray(model[label]), (domain.num_variables, len(model[0]))))
+
+
+@pytest.mark.parametrize("domain,values,model", DOMAINS, ids=IDS)
+def test_counting_measure(domain, values, model):
+    """log_prob is 0 on the domain (the factors alone define the potential), -inf off it."""
+    inside = domain.enumerate_support()
+    np.testing.assert_array_equal(np.asarray(domain.log_prob(inside)), 0.0)
+    outside = inside[0] + 0.5  # not a value of the domain
+    assert np.all(np.isneginf(np.asarray(domain.log_prob(outside))))
+
+
+@pytest.mark.parametrize("domain,values,model", DOMAINS, ids=IDS)
+def test_representations_round_trip(domain, values, model):
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, len(values), size=(5,) + domain.shape_)
+    data = np.asarray(values)[labels]
+    x = domain.to_model(data)
+    assert x.dtype == jnp.float32 and x.shape == (5,) + domain.shape_ + domain.event_shape
+    np.testing.assert_array_equal(np.asarray(domain.from_model(x)), data)
+    np.testing.assert_array_equal(np.asarray(domain.labels(x)), labels)
+    np.testing.assert_array_equal(np.asarray(domain.label_to_model(labels)), np.asarray(x))
+    assert bool(jnp.all(domain.in_domain(data)))
+    assert not bool(jnp.any(domain.in_domain(np.full(3, max(values) + 1))))
+
+
+@pytest.mark.parametrize("domain,values,model", DOMAINS, ids=IDS)
+def test_uniform_draws(domain, values, model):
+    """``sample`` draws each value with probability 1/K (5 binomial standard errors)."""
+    n = 4000
+    x = domain.sample(jax.random.PRNGKey(0), (n,))
+    labels = np.asarray(domain.labels(x)).reshape(n, -1)
+    freq = np.stack([(labels == k).mean(0) for k in range(len(values))])
+    k = len(values)
+    assert np.all(np.abs(freq - 1 / k) < 5 * np.sqrt((1 / k) * (1 - 1 / k) / n)), freq
+
+
+def test_categorical_needs_two_labels():
+    with pytest.raises(ValueError, match="num_categories >= 2"):
+        ugm.Categorical(3, 1)

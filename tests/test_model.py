@@ -1,0 +1,87 @@
+"""The traced model (model.py): site roles, the errors for models that cannot be traced,
+and data and parameters validated against the domains with errors that name the site,
+the value and where it is (checked through the learner, which validates on ``init``)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import optax
+import pytest
+from helpers import make
+
+import numpyro_ugm as ugm
+
+
+def test_values_outside_domain_name_site_and_value(spins):
+    bad = spins["x"].copy()
+    bad[3, 2] = 0
+    with pytest.raises(ValueError, match=r"site 'x': value 0 at example 3, index \(2,\)"):
+        make().run(jax.random.PRNGKey(0), 2, {"x": bad}, 6, progress_bar=False)
+
+
+def test_categorical_label_out_of_range():
+    import numpyro
+
+    def potts(n):
+        J = numpyro.param("J", jnp.zeros((3, 3)))
+        x = numpyro.sample("x", ugm.Categorical(n, 3))
+        numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
+
+    data = {"x": np.array([[0, 1, 2, 3]])}
+    with pytest.raises(ValueError, match="outside the domain Categorical"):
+        ugm.MLE(potts, ugm.PCD(4), optax.sgd(0.1)).init(jax.random.PRNGKey(0), data, 4)
+
+
+def test_wrong_shape_and_unknown_site(spins):
+    with pytest.raises(ValueError, match=r"site 'x': data has shape \(40, 5\)"):
+        make().init(jax.random.PRNGKey(0), {"x": spins["x"][:, :5]}, 6)
+    with pytest.raises(KeyError, match="not state sites"):
+        make().init(jax.random.PRNGKey(0), {"y": spins["x"]}, 6)
+    with pytest.raises(ValueError, match="no examples"):
+        make().init(jax.random.PRNGKey(0), {"x": spins["x"][:0]}, 6)
+
+
+def test_missing_site_and_wrong_dtype_are_named():
+    import numpyro
+
+    def three(n):  # every pair of sites interacts: none can be summed out
+        W = numpyro.param("W", jnp.zeros((n, n)))
+        x, y, z = (numpyro.sample(s, ugm.Spin(n)) for s in "xyz")
+        numpyro.factor("pairs", x @ W @ y + y @ W @ z + x @ W @ z)
+
+    x = np.ones((5, 3), np.int8)
+    learner = ugm.MLE(three, ugm.PCD(4), optax.sgd(0.1))
+    with pytest.raises(NotImplementedError, match=r"latent sites \['y', 'z'\] interact"):
+        learner.init(jax.random.PRNGKey(0), {"x": x}, 3)
+    with pytest.raises(TypeError, match=r"site 'x': data has dtype <U\d+, expected numbers"):
+        learner.init(jax.random.PRNGKey(0), {"x": x.astype(str), "y": x, "z": x}, 3)
+
+
+def test_non_finite_initial_params(spins):
+    params = {"W": jnp.zeros((6, 6)).at[1, 2].set(jnp.nan), "b": jnp.zeros(6)}
+    with pytest.raises(FloatingPointError, match=r"'W' holds a non-finite value nan at index "
+                                                 r"\(1, 2\)"):
+        make().init(jax.random.PRNGKey(0), spins, 6, init_params=params)
+
+
+def test_no_state_site_is_an_error():
+    def model():
+        w = numpyro.param("w", 1.0)
+        numpyro.factor("f", w ** 2)
+
+    with pytest.raises(ValueError, match="no state site"):
+        ugm.UGM(model)
+
+
+@pytest.mark.parametrize("make", [lambda: dist.Bernoulli(0.5).expand([3]),
+                                  lambda: dist.Bernoulli(0.5),
+                                  lambda: dist.Bernoulli(0.5).expand([3]).to_event(1)])
+def test_discrete_numpyro_distribution_is_an_error(make):
+    def model():
+        x = numpyro.sample("x", make())
+        numpyro.factor("f", jnp.sum(x))
+
+    with pytest.raises(TypeError, match=r"'x'.*Bernoulli.*ugm\.Spin, ugm\.Binary"):
+        ugm.UGM(model)

@@ -1,4 +1,4 @@
-"""The learning driver (learn.py): estimator and optimizer checked, runs reproducible,
+"""The learning driver (learn/mle.py): estimator and optimizer checked, runs reproducible,
 failures keep the last good state, weights of zero are not failures. (Data validation:
 test_model.py; the per-example CRF mode: test_learn_crf.py; the running log Z of the
 diagnostics against the exact one: test_estimators_base.py; agreement with exact

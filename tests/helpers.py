@@ -159,7 +159,7 @@ def random_params(m, seed, scales):
 
 GIBBS = ugm.kernels.gibbs()
 GIBBS_RANDOM = ugm.kernels.gibbs(scan="random")
-GIBBS_2 = ugm.kernels.gibbs(sweeps=2)
+GIBBS_2 = ugm.kernels.gibbs(num_mcmc_steps=2)
 METROPOLIS = ugm.kernels.metropolis()
 
 # --- models ---------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def spins_data():
 
 def make(k=1, lr=0.05):
     """MLE of the spin VBM with PCD-k (32 particles) and SGD."""
-    return ugm.MLE(ugm.models.vbm, ugm.PCD(32, k=k), optax.sgd(lr))
+    return ugm.MLE(ugm.models.vbm, ugm.PCD(32, num_mcmc_steps=k), optax.sgd(lr))
 
 
 #: labels of every training image: an "L" (neighbours agree and disagree, so the

@@ -36,7 +36,7 @@ def test_pcd_reaches_exact_ml_supremum(problem, exact_ml):
     m, true_params, train = problem
     best = exact_ml
     steps = 1500
-    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, num_mcmc_steps=1),
                       optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
     result = learner.run(jax.random.PRNGKey(1), steps, train, N, fields=False,
                          progress_bar=False)
@@ -55,7 +55,7 @@ def test_pcd_map_matches_exact_map(problem, exact_ml):
     best = exact.fit(m_prior, train, num_steps=100)
     assert float(best.grad_norm) < 1e-3  # with a Gaussian prior the optimum exists
     steps = 1500
-    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, k=1),
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, num_mcmc_steps=1),
                       optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
     result = learner.run(jax.random.PRNGKey(2), steps, train, N, fields=False,
                          prior_scale=0.5, progress_bar=False)

@@ -120,10 +120,10 @@ def max_difference(a, b):
 
 #: estimator, number of still updates at θ_0 before the slow path, big jumps after it
 ESTIMATORS = {
-    "PCD": (lambda: ugm.PCD(NUM_PARTICLES, k=1), 30, ()),  # 30 still updates: burn-in
-    "MCMCMLE": (lambda: ugm.MCMCMLE(NUM_PARTICLES, burn_in=10, reset_every=100), 1, ()),
+    "PCD": (lambda: ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1), 30, ()),  # 30 still updates: burn-in
+    "MCMCMLE": (lambda: ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100), 1, ()),
     # a low threshold: no resampling along the path (the weights alone carry it)
-    "PF": (lambda: ugm.PF(NUM_PARTICLES, ess_threshold=0.1), 1, ()),
+    "PF": (lambda: ugm.PF(NUM_PARTICLES, resample_threshold=0.1), 1, ()),
     "SMC": (lambda: ugm.SMC(NUM_PARTICLES), 1, ()),
     # the slow path takes one β per update; the jumps (to θ_0 + 3 (θ_1 − θ_0)) several
     "PSMC": (lambda: ugm.PSMC(NUM_PARTICLES, keep_fraction=1.0), 1, (2.0, 3.0)),
@@ -229,7 +229,7 @@ def learning_run(name, lr):
     m, start, _ = vbm8()
     data = exact.sample(m, random_params(m, 7, {"W": 0.6, "b": 0.5}), jax.random.PRNGKey(8),
                         300)
-    estimator = {"PF": ugm.PF(NUM_PARTICLES, ess_threshold=0.5),
+    estimator = {"PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.5),
                  "PSMC": ugm.PSMC(NUM_PARTICLES, keep_fraction=1.0)}[name]
     learner = ugm.MLE(ugm.models.vbm, estimator, optax.sgd(lr))
     first = learner.init(jax.random.PRNGKey(0), data, 8, init_params=start)
@@ -266,7 +266,7 @@ def test_learner_running_log_z_follows_exact(name):
     The running estimate shares its particles with the gradient: the update moves θ
     against the particles' own estimate of E_p[∇f], so each increment is biased low by
     about lr · tr Cov(∇f) / ESS. Measured (8 seeds, 40 steps, 200 particles, PF
-    ess_threshold=0.5, slope of the mean error): -0.0013 per step at lr = 0.01 (-0.05
+    resample_threshold=0.5, slope of the mean error): -0.0013 per step at lr = 0.01 (-0.05
     over the run, against a seed spread of 0.03), -0.0029 per step at lr = 0.03; PSMC
     (keep_fraction=1, resampling and moving every step): +0.00003 at lr = 0.01 and
     -0.0012 at lr = 0.03. The tolerance is Z_MAX standard errors plus DRIFT_PER_STEP · t
@@ -293,31 +293,31 @@ def test_learner_running_log_z_follows_exact(name):
 BAD_SETTINGS = [
     ("PCD", lambda: ugm.PCD(0)),
     ("MCMCMLE", lambda: ugm.MCMCMLE(0)),
-    ("MCMCMLE", lambda: ugm.MCMCMLE(10, ess_threshold=1.0)),
-    ("MCMCMLE", lambda: ugm.MCMCMLE(10, ess_threshold=-0.1)),
+    ("MCMCMLE", lambda: ugm.MCMCMLE(10, restart_threshold=1.0)),
+    ("MCMCMLE", lambda: ugm.MCMCMLE(10, restart_threshold=-0.1)),
     ("PF", lambda: ugm.PF(0)),
-    ("PF", lambda: ugm.PF(10, ess_threshold=0.0)),
-    ("PF", lambda: ugm.PF(10, ess_threshold=-1.0)),
-    ("PF", lambda: ugm.PF(10, ess_threshold=float("nan"))),
+    ("PF", lambda: ugm.PF(10, resample_threshold=0.0)),
+    ("PF", lambda: ugm.PF(10, resample_threshold=-1.0)),
+    ("PF", lambda: ugm.PF(10, resample_threshold=float("nan"))),
     ("PF", lambda: ugm.PF(10, resampling="bogus")),
     ("PF", lambda: ugm.PF(10, temperature=0.0)),
     ("PF", lambda: ugm.PF(10, temperature=-1.0)),
     ("PF", lambda: ugm.PF(10, temperature=float("nan"))),
-    ("PF", lambda: ugm.PF(10, rejuvenation_steps=0)),
+    ("PF", lambda: ugm.PF(10, num_mcmc_steps=0)),
     ("SMC", lambda: ugm.SMC(0)),
-    ("SMC", lambda: ugm.SMC(10, ess_threshold=0.0)),
-    ("SMC", lambda: ugm.SMC(10, ess_threshold=1.0)),
-    ("SMC", lambda: ugm.SMC(10, ess_threshold=1.5)),
+    ("SMC", lambda: ugm.SMC(10, target_ess=0.0)),
+    ("SMC", lambda: ugm.SMC(10, target_ess=1.0)),
+    ("SMC", lambda: ugm.SMC(10, target_ess=1.5)),
     ("SMC", lambda: ugm.SMC(10, resampling="bogus")),
-    ("SMC", lambda: ugm.SMC(10, steps=0)),
+    ("SMC", lambda: ugm.SMC(10, num_mcmc_steps=0)),
     ("SMC", lambda: ugm.SMC(10, max_betas=0)),
     ("PSMC", lambda: ugm.PSMC(0)),
-    ("PSMC", lambda: ugm.PSMC(10, ess_threshold=0.0)),
-    ("PSMC", lambda: ugm.PSMC(10, ess_threshold=1.0)),
+    ("PSMC", lambda: ugm.PSMC(10, target_ess=0.0)),
+    ("PSMC", lambda: ugm.PSMC(10, target_ess=1.0)),
     ("PSMC", lambda: ugm.PSMC(10, resampling="bogus")),
     ("PSMC", lambda: ugm.PSMC(10, keep_fraction=0.0)),
     ("PSMC", lambda: ugm.PSMC(10, keep_fraction=1.5)),
-    ("PSMC", lambda: ugm.PSMC(10, steps=0)),
+    ("PSMC", lambda: ugm.PSMC(10, num_mcmc_steps=0)),
 ]
 
 
@@ -329,9 +329,9 @@ def test_bad_settings_are_refused_naming_the_estimator(owner, make):
 
 
 def test_boundary_settings_are_accepted():
-    ugm.PF(1, ess_threshold=2.0, temperature=float("inf"))  # > 1: always resample
+    ugm.PF(1, resample_threshold=2.0, temperature=float("inf"))  # > 1: always resample
     ugm.PSMC(1, keep_fraction=1.0)
-    ugm.MCMCMLE(1, ess_threshold=0.0)
+    ugm.MCMCMLE(1, restart_threshold=0.0)
     for resampling in ("systematic", "stratified", "multinomial", "residual"):
         ugm.PF(2, resampling=resampling), ugm.SMC(2, resampling=resampling)
 

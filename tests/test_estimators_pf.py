@@ -22,7 +22,7 @@ from numpyro_ugm.estimators.base import free_energies, normalize, uniform_log_we
 def test_collapsing_ess_recovers_and_warns():
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 10, 200, 10)
     # a huge step makes the weights of consecutive parameters degenerate
-    learner = ugm.MLE(ugm.models.vbm, ugm.PF(20, ess_threshold=0.5), optax.sgd(3.0))
+    learner = ugm.MLE(ugm.models.vbm, ugm.PF(20, resample_threshold=0.5), optax.sgd(3.0))
     with pytest.warns(RuntimeWarning, match="collapsed"):
         result = learner.run(jax.random.PRNGKey(1), 30, train, 10, progress_bar=False)
     d = result.diagnostics
@@ -46,7 +46,7 @@ def pf_from_pcd(m, pcd_state, params):
 def pcd_n():
     """PCD-2 with 64 particles on vbm8: the estimator, its kernel and its jitted update."""
     m, _, _ = vbm8()
-    pcd = ugm.PCD(64, k=2)
+    pcd = ugm.PCD(64, num_mcmc_steps=2)
     return pcd, pcd.build_kernel(m), jax.jit(lambda k, s, p: pcd.update(k, s, m, p, None))
 
 
@@ -54,7 +54,7 @@ def test_pf_with_unit_weights_is_pcd_n():
     m, start, end = vbm8()
     params_path = path(start, end, schedule(0))
     pcd, _, pcd_update = pcd_n()
-    pf = ugm.PF(64, ess_threshold=1.5, rejuvenation_steps=2, temperature=float("inf"))
+    pf = ugm.PF(64, resample_threshold=1.5, num_mcmc_steps=2, temperature=float("inf"))
     pcd_state = pcd.init(jax.random.PRNGKey(0), m, start, None)
     pf_state = pf_from_pcd(m, pcd_state, start)
     pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
@@ -81,7 +81,7 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
     params_path = path(start, end, schedule(0))
     num = 64
     pcd, kernel, pcd_update = pcd_n()
-    pf = ugm.PF(num, ess_threshold=1.5, rejuvenation_steps=2)
+    pf = ugm.PF(num, resample_threshold=1.5, num_mcmc_steps=2)
     pcd_state = pcd.init(jax.random.PRNGKey(0), m, start, None)
     pf_state = pf_from_pcd(m, pcd_state, start)
 

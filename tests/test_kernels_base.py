@@ -90,10 +90,10 @@ def test_kernel_contract_and_jit_vmap():
 def test_spec_validation():
     with pytest.raises(ValueError, match="scan"):
         ugm.kernels.gibbs(scan="sequential")
-    with pytest.raises(ValueError, match="sweeps"):
-        ugm.kernels.gibbs(sweeps=0)
-    with pytest.raises(ValueError, match="sweeps"):
-        ugm.kernels.metropolis(sweeps=0)
+    with pytest.raises(ValueError, match="num_mcmc_steps"):
+        ugm.kernels.gibbs(num_mcmc_steps=0)
+    with pytest.raises(ValueError, match="num_mcmc_steps"):
+        ugm.kernels.metropolis(num_mcmc_steps=0)
 
 
 def test_sample_labels_distribution():

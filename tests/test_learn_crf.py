@@ -65,7 +65,7 @@ def learner(name):
     lr = optax.join_schedules([optax.constant_schedule(0.0), optax.exponential_decay(
         LEARNING_RATE, NUM_STEPS, 0.1)], [BURN_IN])
     estimator = (ugm.PCD(NUM_PARTICLES) if name == "PCD" else
-                 ugm.PF(NUM_PARTICLES, ess_threshold=0.9))
+                 ugm.PF(NUM_PARTICLES, resample_threshold=0.9))
     return ugm.MLE(grid_crf, estimator, optax.sgd(lr))
 
 

@@ -236,8 +236,8 @@ def test_estimator_gradients_match_exact(triad4, name):
     exact_grad = S[[3, 10, 33, 60]].mean(0) - mean1
     S_ = 4000
     key = jax.random.PRNGKey(3)
-    est = {"PCD": ugm.PCD(S_, k=1), "PF": ugm.PF(S_, ess_threshold=0.5),
-           "MCMCMLE": ugm.MCMCMLE(S_, burn_in=10)}[name]
+    est = {"PCD": ugm.PCD(S_, num_mcmc_steps=1), "PF": ugm.PF(S_, resample_threshold=0.5),
+           "MCMCMLE": ugm.MCMCMLE(S_, num_mcmc_steps=10)}[name]
     state = est.init(key, m, {"theta": theta0}, batch)
     if name == "PCD":  # burn in at θ1, then one more update
         update = jax.jit(lambda k, s: est.update(k, s, m, {"theta": theta1}, batch))
@@ -278,7 +278,7 @@ def _learn(estimator, data, init, steps, lr, seed):
 def test_pcd_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
     init = mple(data, TRIAD)["theta"]
-    result = _learn(ugm.PCD(500, k=1), data, init, 600, 0.05, 0)
+    result = _learn(ugm.PCD(500, num_mcmc_steps=1), data, init, 600, 0.05, 0)
     mle = np.asarray(best.params["theta"])
     error = np.abs(np.asarray(result.params["theta"]) - mle)
     # the exact MLE's sampling s.e. here is ~0.03-0.1; PCD lands well inside it
@@ -292,7 +292,7 @@ def test_pf_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
     init = mple(data, TRIAD)["theta"]
     S = 1000
-    result = _learn(ugm.PF(S, ess_threshold=0.9), data, init, 400, 0.05, 1)
+    result = _learn(ugm.PF(S, resample_threshold=0.9), data, init, 400, 0.05, 1)
     mle = np.asarray(best.params["theta"])
     delta = np.asarray(result.params["theta"]) - mle
     # PF's last particle set fixes its final θ up to that set's Monte Carlo error: with

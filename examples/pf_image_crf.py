@@ -29,7 +29,7 @@ What differs from the paper, and why:
   script checks the gradient norm after each evaluation segment and, when it is below
   ``--mcmcmle-tol`` (L2 norm; the paper uses an unstated L1 threshold), makes the next
   update start a new round (``since_reset`` set to the round length − 1). The package's
-  extra ESS-triggered early redraw is off (``ess_threshold=0``, ``--mcmcmle-ess``), as
+  extra ESS-triggered early redraw is off (``restart_threshold=0``, ``--mcmcmle-ess``), as
   in the paper.
 * Prediction: the paper takes the MAP image by loopy BP. Here the learning curves use
   ``ugm.predict(method="map")`` — simulated annealing, 4 chains × 100 sweeps per test

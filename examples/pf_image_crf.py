@@ -27,8 +27,10 @@ What differs from the paper, and why:
   and ERGM studies a new round starts after 100 updates or when the approximate
   likelihood has converged. The package's ``MCMCMLE`` has no convergence trigger, so this
   script checks the gradient norm after each evaluation segment and, when it is below
-  ``--mcmcmle-tol`` (L2 norm; the paper uses an unstated L1 threshold), makes the next
-  update start a new round (``since_reset`` set to the round length − 1). The package's
+  ``--mcmcmle-tol`` (L2 norm; the paper uses an unstated L1 threshold), starts a new
+  round at once (``learner.restart_estimator``: a sample drawn afresh at the current
+  parameters; before the learner had this, the script set ``since_reset`` so that the
+  next update redrew from the persistent chains). The package's
   extra ESS-triggered early redraw is off (``restart_threshold=0``, ``--mcmcmle-ess``), as
   in the paper.
 * Prediction: the paper takes the MAP image by loopy BP. Here the learning curves use

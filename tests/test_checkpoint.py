@@ -2,7 +2,6 @@
 a run that was never interrupted."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest

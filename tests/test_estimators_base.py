@@ -93,7 +93,7 @@ def trajectory(model, estimator, times):
             k, params = xs
             state, particles, info = estimator.update(k, state, m, params, None)
             weighted, unweighted = negative_phase(m, params, particles)
-            info = {k: jnp.asarray(v, jnp.float32) for k, v in info.items()}
+            info = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
             return state, (weighted, unweighted, info)
 
         num = jax.tree.leaves(params_path)[0].shape[0]

@@ -68,7 +68,7 @@ def test_pf_with_unit_weights_is_pcd_n():
         np.testing.assert_array_equal(np.asarray(pf_particles.position["x"]), x)
         np.testing.assert_array_equal(np.asarray(pf_particles.log_weights),
                                       np.asarray(pcd_particles.log_weights))
-        assert float(info["rejuvenated"]) == 1.0
+        assert float(info.rejuvenated) == 1.0
         assert np.mean(x != np.asarray(previous)) > 0.1  # the particles do move
         previous = x
 
@@ -107,7 +107,7 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
         expected = pcd_move(key, y, params)
         pf_state, particles, info = pf_update(key, pf_state, params)
         np.testing.assert_array_equal(np.asarray(particles.position["x"]), expected)
-        assert float(info["resampled"]) == 1.0 and bool(moved)
+        assert float(info.resampled) == 1.0 and bool(moved)
         # the resampling matters: plain PCD-n from the same particles and key differs
         differs_from_pcd += int(np.any(pcd_move(key, x, params) != expected))
         x, previous_params = expected, params

@@ -7,7 +7,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-import numpyro.distributions as dist
 import optax
 import pytest
 from scipy.optimize import minimize

@@ -25,13 +25,13 @@ def curie_weiss(n, coupling):
 #: the default run covers tempered transitions (every step and every third step) and
 #: parallel tempering over Gibbs; the slow run adds the other base kernels
 @pytest.mark.parametrize("spec", [
-    tempered_transitions(GIBBS, betas=(0.2, 0.5, 0.8, 1.0)),
-    pytest.param(tempered_transitions(GIBBS_RANDOM, betas=(0.3, 0.7, 1.0)),
+    tempered_transitions(kernel=GIBBS, betas=(0.2, 0.5, 0.8, 1.0)),
+    pytest.param(tempered_transitions(kernel=GIBBS_RANDOM, betas=(0.3, 0.7, 1.0)),
                  marks=pytest.mark.slow),
-    pytest.param(tempered_transitions(METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
-    tempered_transitions(GIBBS, betas=(0.5, 1.0), every=3),
-    parallel_tempering(GIBBS, betas=(0.0, 0.4, 0.7, 1.0)),
-    pytest.param(parallel_tempering(METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
+    pytest.param(tempered_transitions(kernel=METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
+    tempered_transitions(kernel=GIBBS, betas=(0.5, 1.0), every=3),
+    parallel_tempering(kernel=GIBBS, betas=(0.0, 0.4, 0.7, 1.0)),
+    pytest.param(parallel_tempering(kernel=METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
 ], ids=["tt-gibbs", "tt-random", "tt-metropolis", "tt-every3", "pt-gibbs", "pt-metropolis"])
 def test_tempered_kernels_leave_target_invariant(spec):
     m, params = vbm8()
@@ -66,9 +66,9 @@ def test_tempered_kernels_switch_modes_where_gibbs_does_not():
     assert p.max() > 0.1  # strongly bimodal: the two aligned states dominate
     gibbs_rate, _ = magnetization_switches(GIBBS, m, params)
     tt_rate, tt_info = magnetization_switches(
-        tempered_transitions(GIBBS, betas=np.linspace(0.1, 1.0, 10)), m, params)
+        tempered_transitions(kernel=GIBBS, betas=np.linspace(0.1, 1.0, 10)), m, params)
     pt_rate, pt_info = magnetization_switches(
-        parallel_tempering(GIBBS, betas=np.linspace(0.0, 1.0, 8)), m, params)
+        parallel_tempering(kernel=GIBBS, betas=np.linspace(0.0, 1.0, 8)), m, params)
     # measured here (seed 0): Gibbs 0.000, TT 0.122 (acceptance 0.25), PT 0.220
     # (swap rates 0.57-0.94)
     assert gibbs_rate < 0.002, gibbs_rate
@@ -96,7 +96,7 @@ def test_trans_sap_batch_step_branches_once_for_all_chains():
     from numpyro_ugm.kernels.base import step_chains
 
     m, params = vbm8()
-    kernel = tempered_transitions(GIBBS, betas=(0.5, 0.8, 1.0), every=3).build(m)
+    kernel = tempered_transitions(kernel=GIBBS, betas=(0.5, 0.8, 1.0), every=3).build(m)
     logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
     states = jax.vmap(kernel.init, (0, None))(m.random_state(jax.random.PRNGKey(0), (16,)),
                                               logdensity)

@@ -45,7 +45,7 @@ def prediction_case(problem):
 def test_predict_marginals_match_exact(prediction_case):
     case = prediction_case
     pred = ugm.predict(case["m"], case["params"], case["inputs"], "marginal",
-                       jax.random.PRNGKey(3), num_chains=16, num_steps=300, num_warmup=50)
+                       rng_key=jax.random.PRNGKey(3), num_chains=16, num_steps=300, num_warmup=50)
     assert pred.marginals["x"].shape == (3, 3, 3, 2)
     assert pred.labels["x"].shape == (3, 3, 3) and pred.labels["x"].dtype == np.int8
     np.testing.assert_allclose(pred.marginals["x"].sum(-1), 1.0, atol=1e-5)
@@ -64,7 +64,7 @@ def test_predict_marginals_match_exact(prediction_case):
 def test_predict_map_finds_brute_force_map(prediction_case):
     case = prediction_case
     pred = ugm.predict(case["m"], case["params"], case["inputs"], "map",
-                       jax.random.PRNGKey(4), num_chains=4, num_steps=200)
+                       rng_key=jax.random.PRNGKey(4), num_chains=4, num_steps=200)
     assert pred.marginals is None
     np.testing.assert_array_equal(pred.labels["x"], case["map"])
     np.testing.assert_allclose(pred.log_potential, case["map_value"], rtol=1e-5)

@@ -11,7 +11,7 @@ import numpyro
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.structure import analyze, greedy_coloring
+from numpyro_ugm.structure import greedy_coloring
 
 # --- models -----------------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ def gated(multilinear):
 def test_interactions_masked_at_domain_points_are_found(multilinear):
     m = ugm.UGM(gated, multilinear)
     for seed in range(3):
-        st = analyze(m, rng_key=jax.random.PRNGKey(seed))
+        st = m.analyze(rng_key=jax.random.PRNGKey(seed))
         assert st.multilinear == multilinear
         assert edge_set(st) == {(0, 1), (0, 2), (1, 2), (3, 4)}, seed
 
@@ -182,7 +182,7 @@ def test_non_multilinear_detected_and_graph_found_by_flips():
 def test_non_multilinear_too_large_falls_back_to_single_sites():
     m = ugm.UGM(abs_chain, 6)
     with pytest.warns(UserWarning, match="not multilinear"):
-        st = analyze(m, max_flip_variables=4)
+        st = m.analyze(max_flip_variables=4)
     assert not st.multilinear and st.edges is None
     np.testing.assert_array_equal(st.colors, np.arange(6))
     assert not st.independent(["x"])

@@ -90,15 +90,18 @@ def test_per_example_wrapper_updates_only_the_batch_examples():
 def test_restart_estimator_switches_or_reseeds_mid_run(spins):
     pcd = ugm.MLE(ugm.models.vbm, ugm.PCD(32), optax.sgd(0.05))
     state = pcd.run(jax.random.PRNGKey(0), 5, spins, 6, progress_bar=False).state
-    # switch to PF at the same parameters, optimizer state and step
-    pf = ugm.MLE(ugm.models.vbm, ugm.PF(32), optax.sgd(0.05))
-    pf.init(jax.random.PRNGKey(0), spins, 6)
-    switched = pf.restart_estimator(state, jax.random.PRNGKey(9))
+    # switch to CD at the same parameters, optimizer state and step
+    cd = ugm.MLE(ugm.models.vbm, ugm.CD(), optax.sgd(0.05))
+    cd.init(jax.random.PRNGKey(0), spins, 6)
+    switched = cd.restart_estimator(state, jax.random.PRNGKey(9))
     assert int(switched.step) == 5
     np.testing.assert_array_equal(switched.params["W"], state.params["W"])
-    result = pf.run(jax.random.PRNGKey(0), 3, spins, 6, init_state=switched,
+    for a, b in zip(jax.tree.leaves(switched.opt_state), jax.tree.leaves(state.opt_state)):
+        np.testing.assert_array_equal(a, b)
+    result = cd.run(jax.random.PRNGKey(0), 3, spins, 6, init_state=switched,
                     progress_bar=False)
-    assert "log_z" in result.diagnostics and int(result.state.step) == 8
+    assert int(result.state.step) == 8
+    assert float(result.diagnostics["ess"][0]) == 40.0  # CD: one chain per example
     # re-seed PCD's chains from given positions (e.g. another learner's particles)
     position = pcd.particles(state)
     tempered = ugm.MLE(ugm.models.vbm, ugm.PCD(32, kernel=ugm.kernels.metropolis()),
@@ -107,4 +110,4 @@ def test_restart_estimator_switches_or_reseeds_mid_run(spins):
     moved = tempered.restart_estimator(state, jax.random.PRNGKey(1), position=position)
     np.testing.assert_array_equal(tempered.particles(moved)["x"], position["x"])
     with pytest.raises(TypeError, match="no kernel states"):
-        pf.restart_estimator(state, jax.random.PRNGKey(1), position=position)
+        cd.restart_estimator(state, jax.random.PRNGKey(1), position=position)

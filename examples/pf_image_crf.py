@@ -177,7 +177,7 @@ def main(num_epochs=120, every=3, seed=0, out="outputs", mcmcmle_tol=1.0,
         curves[name] = curve
         images[name] = final_map
         params_out[name] = {k: np.asarray(v).tolist() for k, v in params.items()}
-        rejuvenated = diag["rejuvenated"]
+        rejuvenated = diag.get("rejuvenated", np.full(len(diag["grad_norm"]), np.nan))  # PCD: none
         summary[name] = {
             "learn_seconds": curve["seconds"][-1],
             "seconds_per_epoch": curve["seconds"][-1] / num_epochs,

@@ -102,7 +102,7 @@ def learn_curve(learner, key, W0, train, num_epochs, every, evaluate):
     overhead = max(0.0, (sum(raw) - uninterrupted) / len(raw))
     seconds = np.concatenate([[0.0], np.cumsum(np.maximum(np.array(raw) - overhead, 0.0))])
     extra = {"uninterrupted_seconds": uninterrupted, "segmented_seconds": float(sum(raw)),
-             "final_log_z_estimate": float(diagnostics["log_z"][-1]),
+             "final_log_z_estimate": float(diagnostics.get("log_z", [np.nan])[-1]),
              "overhead_per_call": overhead,
              "distinct_particles": distinct_configurations(learner.particles(state))}
     return epochs, seconds.tolist(), lls, diagnostics, extra, result.params

@@ -167,7 +167,8 @@ def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_sca
     for name in [m for m in METHODS if m in results] + list(references):
         if name in results:
             params, diagnostics, seconds = results[name]
-            betas = np.asarray(diagnostics["num_betas"], float)
+            betas = np.asarray(diagnostics.get(  # only SMC and PSMC have betas
+                "num_betas", np.full(len(diagnostics["grad_norm"]), np.nan)), float)
             betas = float(np.nanmean(betas)) if np.isfinite(betas).any() else float("nan")
         else:
             params, diagnostics, seconds, betas = references[name], None, None, None

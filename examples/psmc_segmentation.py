@@ -203,7 +203,8 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
         if name in results:
             result, seconds = results[name]
             params = result.params
-            betas = np.asarray(result.diagnostics["num_betas"], float)
+            betas = np.asarray(result.diagnostics.get(  # only SMC and PSMC have betas
+                "num_betas", np.full(len(result.diagnostics["grad_norm"]), np.nan)), float)
             betas = float(np.nanmean(betas)) if np.isfinite(betas).any() else float("nan")
         else:
             params, seconds, betas = references[name], None, float("nan")

@@ -109,5 +109,8 @@ def test_restart_estimator_switches_or_reseeds_mid_run(spins):
     tempered.init(jax.random.PRNGKey(0), spins, 6)
     moved = tempered.restart_estimator(state, jax.random.PRNGKey(1), position=position)
     np.testing.assert_array_equal(tempered.particles(moved)["x"], position["x"])
+    with pytest.raises(ValueError, match="sites and shapes"):
+        tempered.restart_estimator(state, jax.random.PRNGKey(1),
+                                   position={"x": position["x"][:5]})
     with pytest.raises(TypeError, match="no kernel states"):
         cd.restart_estimator(state, jax.random.PRNGKey(1), position=position)

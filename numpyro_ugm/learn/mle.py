@@ -328,6 +328,13 @@ class MLE:
             if kernel_state is None:
                 raise TypeError(f"{self.estimator!r} keeps no kernel states to start "
                                 "from given positions")
+            expected = {k: np.shape(v) for k, v in kernel_state.position.items()}
+            given = {k: np.shape(v) for k, v in dict(position).items()}
+            if given != expected:
+                raise ValueError(f"restart_estimator: position has sites and shapes "
+                                 f"{given}; this learner's particles have {expected}")
+            position = {k: jnp.asarray(v, kernel_state.position[k].dtype)
+                        for k, v in position.items()}
             fresh = fresh._replace(kernel_state=kernel_state._replace(position=position))
         return state._replace(estimator_state=fresh)
 

@@ -59,6 +59,7 @@ def magnetization_switches(spec, m, params, num_chains=64, num_steps=200, seed=0
     return float(np.mean(signs[1:] != signs[:-1])), info
 
 
+@pytest.mark.slow  # invariance of TT and PT is checked by default above
 def test_tempered_kernels_switch_modes_where_gibbs_does_not():
     m = ugm.UGM(curie_weiss, 12, 3.0)
     params = {"b": jnp.zeros(12)}

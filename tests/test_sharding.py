@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-#: the default run covers persistent (PCD) and tempered, weighted and resampled (SMC)
-#: particles; the slow run adds the estimators that share their code paths (PF's
-#: weights and resampling among them). The longest test by far: with PF in the default
+#: the default run covers persistent particles (PCD), a CRF's per-example particles and
+#: AIS; the slow run adds the weighted, resampled and tempered estimators. The longest test by far: with PF in the default
 #: run it took 137 s of an 8-minute suite on a cold compilation cache.
-ESTIMATORS = [["PCD", "SMC"],
-              pytest.param(["CD", "PF", "MCMCMLE", "PSMC"], marks=pytest.mark.slow)]
+ESTIMATORS = [["PCD"],
+              pytest.param(["CD", "PF", "MCMCMLE", "SMC", "PSMC"], marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("estimators", ESTIMATORS, ids=["default", "rest"])

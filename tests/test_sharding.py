@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 #: the default run covers persistent particles (PCD), a CRF's per-example particles and
-#: AIS; the slow run adds the weighted, resampled and tempered estimators. The longest test by far: with PF in the default
-#: run it took 137 s of an 8-minute suite on a cold compilation cache.
+#: AIS; the slow run adds the weighted, resampled and tempered estimators. The longest
+#: test by far: with PF in the default run it took 137 s of an 8-minute suite on a cold
+#: compilation cache, with PCD + SMC 60 s.
 ESTIMATORS = [["PCD"],
               pytest.param(["CD", "PF", "MCMCMLE", "SMC", "PSMC"], marks=pytest.mark.slow)]
 

@@ -7,6 +7,7 @@ failure handling). Conditional models get their estimator wrapped in
 :class:`~numpyro_ugm.estimators.per_example.PerExample`.
 """
 
+import hashlib
 import warnings
 from typing import Any, NamedTuple, Optional
 
@@ -77,6 +78,66 @@ def _raw_key(key):
     return key
 
 
+def _layout(tree):
+    """Names, shapes and dtypes of a dict of arrays (None stays None)."""
+    if tree is None:
+        return None
+    return tuple(sorted((n, np.shape(v), str(np.asarray(v).dtype) if not hasattr(v, "dtype")
+                         else str(v.dtype)) for n, v in tree.items()))
+
+
+def _fingerprint(tree):
+    """A digest of the values of a dict of arrays (None stays None): CRF inputs shape the
+    traced model, so new values mean a new setup."""
+    if tree is None:
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(tree):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(np.asarray(tree[name])).tobytes())
+    return digest.hexdigest()
+
+
+class _History:
+    """Per-step diagnostics of the steps that led to the learner's last state, kept
+    across runs, updates and restores, so that a checkpoint holds them all (entry i is
+    step i; NaN for steps this learner did not record)."""
+
+    def __init__(self):
+        self.pieces, self.key = [], None  # [(first step, {name: array})], end state's key
+
+    def resume(self, state):
+        """Continue from ``state``: keep what led to it, up to its step, if it is the
+        state the history ends at (same PRNG key); else start afresh."""
+        if self.key is None or not np.array_equal(np.asarray(state.rng_key), self.key):
+            self.pieces = []
+        step = int(state.step)
+        self.pieces = [(first, {k: v[:step - first] for k, v in d.items()})
+                       for first, d in self.pieces if first < step]
+
+    def add(self, first, diagnostics, state):
+        """Record the diagnostics of the steps from ``first`` on, which led to ``state``."""
+        if diagnostics:
+            self.pieces.append((first, diagnostics))
+        self.key = np.asarray(state.rng_key)
+
+    def arrays(self, *extra):
+        """Everything recorded (and the ``(first, diagnostics)`` pieces ``extra``), as
+        arrays indexed by step."""
+        pieces = [p for p in self.pieces + list(extra) if p[1]]
+        if not pieces:
+            return {}
+        end = max(first + len(next(iter(d.values()))) for first, d in pieces)
+        out = {}
+        for first, d in pieces:
+            for k, v in d.items():
+                v = np.asarray(v)
+                if k not in out:
+                    out[k] = np.full((end,) + v.shape[1:], np.nan, np.result_type(v, np.float32))
+                out[k][first:first + len(v)] = v
+        return out
+
+
 def _warn_if_collapsed(diagnostics, start):
     """Warn when the weighted particles degenerated to about one (ESS < 1.5)."""
     ess = diagnostics.get("ess")
@@ -138,20 +199,34 @@ class MLE:
         self._core = None
         self.last_state = None
         self._setup_key = None
+        self._history = _History()
 
     # --- setup ------------------------------------------------------------------------
     def _setup(self, data, model_args, model_kwargs, inputs, batch_size):
-        ids = lambda d: (tuple(sorted((n, id(v)) for n, v in d.items()))  # noqa: E731
-                         if isinstance(d, dict) else id(d))
-        key = (ids(data), None if inputs is None else ids(inputs), model_args,
-               tuple(sorted(model_kwargs.items())), batch_size)
-        try:
-            if self._core is not None and key == self._setup_key:
-                return  # same model and data: keep the compiled steps
-        except (TypeError, ValueError):  # unhashable / array-valued arguments
-            pass
-        self._setup_key = key
+        """Trace the model and build the compiled steps, unless what they depend on
+        (model arguments, batch size, the data's layout, the inputs' values) is unchanged;
+        the data given is checked and taken every time (the steps take it as an argument,
+        so new data of the same layout reuses them)."""
         inputs = check_inputs(inputs, data)
+        key = (model_args, tuple(sorted(model_kwargs.items())), batch_size, _layout(data),
+               _layout(inputs), _fingerprint(inputs))
+        try:
+            reuse = self._core is not None and bool(key == self._setup_key)
+        except (TypeError, ValueError):  # array-valued model arguments: compare no further
+            reuse = False
+        if reuse:
+            data = self._core.m.validate_data(data)
+        else:
+            self._setup_key = None
+            data = self._build(data, model_args, model_kwargs, inputs, batch_size)
+            self._setup_key = key
+        num_examples = self._batches.num_examples
+        self._data = self._placement.shard(data, num_examples)
+        self._inputs = self._placement.shard(inputs, num_examples)
+
+    def _build(self, data, model_args, model_kwargs, inputs, batch_size):
+        """Trace the model, check the data (returned in the model representation) and
+        build the core and its compiled steps."""
         first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
         traced_with = {} if isinstance(self.model, UGM) else first  # a UGM is bound
         m = as_ugm(self.model, *model_args, **model_kwargs, **traced_with)
@@ -167,29 +242,33 @@ class MLE:
         if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
-        self._data = self._placement.shard(data, num_examples)
-        self._inputs = self._placement.shard(inputs, num_examples)
         estimator = self.estimator if inputs is None else PerExample(self.estimator)
         self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
         self._batches = Minibatches(num_examples, num_examples if batch_size is None
                                      else int(batch_size))
         self._update_jit = self._placement.run(jax.jit(self._core.update))
-        self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=1))
+        self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=3))
+        return data
 
-    def _batch(self, indices):
-        """The core's batch for the examples ``indices`` (None: all)."""
+    def _batch(self, indices, data=None, inputs=None):
+        """The core's batch for the examples ``indices`` (None: all) of ``data`` and
+        ``inputs`` (default: those of the last :meth:`init` / :meth:`run`)."""
+        data = self._data if data is None else data
+        inputs = self._inputs if inputs is None else inputs
         take = (lambda tree: tree) if indices is None else (
             lambda tree: jax.tree.map(lambda a: a[indices], tree))
-        if self._inputs is None:
-            return take(self._data)
-        return ConditionalBatch(take(self._data), take(self._inputs), indices)
+        if inputs is None:
+            return take(data)
+        return ConditionalBatch(take(data), take(inputs), indices)
 
-    def _scan(self, state, capacity, num_steps):
-        """Run ``num_steps`` (traced, <= ``capacity``) updates in a ``fori_loop`` with a
-        dynamic trip count, so that the loop body is the same compiled computation for
-        any chunking: a run split into pieces is bit-identical to one long run."""
+    def _scan(self, state, data, inputs, capacity, num_steps):
+        """Run ``num_steps`` (traced, <= ``capacity``) updates on ``data`` (and CRF
+        ``inputs``) in a ``fori_loop`` with a dynamic trip count, so that the loop body is
+        the same compiled computation for any chunking: a run split into pieces is
+        bit-identical to one long run."""
         batches, core = self._batches, self._core
-        template = jax.eval_shape(lambda s: core.update(s, self._batch(
+        batch = lambda indices: self._batch(indices, data, inputs)  # noqa: E731
+        template = jax.eval_shape(lambda s: core.update(s, batch(
             None if batches.full else jnp.zeros(batches.batch_size, jnp.int32)))[1], state)
         buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
                                template)
@@ -204,7 +283,7 @@ class MLE:
             if not batches.full:
                 perm = jax.lax.cond((i == 0) | (state.step % batches.per_epoch == 0),
                                     lambda: batches.permutation(state), lambda: perm)
-            state, info = core.update(state, self._batch(batches.indices(state, perm)))
+            state, info = core.update(state, batch(batches.indices(state, perm)))
             buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
             return state, buffers, perm
 
@@ -252,6 +331,8 @@ class MLE:
                  self._batches.num_examples if self._inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state, *sizes))
         self.last_state = state
+        self._history = _History()
+        self._history.add(0, {}, state)
         return state
 
     def prepare(self, batch) -> PreparedBatch:
@@ -290,7 +371,10 @@ class MLE:
         else:
             batch = (batch if isinstance(batch, PreparedBatch) else self.prepare(batch)).batch
         new_state, info = self._update_jit(state, batch)
-        self._raise_if_failed(new_state, jax.tree.map(lambda v: np.asarray(v)[None], info))
+        recorded = jax.tree.map(lambda v: np.asarray(v)[None], info)
+        self._history.resume(state)
+        self._history.add(int(state.step), recorded, new_state)
+        self._raise_if_failed(new_state, recorded)
         self.last_state = new_state
         return new_state, info
 
@@ -359,13 +443,18 @@ class MLE:
         -------
         state : LearnState
         diagnostics : dict
-            The per-step diagnostics recorded up to the checkpoint.
+            The per-step diagnostics recorded up to the checkpoint: entry ``i`` is step
+            ``i`` (NaN for steps the saving learner did not record, e.g. before an
+            ``init_state`` from elsewhere); after a failed step it includes that step.
+            Checkpoints written by a run continued from this state hold them too.
         """
         template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
                              batch_size=batch_size, **model_kwargs)
         state, diagnostics = checkpoint.load(path, template)
         state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
         self.last_state = state
+        self._history = _History()
+        self._history.add(0, diagnostics, state)
         return state, diagnostics
 
     def run(self, rng_key, num_steps, data, *model_args, inputs=None, batch_size=None,
@@ -392,9 +481,11 @@ class MLE:
         init_params : dict, optional
             Initial parameters (constrained space).
         checkpoint_every : int, optional
-            Save the state (and the diagnostics so far) every this many steps, at the
-            end, and when the run stops early (non-finite step, interruption), as
-            ``checkpoint_dir/step_<step>.npz`` (plain arrays; see :meth:`restore`).
+            Save the state (and the diagnostics of every step so far, those of earlier
+            runs, updates and restored checkpoints of this state's history included)
+            every this many steps, at the end, and when the run stops early
+            (non-finite step, interruption), as ``checkpoint_dir/step_<step>.npz``
+            (plain arrays; see :meth:`restore`).
         checkpoint_dir : str or Path, optional
             Where checkpoints go (required with ``checkpoint_every``).
 
@@ -421,6 +512,7 @@ class MLE:
         every = None if checkpoint_every is None else int(checkpoint_every)
         chunk = chunk_size(num_steps, progress_bar, every)
         start = int(state.step)
+        self._history.resume(state)
 
         def kept(state, diagnostics):
             """Diagnostics up to the failing step, if one failed."""
@@ -429,13 +521,13 @@ class MLE:
             return {k: v[:int(state.failed_at) - start + 1] for k, v in diagnostics.items()}
 
         def advance(state, length):
-            state, info = self._scan_jit(state, chunk, length)
+            state, info = self._scan_jit(state, self._data, self._inputs, chunk, length)
             self.last_state = state
             return state, info
 
         def save(state, diagnostics):
             checkpoint.save(checkpoint.step_path(checkpoint_dir, int(state.step)), state,
-                            kept(state, diagnostics))
+                            self._history.arrays((start, kept(state, diagnostics))))
 
         state, diagnostics = run_loop(
             advance, state, num_steps, chunk=chunk, progress_bar=progress_bar,
@@ -443,6 +535,7 @@ class MLE:
             postfix=lambda info: {"grad_norm": f"{float(info['grad_norm'][-1]):.3g}"},
             checkpoint_every=every, save=save if every is not None else None)
         diagnostics = kept(state, diagnostics)
+        self._history.add(start, diagnostics, state)
         _warn_if_collapsed(diagnostics, start)
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

@@ -17,6 +17,7 @@ __all__ = ["save", "load", "latest"]
 
 _STATE = "state/"
 _DIAG = "diagnostics/"
+_TMP = ".tmp.npz"
 
 
 def _flatten(tree):
@@ -25,15 +26,21 @@ def _flatten(tree):
 
 
 def save(path, state, diagnostics=None):
-    """Write ``state`` (and per-step ``diagnostics``) to ``path`` atomically."""
+    """Write ``state`` (and per-step ``diagnostics``) to ``path`` atomically: the file
+    appears whole or not at all, and no temporary file is left behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {_STATE + k: v for k, v in _flatten(state).items()}
     for k, v in (diagnostics or {}).items():
         arrays[_DIAG + k] = np.asarray(v)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    for stale in path.parent.glob("step_*" + _TMP):  # left by a process killed mid-save
+        stale.unlink(missing_ok=True)
+    tmp = path.with_name(path.name + _TMP)
+    try:
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    finally:  # an interrupted save leaves no partial file
+        tmp.unlink(missing_ok=True)
     return path
 
 

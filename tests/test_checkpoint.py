@@ -46,10 +46,39 @@ def test_interrupted_and_resumed_run_is_bit_identical(problem, estimator, tmp_pa
     state, diagnostics = fresh.restore(tmp_path / "step_000000020.npz", problem, 6)
     assert int(state.step) == 20 and len(diagnostics["grad_norm"]) == 20
     np.testing.assert_array_equal(diagnostics["grad_norm"], full.diagnostics["grad_norm"][:20])
-    resumed = fresh.run(key, 20, problem, 6, init_state=state, progress_bar=True)
+    resumed = fresh.run(key, 20, problem, 6, init_state=state, progress_bar=True,
+                        checkpoint_every=10, checkpoint_dir=tmp_path / "resumed")
     assert same(resumed.state, full.state), "resumed run differs from the uninterrupted one"
     np.testing.assert_array_equal(resumed.diagnostics["grad_norm"],
                                   full.diagnostics["grad_norm"][20:])
+    # the resumed run's checkpoints hold the diagnostics of all steps, restored ones too
+    _, history = fresh.restore(checkpoint.latest(tmp_path / "resumed"), problem, 6)
+    for name, values in full.diagnostics.items():
+        np.testing.assert_array_equal(history[name], values)
+
+
+def test_checkpoints_at_every_multiple_with_the_progress_bar(problem, tmp_path):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    learner.run(jax.random.PRNGKey(0), 250, problem, 6, progress_bar=True,
+                checkpoint_every=7, checkpoint_dir=tmp_path)  # the bar's chunk is 3
+    steps = sorted(int(p.stem[len("step_"):]) for p in tmp_path.glob("*.npz"))
+    assert steps == list(range(7, 250, 7)) + [250]
+
+
+def test_interrupted_save_leaves_no_temporary_file(problem, tmp_path, monkeypatch):
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    state = learner.init(jax.random.PRNGKey(0), problem, 6)
+    stale = tmp_path / "step_000000003.npz.tmp.npz"  # from a process killed mid-save
+    stale.write_bytes(b"partial")
+
+    def interrupted(path, **arrays):
+        open(path, "wb").write(b"partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(checkpoint.step_path(tmp_path, 5), state)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_checkpoint_of_another_model_is_rejected(problem, tmp_path):

@@ -39,7 +39,8 @@ def pf_from_pcd(m, pcd_state, params):
     position = pcd_state.position
     num = jax.tree.leaves(position)[0].shape[0]
     return PFState(position, uniform_log_weights(num), free_energies(m, params, position),
-                   jnp.zeros(()), jnp.zeros((), jnp.int32))
+                   jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros(()),
+                   uniform_log_weights(num))
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,6 +4,8 @@ test_model.py; the per-example CRF mode: test_learn_crf.py; the running log Z of
 diagnostics against the exact one: test_estimators_base.py; agreement with exact
 maximum likelihood: test_end_to_end.py.)"""
 
+import warnings
+
 import jax
 import numpy as np
 import optax
@@ -114,3 +116,23 @@ def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
         np.testing.assert_array_equal(changed.params[name], fresh.params[name])
     assert learner._scan_jit is compiled and compiled._cache_size() == 1
 
+
+def test_impossible_or_uncertain_running_log_likelihood_warns(spins):
+    """A running log Z below the data's log-potential (a positive log-likelihood) or with
+    a standard error beyond LOG_Z_SE_TOLERANCE warns; a sound run does not."""
+    learner = ugm.MLE(ugm.models.vbm, ugm.PF(32), optax.sgd(0.01))
+    state = learner.init(jax.random.PRNGKey(0), spins, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning at all
+        sound = learner.run(None, 5, spins, 6, init_state=state, progress_bar=False)
+    assert np.all(sound.diagnostics["log_likelihood"] < 0)
+    assert np.all((sound.diagnostics["log_z_se"] > 0) & (sound.diagnostics["log_z_se"] < 1))
+    low = state._replace(estimator_state=state.estimator_state._replace(
+        log_z=state.estimator_state.log_z - 50.0))
+    with pytest.warns(RuntimeWarning, match=r"log-likelihood was positive on 5 of 5 steps, "
+                      r"first at step 0 .* impossible"):
+        learner.run(None, 5, spins, 6, init_state=low, progress_bar=False)
+    uncertain = state._replace(estimator_state=state.estimator_state._replace(
+        log_z_var=state.estimator_state.log_z_var + 4.0))
+    with pytest.warns(RuntimeWarning, match=r"standard error exceeded 1.0 nat from step 0"):
+        learner.run(None, 5, spins, 6, init_state=uncertain, progress_bar=False)

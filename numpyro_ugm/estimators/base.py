@@ -214,6 +214,7 @@ class Reweighted(NamedTuple):
     log_weights : (S,) normalized log-weights at the new parameters
     ess : effective sample size of ``log_weights`` (a count, blackjax's ``smc.ess``)
     log_z : running estimate of log Z at the new parameters
+    log_z_var : its approximate variance (see :func:`reweight`)
     free_energy : (S,) F(x_s; θ_t) at the new parameters
     triggered : whether the ESS fell below the threshold or the count reached ``every``
     """
@@ -221,6 +222,7 @@ class Reweighted(NamedTuple):
     log_weights: jax.Array
     ess: jax.Array
     log_z: jax.Array
+    log_z_var: jax.Array
     free_energy: jax.Array
     triggered: jax.Array
 
@@ -228,7 +230,8 @@ class Reweighted(NamedTuple):
 def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
              log_z: jax.Array, *, threshold: float, count: jax.Array,
              every: Optional[int] = None, log_weights: Optional[jax.Array] = None,
-             temperature: float = 1.0) -> Reweighted:
+             temperature: float = 1.0, log_z_var: jax.Array = 0.0,
+             segment_log_weights: Optional[jax.Array] = None) -> Reweighted:
     """Importance-reweight particles from reference parameters to ``params``, and decide
     whether they need renewing (PF's resampling, MCMC-MLE's new round).
 
@@ -255,6 +258,19 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     temperature : float > 0
         The weights (not ``log_z``) use the increments divided by it (``inf``: unit
         weights).
+    log_z_var : float array
+        Variance of the running ``log_z`` when the particles were last renewed.
+    segment_log_weights : (S,) array, optional
+        Normalized log-weights W⁰ the particles had when they were last renewed
+        (``None``: uniform).
+
+    Notes
+    -----
+    Since the particles were last renewed, the running estimate is one importance
+    sampling estimate with the weights W⁰, whose delta-method variance is
+    Σ_s (W_s − W⁰_s)² (1/ESS − 1/S for uniform W⁰); ``log_z_var`` adds it to the
+    variance banked at the renewal. It treats the particles as independent draws and
+    cannot see mass that no particle holds: a lower bound on the error, in practice.
     """
     current = free_energies(m, params, position)
     delta = current - reference_free_energy
@@ -267,11 +283,14 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
         scaled = delta if temperature == 1.0 else (
             jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
         log_weights = normalize(log_weights + scaled)
+    start = (jnp.full((num,), 1.0 / num, log_weights.dtype) if segment_log_weights is None
+             else jnp.exp(segment_log_weights))
+    log_z_var = log_z_var + jnp.sum((jnp.exp(log_weights) - start) ** 2)
     ess_value = ess(log_weights)
     triggered = ess_value < threshold * num
     if every is not None:
         triggered = triggered | (count >= every)
-    return Reweighted(log_weights, ess_value, log_z, current, triggered)
+    return Reweighted(log_weights, ess_value, log_z, log_z_var, current, triggered)
 
 
 def sample_latent(m, params: dict, rng_key: jax.Array, position: dict) -> dict:

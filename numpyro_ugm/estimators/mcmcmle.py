@@ -16,12 +16,14 @@ from .tempering import anneal_from_uniform
 
 class MCMCMLEState(NamedTuple):
     """The sample drawn at the anchor θ_0 of the current round, its free energies
-    F(x; θ_0), the running estimate of log Z(θ_0), and updates since the draw."""
+    F(x; θ_0), the running estimate of log Z(θ_0), updates since the draw, and the
+    estimate's variance."""
 
     position: dict
     anchor_free_energy: jax.Array
     anchor_log_z: jax.Array
     since_reset: jax.Array
+    anchor_log_z_var: jax.Array
 
 
 @mapping_access
@@ -33,11 +35,14 @@ class MCMCMLEInfo(NamedTuple):
     ess : effective sample size of the importance weights (before a new round)
     rejuvenated : 1.0 if the update started a new round (redrew the sample), else 0.0
     log_z : running estimate of log Z(θ_t)
+    log_z_se : its approximate standard error (also that of the running
+        log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
     """
 
     ess: jax.Array
     rejuvenated: jax.Array
     log_z: jax.Array
+    log_z_se: jax.Array
 
 
 @renamed_arguments({"burn_in": "num_mcmc_steps", "ess_threshold": "restart_threshold"},
@@ -97,24 +102,27 @@ class MCMCMLE(Estimator):
         position = resample(resample_key, result.position, result.log_weights)
         position, energy = self._draw(kernel, key, m, params, position)
         return MCMCMLEState(position, energy, result.log_z_increment,
-                            jnp.zeros((), jnp.int32))
+                            jnp.zeros((), jnp.int32), result.log_z_var)
 
     def update(self, rng_key, state, m, params, batch
                ) -> tuple[MCMCMLEState, Particles, MCMCMLEInfo]:
         kernel = self.build_kernel(m)
         new = reweight(m, params, state.position, state.anchor_free_energy,
                        state.anchor_log_z, threshold=self.restart_threshold,
-                       count=state.since_reset + 1, every=self.reset_every)
+                       count=state.since_reset + 1, every=self.reset_every,
+                       log_z_var=state.anchor_log_z_var)
         dtype = new.log_weights.dtype
 
         def redraw(_):
             position, energy = self._draw(kernel, rng_key, m, params, state.position)
-            return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32)),
+            return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
+                                 new.log_z_var),
                     uniform_log_weights(self.num_particles).astype(dtype))
 
         def keep(_):
             return state._replace(since_reset=state.since_reset + 1), new.log_weights
 
         new_state, weights = jax.lax.cond(new.triggered, redraw, keep, None)
-        info = MCMCMLEInfo(new.ess, new.triggered.astype(dtype), new.log_z)
+        info = MCMCMLEInfo(new.ess, new.triggered.astype(dtype), new.log_z,
+                           jnp.sqrt(new.log_z_var))
         return new_state, Particles(new_state.position, weights), info

@@ -46,7 +46,8 @@ class PerExample:
     ``init`` takes the :class:`ConditionalBatch` of all training examples and returns
     their states stacked; ``update`` takes a :class:`ConditionalBatch` whose ``index``
     names the examples, and returns :class:`~numpyro_ugm.estimators.base.Particles` with
-    leading axes (batch, particles) and the batch mean of each diagnostic.
+    leading axes (batch, particles) and the batch mean of each diagnostic (``log_z_se``:
+    the standard error of the batch mean of ``log_z``).
     """
 
     def __init__(self, estimator: Estimator):
@@ -79,8 +80,11 @@ class PerExample:
         states, particles, info = jax.vmap(one)(keys, states, batch.inputs, batch.data)
         state = states if index is None else jax.tree.map(
             lambda a, b: a.at[index].set(b), state, states)
-        info = jax.tree.map(lambda v: jnp.mean(jnp.asarray(v, jnp.float32)), info)
-        return state, particles, info
+        means = jax.tree.map(lambda v: jnp.mean(jnp.asarray(v, jnp.float32)), info)
+        if "log_z_se" in info._fields:  # the examples' estimates are independent
+            se = jnp.asarray(info.log_z_se, jnp.float32)
+            means = means._replace(log_z_se=jnp.sqrt(jnp.mean(se ** 2) / se.shape[0]))
+        return state, particles, means
 
     def __repr__(self):
         return f"PerExample({self.estimator!r})"

@@ -15,14 +15,17 @@ from .tempering import anneal_from_uniform
 
 class PFState(NamedTuple):
     """Weighted particles, their free energies F(x; θ) at the parameters the weights
-    refer to, the running estimate of log Z(θ), and updates since the last
-    rejuvenation."""
+    refer to, the running estimate of log Z(θ), updates since the last rejuvenation,
+    and (for the estimate's variance) that variance at the last rejuvenation and the
+    weights the particles had then."""
 
     position: dict
     log_weights: jax.Array
     free_energy: jax.Array
     log_z: jax.Array
     since_rejuvenation: jax.Array
+    log_z_var: jax.Array
+    segment_log_weights: jax.Array
 
 
 @mapping_access
@@ -36,6 +39,8 @@ class PFInfo(NamedTuple):
     rejuvenated : 1.0 if the kernel moved them (always together with ``resampled``)
     acceptance : mean kernel acceptance of the rejuvenation (NaN when none ran)
     log_z : running estimate of log Z(θ_t)
+    log_z_se : its approximate standard error (also that of the running
+        log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
     """
 
     ess: jax.Array
@@ -43,6 +48,7 @@ class PFInfo(NamedTuple):
     rejuvenated: jax.Array
     acceptance: jax.Array
     log_z: jax.Array
+    log_z_se: jax.Array
 
 
 @renamed_arguments(
@@ -113,7 +119,7 @@ class PF(Estimator):
                                      self.num_particles)
         return PFState(result.position, result.log_weights,
                        free_energies(m, params, result.position), result.log_z_increment,
-                       jnp.zeros((), jnp.int32))
+                       jnp.zeros((), jnp.int32), result.log_z_var, result.log_weights)
 
     def update(self, rng_key, state, m, params, batch) -> tuple[PFState, Particles, PFInfo]:
         kernel = self.build_kernel(m)
@@ -121,7 +127,8 @@ class PF(Estimator):
         new = reweight(m, params, state.position, state.free_energy, state.log_z,
                        threshold=self.resample_threshold, count=since,
                        every=self.rejuvenate_every, log_weights=state.log_weights,
-                       temperature=self.temperature)
+                       temperature=self.temperature, log_z_var=state.log_z_var,
+                       segment_log_weights=state.segment_log_weights)
         dtype = new.free_energy.dtype
 
         def rejuvenated(_):
@@ -139,8 +146,11 @@ class PF(Estimator):
 
         position, log_weights, energy, acceptance = jax.lax.cond(
             new.triggered, rejuvenated, kept, None)
+        renewed = lambda now, then: jnp.where(new.triggered, now, then)  # noqa: E731
         new_state = PFState(position, log_weights, energy, new.log_z,
-                            jnp.where(new.triggered, 0, since).astype(jnp.int32))
+                            renewed(0, since).astype(jnp.int32),
+                            renewed(new.log_z_var, state.log_z_var),
+                            renewed(log_weights, state.segment_log_weights))
         flag = new.triggered.astype(dtype)
-        info = PFInfo(new.ess, flag, flag, acceptance, new.log_z)
+        info = PFInfo(new.ess, flag, flag, acceptance, new.log_z, jnp.sqrt(new.log_z_var))
         return new_state, Particles(position, log_weights), info

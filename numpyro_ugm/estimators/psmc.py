@@ -18,12 +18,14 @@ from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform, t
 
 
 class PSMCState(NamedTuple):
-    """Weighted particles of p(·; θ_{t−1}), those parameters, and log Z(θ_{t−1})."""
+    """Weighted particles of p(·; θ_{t−1}), those parameters, log Z(θ_{t−1}) and the
+    estimate's variance."""
 
     position: dict
     log_weights: jax.Array
     params: Any
     log_z: jax.Array
+    log_z_var: jax.Array
 
 
 #: diagnostics of one PSMC update (``log_z`` is the running estimate of log Z(θ_t))
@@ -74,7 +76,7 @@ class PSMC(TemperingEstimator):
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
                                      self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
-                         result.log_z_increment)
+                         result.log_z_increment, result.log_z_var)
 
     def update(self, rng_key, state, m, params, batch
                ) -> tuple[PSMCState, Particles, TemperingInfo]:
@@ -99,7 +101,8 @@ class PSMC(TemperingEstimator):
                        ).astype(dtype),
             **self.tempering())
         log_z = state.log_z + result.log_z_increment
+        log_z_var = state.log_z_var + result.log_z_var
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
-                             log_z)
-        new_state = PSMCState(result.position, result.log_weights, params, log_z)
+                             log_z, jnp.sqrt(log_z_var))
+        new_state = PSMCState(result.position, result.log_weights, params, log_z, log_z_var)
         return new_state, Particles(result.position, result.log_weights), info

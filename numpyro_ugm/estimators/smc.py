@@ -4,6 +4,7 @@ every update, tempered adaptively to p(·; θ_t)."""
 import dataclasses
 from typing import NamedTuple
 
+import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
 from .._deprecation import renamed_arguments
@@ -54,5 +55,5 @@ class SMC(TemperingEstimator):
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
                                      self.num_particles, **self.tempering())
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
-                             result.log_z_increment)
+                             result.log_z_increment, jnp.sqrt(result.log_z_var))
         return state, Particles(result.position, result.log_weights), info

@@ -31,6 +31,11 @@ class TemperResult(NamedTuple):
     position : dict of (S, ...) arrays
     log_weights : (S,) normalized log-weights
     log_z_increment : estimate of log Z_1 − log Z_0
+    log_z_var : its approximate variance: the larger of the summed delta-method
+        variances of the steps' normalizers, Σ_s w_s² − 1/S (w: a step's normalized
+        incremental weights), and the genealogy estimate of
+        :func:`genealogy_log_z_var`. Both understate the spread when the moves mix
+        slowly (measured in the docs' "Checkpoints, failures and scale-out" page).
     num_betas : number of tempering steps taken (β values after β_0 = 0)
     acceptance : mean kernel acceptance over the path
     betas : (max_betas,) array or None
@@ -43,6 +48,7 @@ class TemperResult(NamedTuple):
     position: dict
     log_weights: jax.Array
     log_z_increment: jax.Array
+    log_z_var: jax.Array
     num_betas: jax.Array
     acceptance: jax.Array
     betas: Any = None
@@ -81,7 +87,7 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     step = tempered.build_kernel(logprior_fn, loglikelihood_fn, kernel.step, kernel.init,
                                  getattr(bj_resampling, resampling))
     batched_loglikelihood = jax.vmap(loglikelihood_fn)
-    dtype = weights.dtype
+    dtype, num = weights.dtype, weights.shape[0]
 
     def next_beta(state, count):
         remaining = 1.0 - state.tempering_param
@@ -95,25 +101,47 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         return carry[1].tempering_param < 1.0
 
     def body(carry):
-        key, state, log_z, count, acceptance, path = carry
+        key, state, log_z, (eve, step_var), count, acceptance, path = carry
         key, step_key = jax.random.split(key)
         state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count), {})
+        eve = eve[info.ancestors]
+        step_var = step_var + jnp.maximum(jnp.sum(state.weights ** 2) - 1.0 / num, 0.0)
         if record_path:
-            num = state.weights.shape[0]
             ess_fraction = 1.0 / (num * jnp.sum(state.weights ** 2))
             path = (path[0].at[count].set(state.tempering_param),
                     path[1].at[count].set(ess_fraction.astype(dtype)))
-        return (key, state, log_z + info.log_likelihood_increment, count + 1,
+        return (key, state, log_z + info.log_likelihood_increment, (eve, step_var), count + 1,
                 acceptance + jnp.mean(info.update_info.acceptance_rate), path)
 
     init = tempered.TemperedSMCState(position, weights, jnp.zeros((), dtype))
     zero = jnp.zeros((), dtype)
     path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 2 if record_path else None)
-    _, state, log_z, count, acceptance, path = jax.lax.while_loop(
-        cond, body, (rng_key, init, zero, jnp.zeros((), jnp.int32), zero, path))
-    return TemperResult(state.particles, jnp.log(state.weights), log_z, count,
+    _, state, log_z, (eve, step_var), count, acceptance, path = jax.lax.while_loop(
+        cond, body, (rng_key, init, zero, (jnp.arange(num), zero), jnp.zeros((), jnp.int32),
+                     zero, path))
+    log_z_var = jnp.maximum(genealogy_log_z_var(state.weights, eve, count), step_var)
+    return TemperResult(state.particles, jnp.log(state.weights), log_z, log_z_var, count,
                         acceptance / jnp.maximum(count, 1),
                         *(path if record_path else (None, None)))
+
+
+def genealogy_log_z_var(weights: jax.Array, eve: jax.Array, num_resamplings) -> jax.Array:
+    """Approximate variance of an SMC estimate of log Z from its genealogy (after Lee &
+    Whiteley's estimator of the normalizer's relative variance): particles that descend
+    from the same initial particle ("Eve") count as one draw.
+
+    Parameters
+    ----------
+    weights : (S,) normalized final weights
+    eve : (S,) int array, the initial particle each descends from
+    num_resamplings : number of resampling stages on the path
+    """
+    num = weights.shape[0]
+    by_eve = jax.ops.segment_sum(weights, eve, num_segments=num)
+    distinct_pairs = 1.0 - jnp.sum(by_eve ** 2)
+    factor = (num / (num - 1.0)) ** num_resamplings
+    relative = jnp.maximum(1.0 - factor * distinct_pairs, 0.0)
+    return jnp.log1p(relative).astype(weights.dtype)
 
 
 def anneal_from_uniform(m, kernel: Kernel, rng_key: jax.Array, params: dict,
@@ -149,12 +177,15 @@ class TemperingInfo(NamedTuple):
     num_betas : number of tempering steps the update took
     acceptance : mean kernel acceptance over the path
     log_z : estimate of log Z(θ_t) (SMC: fresh; PSMC: running)
+    log_z_se : its approximate standard error (also that of the running
+        log-likelihood; see :class:`TemperResult`)
     """
 
     ess: jax.Array
     num_betas: jax.Array
     acceptance: jax.Array
     log_z: jax.Array
+    log_z_se: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,7 +38,10 @@ class RunResult(NamedTuple):
     diagnostics : dict of str -> ndarray, each of shape ``(num_steps,)``
         Per step: ``grad_norm``, ``positive`` (batch mean of F), the estimator's info
         (e.g. ``ess``, ``resampled``, ``rejuvenated``, ``num_betas``, ``acceptance``,
-        ``log_z``) and, with a ``log_z``, the running ``log_likelihood``.
+        ``log_z`` and its standard error ``log_z_se``) and, with a ``log_z``, the
+        running ``log_likelihood`` (per case; its standard error is ``log_z_se``). A
+        run warns when that running log-likelihood is impossible (positive) or its
+        standard error exceeds ``LOG_Z_SE_TOLERANCE`` (1 nat).
     """
 
     params: dict
@@ -136,6 +139,42 @@ class _History:
                     out[k] = np.full((end,) + v.shape[1:], np.nan, np.result_type(v, np.float32))
                 out[k][first:first + len(v)] = v
         return out
+
+
+#: standard error (nats) of a running log Z beyond which MLE.run warns that the running
+#: log-likelihood is no longer a useful measure
+LOG_Z_SE_TOLERANCE = 1.0
+
+
+def _warn_if_log_z_unreliable(diagnostics, start):
+    """Warn when the running log-likelihood is impossible (> 0: a probability mass is at
+    most 1) or its standard error exceeds :data:`LOG_Z_SE_TOLERANCE`."""
+    log_likelihood = diagnostics.get("log_likelihood")
+    if log_likelihood is None:
+        return
+    log_likelihood = np.asarray(log_likelihood)
+    impossible = np.flatnonzero(log_likelihood > 0)
+    if impossible.size:
+        worst = impossible[np.argmax(log_likelihood[impossible])]
+        warnings.warn(
+            f"the running log-likelihood was positive on {impossible.size} of "
+            f"{len(log_likelihood)} steps, first at step {start + impossible[0]} and up to "
+            f"{log_likelihood[worst]:+.3g} nats per case at step {start + worst}: "
+            "impossible for a discrete model (log p(x) <= 0), so the running log Z is "
+            "wrong by at least that much. The particle weights missed probability mass; "
+            "do not read the running log-likelihood, evaluate the model with "
+            "ugm.evaluate.exact or ugm.evaluate.ais.", RuntimeWarning, stacklevel=3)
+    se = diagnostics.get("log_z_se")
+    if se is None:
+        return
+    beyond = np.flatnonzero(np.asarray(se) > LOG_Z_SE_TOLERANCE)
+    if beyond.size:
+        warnings.warn(
+            f"the running log Z's standard error exceeded {LOG_Z_SE_TOLERANCE} nat from "
+            f"step {start + beyond[0]} on (up to {float(np.nanmax(se)):.3g}; diagnostics "
+            "'log_z_se'): from there the running log-likelihood is too uncertain to "
+            "compare models; evaluate with ugm.evaluate.exact or ugm.evaluate.ais.",
+            RuntimeWarning, stacklevel=3)
 
 
 def _warn_if_collapsed(diagnostics, start):
@@ -537,5 +576,6 @@ class MLE:
         diagnostics = kept(state, diagnostics)
         self._history.add(start, diagnostics, state)
         _warn_if_collapsed(diagnostics, start)
+        _warn_if_log_z_unreliable(diagnostics, start)
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

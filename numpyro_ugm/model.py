@@ -123,7 +123,8 @@ class UGM:
                                                    site["fn"].support, site["fn"])
         if not self.state_sites:
             raise ValueError("the model has no state site: declare discrete variables with "
-                             "numpyro.sample(name, ugm.Spin/Binary/Categorical(shape))")
+                             "numpyro.sample(name, domain), the domain ugm.Spin(shape), "
+                             "ugm.Binary(shape) or ugm.Categorical(shape, num_categories=K)")
         self.latent_sites = ()
         self._compiled = {}  # see cached(); shared with observe() copies only
         self._structure = _StructureCell()  # shared with every copy (see replace())

@@ -54,7 +54,7 @@ def test_gradient_logits_equal_brute_force(make):
 
 
 def test_gather_and_scatter():
-    domain = ugm.Categorical((2, 3), 4)
+    domain = ugm.Categorical((2, 3), num_categories=4)
     x = domain.sample(jax.random.PRNGKey(1))
     idx = np.array([4, 0, 2])
     np.testing.assert_array_equal(gather(x, domain, idx), x.reshape(6, 4)[idx])

@@ -110,6 +110,11 @@ class Domain(Distribution):
     def _model_event_shape(self):
         return ()
 
+    def with_shape(self, shape):
+        """The same domain over a site of shape ``shape`` (e.g. the shape a
+        ``numpyro.plate`` gives the site)."""
+        return type(self)(shape)
+
     # --- representations ------------------------------------------------------------
     def to_model(self, value, dtype=None):
         """Data representation -> model representation (float)."""
@@ -249,6 +254,9 @@ class Categorical(Domain):
 
     def _model_event_shape(self):
         return (self.num_categories,)
+
+    def with_shape(self, shape):
+        return Categorical(shape, self.num_categories)
 
     def to_model(self, value, dtype=None):
         return jax.nn.one_hot(jnp.asarray(value), self.num_categories,

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
-from numpyro.distributions import ExpandedDistribution, Independent, constraints
+from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
@@ -376,8 +376,22 @@ class UGM:
         -------
         scalar
         """
-        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
         total = 0.0
+        for _, _, term in self._terms(params, state):
+            total = total + term
+        return total
+
+    def factor_terms(self, params: dict, state: dict) -> dict:
+        """The ``numpyro.factor`` terms of the log-potential by site name, each summed
+        over its plates; observed sites with a distribution (``obs=``, likelihoods of
+        observed data) are not among them. Arguments as :meth:`log_potential`."""
+        return {name: term for name, is_factor, term in self._terms(params, state)
+                if is_factor}
+
+    def _terms(self, params, state):
+        """(name, whether a ``numpyro.factor``, summed log-factor) of each observed site,
+        in the order the model declares them."""
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
         for name, site in trace.items():
             if site["type"] != "sample":
                 continue
@@ -388,8 +402,7 @@ class UGM:
             log_factor = site["fn"].log_prob(site["value"])
             if site.get("scale") is not None:
                 log_factor = log_factor * site["scale"]
-            total = total + jnp.sum(log_factor)
-        return total
+            yield name, isinstance(_innermost(site["fn"]), Unit), jnp.sum(log_factor)
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.

@@ -9,6 +9,10 @@ the checkerboard blocks are found from the model itself. ``--composite gibbs`` r
 same chain as ``numpyro.infer.Gibbs([(ugm.infer.UGMSampler(model), ["x"]),
 (NUTS(model), None)])``.
 
+Only σ is sampled by NUTS: the coupling β is fixed. A β sampled by NUTS would target
+prior(β)·exp f(x; β) without the Ising model's 1/Z(β), a wrong posterior (the adapters
+warn); learn β by MAP with ``ugm.MLE`` instead.
+
 The likelihood is written as a mixture over the two labels,
 (1 + x)/2 · log N(y | μ, σ) + (1 − x)/2 · log N(y | −μ, σ), which equals log N(y | μ x, σ)
 on the domain and is linear in x, so that the conditionals of all pixels of one colour come
@@ -64,14 +68,19 @@ def main(size=24, true_sigma=1.0, coupling=0.6, num_warmup=300, num_samples=1000
     y = (truth + true_sigma * rng.standard_normal(truth.shape)).astype(np.float32)
     args = (jnp.asarray(y), coupling, 1.0, likelihood)
 
+    # the mixture factor is the likelihood of the pixels (normalized over y): NUTS may
+    # sample the sigma it depends on (a factor coupling the labels with a sampled
+    # parameter of their prior, such as the coupling, would draw a warning)
+    likelihood_factors = ["likelihood"] if likelihood == "mixture" else []
     t = time.perf_counter()
     if composite == "hmcgibbs":
-        fn = ugm.infer.gibbs_fn(segmentation, *args)
+        fn = ugm.infer.gibbs_fn(segmentation, *args, likelihood_factors=likelihood_factors)
         print(f"blocks found: {len(fn.ugm.blocks)} (multilinear: "
               f"{fn.ugm.structure.multilinear})")
         kernel = HMCGibbs(NUTS(segmentation), gibbs_fn=fn, gibbs_sites=fn.sites)
     else:
-        kernel = Gibbs([(ugm.infer.UGMSampler(segmentation), ["x"]),
+        kernel = Gibbs([(ugm.infer.UGMSampler(segmentation,
+                                              likelihood_factors=likelihood_factors), ["x"]),
                         (NUTS(segmentation), None)])
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(seed), *args)

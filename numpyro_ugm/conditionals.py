@@ -165,8 +165,9 @@ def free_energy(m: Any, params: dict, state: dict) -> jax.Array:
 
 def _mean_and_entropy(domain, logits):
     """Mean (model representation) and entropy of independent variables with the given
-    conditional logits (..., K); two-valued domains use one sigmoid per variable."""
-    if logits.shape[-1] == 2:
+    conditional logits (..., K); two-valued scalar domains (Spin, Binary) use one sigmoid
+    per variable, one-hot domains (Categorical, any K) a softmax."""
+    if logits.shape[-1] == 2 and not domain.event_shape:
         low, high = domain.values
         diff = logits[..., 1] - logits[..., 0]
         p1 = jax.nn.sigmoid(diff)

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import Distribution, constraints
 
+from ._checks import check_count
+
 
 class _FiniteSet(constraints.Constraint):
     """Membership in a finite set of scalar values."""
@@ -83,7 +85,9 @@ class Domain(Distribution):
     data_dtype = jnp.int8
 
     def __init__(self, shape=(), *, validate_args=None):
-        self.shape_ = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+        self.shape_ = tuple(check_count(type(self).__name__, "shape", d, minimum=0)
+                            for d in dims)
         super().__init__(batch_shape=self.shape_, event_shape=self._model_event_shape(),
                          validate_args=validate_args)
 
@@ -105,6 +109,11 @@ class Domain(Distribution):
 
     def _model_event_shape(self):
         return ()
+
+    def with_shape(self, shape):
+        """The same domain over a site of shape ``shape`` (e.g. the shape a
+        ``numpyro.plate`` gives the site)."""
+        return type(self)(shape)
 
     # --- representations ------------------------------------------------------------
     def to_model(self, value, dtype=None):
@@ -222,15 +231,21 @@ class Categorical(Domain):
     shape : int or tuple of int
         Shape of the site (number of labelled variables along each axis).
     num_categories : int
-        Number of labels K (at least 2).
+        Number of labels K (at least 2). Required: ``Categorical(4, num_categories=3)``
+        is 4 variables with 3 labels each; ``Categorical(4)`` is an error.
     """
 
     data_dtype = jnp.int32
 
-    def __init__(self, shape=(), num_categories=2, *, validate_args=None):
-        if int(num_categories) < 2:
-            raise ValueError(f"Categorical needs num_categories >= 2, got {num_categories}")
-        self.num_categories = int(num_categories)
+    def __init__(self, shape=(), num_categories=None, *, validate_args=None):
+        if num_categories is None:
+            raise TypeError(
+                f"Categorical needs num_categories, the number of labels K: write "
+                f"Categorical(shape, num_categories=K) (e.g. Categorical({shape!r}, "
+                f"num_categories=3) for a site of shape {shape!r} with 3 labels per "
+                f"variable); the first argument is the site's shape, not K")
+        self.num_categories = check_count("Categorical", "num_categories", num_categories,
+                                          minimum=2)
         super().__init__(shape, validate_args=validate_args)
 
     @property
@@ -239,6 +254,9 @@ class Categorical(Domain):
 
     def _model_event_shape(self):
         return (self.num_categories,)
+
+    def with_shape(self, shape):
+        return Categorical(shape, self.num_categories)
 
     def to_model(self, value, dtype=None):
         return jax.nn.one_hot(jnp.asarray(value), self.num_categories,

@@ -13,6 +13,20 @@
       fn = ugm.infer.gibbs_fn(model, y)
       HMCGibbs(NUTS(model), gibbs_fn=fn, gibbs_sites=fn.sites)
 
+.. warning::
+   **Do not let NUTS (or any other block) sample a parameter θ of the undirected model**
+   (a continuous site that a ``numpyro.factor`` couples with the state, e.g. the coupling
+   β of an Ising prior). numpyro's joint density is prior(θ)·exp f(x; θ)·likelihood,
+   without the 1/Z(θ) of p(x | θ) = exp f(x; θ) / Z(θ), so that kernel samples a wrong
+   posterior for θ (one user got E[β] = 12.0 where the posterior mean is 0.19), and no
+   amount of sampling fixes it. Learn such parameters by MAP with :class:`~numpyro_ugm.MLE`
+   (a prior on the site) and hold them fixed here. Continuous sites of the likelihood of
+   observed data (a noise scale σ in ``numpyro.sample("y", Normal(mu * x, sigma),
+   obs=y)``) are fine. Both adapters check this when they are set up
+   (:func:`coupled_factors`) and warn; a factor that is a likelihood of observed data
+   (normalized over the data, e.g. a mixture over the labels) is named in
+   ``likelihood_factors=[...]`` to tell them so.
+
 In both, the state sites are updated from their conditional given the current values of
 the continuous sites: those values are substituted into the model, so the log-density the
 kernel sees is the log-potential of the state (factors plus every observed site, e.g. a
@@ -37,7 +51,8 @@ representation (±1, 0/1 as ``int8``, integer labels); composite kernels (``Gibb
 """
 
 import copy
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -46,6 +61,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
+from ._checks import check_count
 from ._deprecation import warn_deprecated
 from .kernels import gibbs
 from .kernels.base import as_spec
@@ -56,7 +72,8 @@ try:  # the keyword through which numpyro's composite Gibbs passes conditioning 
 except ImportError:  # pragma: no cover - numpyro without the composite Gibbs
     GIBBS_SITES_KWARG = "_gibbs_sites"
 
-__all__ = ["UGMSampler", "UGMSamplerState", "UGMGibbsFn", "gibbs_fn", "to_data"]
+__all__ = ["UGMSampler", "UGMSamplerState", "UGMGibbsFn", "coupled_factors", "gibbs_fn",
+           "to_data"]
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -110,6 +127,81 @@ def _as_model_values(m, values, batch_ndim):
                              f"{data_shape} (data) or {model_shape} (model representation)"
                              + (" after the leading chain axis" if batch_ndim else ""))
     return out
+
+
+def coupled_factors(m: UGM, sites: Sequence[str], likelihood_factors: Sequence[str] = (),
+                    num_pairs: int = 8) -> dict:
+    """The ``numpyro.factor`` terms that couple each of the continuous ``sites`` with the
+    state sites of ``m``: those in which moving the site changes how the term weighs
+    one state against another, so that the normalizer Z of the state depends on it.
+
+    Found numerically: each term's difference between ``num_pairs`` pairs of random
+    states, at the initial parameters and with the site alone moved by a standard
+    normal step in the unconstrained space (fixed keys).
+
+    Parameters
+    ----------
+    m : UGM
+        The model with ``sites`` among its parameter sites.
+    sites : sequence of str
+        The continuous sites another kernel samples.
+    likelihood_factors : sequence of str
+        Factor sites that are likelihoods of observed data (normalized over the data),
+        left out.
+
+    Returns
+    -------
+    dict of str -> list of str
+        For each coupled site, the factor sites that couple it (sites not coupled are
+        absent).
+    """
+    with jax.ensure_compile_time_eval():
+        key_x, key_move = jax.random.split(jax.random.PRNGKey(0))
+        base = m.init_params(jax.random.PRNGKey(0))
+        names = set(m.factor_terms(base, m.reference_state()))
+        unknown = [n for n in likelihood_factors if n not in names]
+        if unknown:
+            raise ValueError(f"likelihood_factors {unknown} are not numpyro.factor sites of "
+                             f"the model; its factors are {sorted(names)}")
+        states = m.random_state(key_x, (2 * num_pairs,))
+
+        def contrasts(params):
+            terms = jax.vmap(lambda x: m.factor_terms(params, x))(states)
+            return {n: np.asarray(t[:num_pairs] - t[num_pairs:]) for n, t in terms.items()
+                    if n not in likelihood_factors}
+
+        reference = contrasts(base)
+        unconstrained = m.to_unconstrained(base)
+        out = {}
+        for i, s in enumerate(sites):
+            step = jax.random.normal(jax.random.fold_in(key_move, i), jnp.shape(base[s]))
+            moved = m.to_constrained({s: unconstrained[s] + step})
+            moved = contrasts({**base, **moved})
+            coupling = [n for n in reference if not np.allclose(
+                moved[n], reference[n], rtol=1e-4, atol=1e-4 * (1 + np.abs(reference[n]).max()))]
+            if coupling:
+                out[s] = coupling
+    return out
+
+
+def _warn_if_coupled(owner: str, m: UGM, sites: Sequence[str],
+                     likelihood_factors: Sequence[str], stacklevel: int) -> None:
+    """Warn when another kernel samples continuous sites that factors couple with the
+    state: it then targets prior(θ)·exp f(x; θ) without the 1/Z(θ) of the model."""
+    coupled = coupled_factors(m, sites, likelihood_factors) if sites else {}
+    if not coupled:
+        return
+    theta = ", ".join(f"{s!r} (coupled by factor(s) {names})" for s, names in coupled.items())
+    warnings.warn(
+        f"{owner}: another kernel (NUTS in HMCGibbs, or a Gibbs block) samples {theta}, "
+        f"a parameter θ of the undirected model over the state sites {list(m.state_sites)}. "
+        f"It targets prior(θ)·exp f(x; θ) without the 1/Z(θ) of p(x | θ), so the posterior "
+        f"of θ is wrong: a different distribution, not Monte Carlo noise. Learn θ by MAP "
+        f"(ugm.MLE with a prior on the site) or hold it fixed (a numpyro.param site, or a "
+        f"model argument); this package has no sampler for such doubly-intractable "
+        f"posteriors (e.g. the exchange algorithm). If a listed factor is a likelihood of "
+        f"observed data (normalized over the data, e.g. a mixture over the labels), name it "
+        f"in likelihood_factors=[...].", UserWarning, stacklevel=stacklevel + 1)
 
 
 def to_data(model: Callable | UGM, samples: dict, *model_args: Any,
@@ -191,6 +283,20 @@ class UGMSampler(MCMCKernel):
         (``numpyro.param`` init values; the prior median, from a fixed key, for sites with
         a prior). In a composite ``Gibbs``, sites sampled by other blocks take the
         sampled values instead.
+    likelihood_factors : sequence of str, optional
+        ``numpyro.factor`` sites that are likelihoods of observed data (normalized over
+        the data, e.g. a mixture over the labels written as a factor): other blocks may
+        sample the continuous sites they depend on without a warning (see the warning
+        below).
+
+    Warns
+    -----
+    UserWarning
+        At ``init`` in a composite ``Gibbs``, once, when another block samples a
+        continuous site that a factor couples with the state (a parameter θ of the
+        undirected model, found by :func:`coupled_factors`): that block targets
+        prior(θ)·exp f(x; θ) without 1/Z(θ), a wrong posterior for θ. Learn such
+        parameters by MAP with :class:`~numpyro_ugm.MLE` instead.
 
     Notes
     -----
@@ -213,7 +319,7 @@ class UGMSampler(MCMCKernel):
     sample_field = "z"
 
     def __init__(self, model: Callable, *legacy: Any, kernel: Any = None,
-                 params: dict | None = None):
+                 params: dict | None = None, likelihood_factors: Sequence[str] = ()):
         if legacy:  # the old positional (model, kernel, params)
             if len(legacy) > 2:
                 raise TypeError(f"UGMSampler takes 1 positional argument, got "
@@ -228,7 +334,9 @@ class UGMSampler(MCMCKernel):
         self._model = model
         self._spec = as_spec(kernel, gibbs())
         self._params = None if params is None else dict(params)
+        self._likelihood_factors = tuple(likelihood_factors)
         self._free = None  # (arguments, UGM with the continuous sites free): structure cache
+        self._checked = False  # the other blocks' sites checked for coupling (once)
         self._reset()
 
     def _reset(self):
@@ -287,6 +395,11 @@ class UGMSampler(MCMCKernel):
                     f"UGMSampler samples every state site of the model "
                     f"({list(free.state_sites)}); site(s) {owned_elsewhere} are owned by "
                     "another block: give all of them to the UGMSampler block")
+            if not self._checked:
+                _warn_if_coupled("UGMSampler", free, [s for s in conditioning
+                                                      if s in free.param_sites],
+                                 self._likelihood_factors, stacklevel=4)
+                self._checked = True
         if conditioning or free is None:
             m = UGM(self._model, *model_args, **kwargs)
             if free is not None:
@@ -443,19 +556,20 @@ class UGMGibbsFn:
     num_mcmc_steps : int
     """
 
-    def __init__(self, model, model_args, model_kwargs, kernel, num_mcmc_steps, params):
-        if int(num_mcmc_steps) != num_mcmc_steps or int(num_mcmc_steps) < 1:
-            raise ValueError(f"gibbs_fn: num_mcmc_steps must be an integer >= 1, got "
-                             f"{num_mcmc_steps}")
+    def __init__(self, model, model_args, model_kwargs, kernel, num_mcmc_steps, params,
+                 likelihood_factors=()):
+        self.num_mcmc_steps = check_count("gibbs_fn", "num_mcmc_steps", num_mcmc_steps)
         self.ugm = m = as_ugm(model, *model_args, **model_kwargs)
         self.sites = tuple(m.state_sites)
-        self.num_mcmc_steps = int(num_mcmc_steps)
         given = dict(params or {})
         unknown = [n for n in given if n not in m.param_sites]
         if unknown:
             raise KeyError(f"gibbs_fn: params has site(s) {unknown} that are not "
                            f"parameter sites of the model ({list(m.param_sites)})")
         self._fixed = {**_param_defaults(m), **{n: jnp.asarray(v) for n, v in given.items()}}
+        _warn_if_coupled("gibbs_fn", m, [n for n, s in m.param_sites.items()
+                                         if s.prior is not None and n not in given],
+                         tuple(likelihood_factors), stacklevel=3)
         self._kernel = as_spec(kernel, gibbs()).build(m)  # finds the blocks now
 
     def conditional_logdensity(self, hmc_sites):
@@ -507,7 +621,7 @@ class UGMGibbsFn:
 
 def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
              num_mcmc_steps: int = 1, params: dict | None = None,
-             **model_kwargs: Any) -> "UGMGibbsFn":
+             likelihood_factors: Sequence[str] = (), **model_kwargs: Any) -> "UGMGibbsFn":
     """Build the ``gibbs_fn`` of ``numpyro.infer.HMCGibbs`` for the state sites of a model.
 
     The returned callable updates every state site (``ugm.Spin`` / ``Binary`` /
@@ -530,8 +644,9 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
         arguments (then give no model arguments).
     *model_args, **model_kwargs
         The arguments ``MCMC.run`` passes to the model (``HMCGibbs`` does not hand them
-        to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_mcmc_steps``
-        and ``params`` (and, while deprecated, ``num_steps``) are taken by this function.
+        to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_mcmc_steps``,
+        ``params`` and ``likelihood_factors`` (and, while deprecated, ``num_steps``) are
+        taken by this function.
     kernel : KernelSpec, optional
         A :mod:`numpyro_ugm.kernels` spec (default: ``ugm.kernels.gibbs()``).
     num_mcmc_steps : int
@@ -539,14 +654,28 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
     params : dict, optional
         Values of ``numpyro.param`` sites (default: their init values) or of continuous
         sites that no other block samples.
+    likelihood_factors : sequence of str, optional
+        ``numpyro.factor`` sites that are likelihoods of observed data (normalized over
+        the data, e.g. a mixture over the labels written as a factor): NUTS may sample
+        the continuous sites they depend on without a warning.
 
     Returns
     -------
     UGMGibbsFn
         Callable ``(rng_key, gibbs_sites, hmc_sites) -> gibbs_sites``, values in the model
         representation; ``.sites`` names the sites it samples.
+
+    Warns
+    -----
+    UserWarning
+        When a continuous site with a prior (which NUTS samples, unless given in
+        ``params``) is coupled with the state by a factor (a parameter θ of the
+        undirected model, found by :func:`coupled_factors`): NUTS then targets
+        prior(θ)·exp f(x; θ) without 1/Z(θ), a wrong posterior for θ. Learn such
+        parameters by MAP with :class:`~numpyro_ugm.MLE` instead.
     """
     if "num_steps" in model_kwargs:
         warn_deprecated("gibbs_fn: 'num_steps' is deprecated, use 'num_mcmc_steps'")
         num_mcmc_steps = model_kwargs.pop("num_steps")
-    return UGMGibbsFn(model, model_args, model_kwargs, kernel, num_mcmc_steps, params)
+    return UGMGibbsFn(model, model_args, model_kwargs, kernel, num_mcmc_steps, params,
+                      likelihood_factors)

@@ -6,7 +6,8 @@ A model function declares
   ``numpyro.sample`` sites with a prior (MAP);
 * **state** as ``numpyro.sample`` sites whose distribution is a domain
   (:class:`~numpyro_ugm.domains.Spin`, :class:`~numpyro_ugm.domains.Binary`,
-  :class:`~numpyro_ugm.domains.Categorical`);
+  :class:`~numpyro_ugm.domains.Categorical`); a plate of such sites (or
+  ``.expand()``) is one site with the plate's shape;
 * the **log-potential** f(x; θ) as the sum of its ``numpyro.factor`` terms (and of any
   other observed sites).
 
@@ -29,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
-from numpyro.distributions import constraints
+from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
@@ -64,12 +65,37 @@ class ParamSite:
         return f"ParamSite({self.name!r}, shape={self.shape}, {kind})"
 
 
-def _state_of(site):
-    return site["type"] == "sample" and isinstance(site["fn"], Domain)
+def _innermost(fn):
+    """The distribution inside ``.expand()`` / ``.to_event()`` / ``.mask()`` wrappers."""
+    while hasattr(fn, "base_dist"):
+        fn = fn.base_dist
+    return fn
+
+
+def _domain_of(site):
+    """The domain of a state site over the site's whole shape, or None for other sites.
+
+    A domain inside plates (or ``.expand()``, ``.to_event()``) is the same domain with
+    the site's shape: ``with numpyro.plate("i", n): numpyro.sample("x", Spin())`` is
+    ``numpyro.sample("x", Spin(n))``.
+    """
+    if site["type"] != "sample":
+        return None
+    fn = site["fn"]
+    if isinstance(fn, Domain):
+        return fn
+    base = fn
+    while isinstance(base, (ExpandedDistribution, Independent)):
+        base = base.base_dist
+    if not isinstance(base, Domain):
+        return None
+    shape = tuple(fn.batch_shape) + tuple(fn.event_shape)
+    return base.with_shape(shape[:len(shape) - len(base.event_shape)])
 
 
 def _is_prior(site):
-    return site["type"] == "sample" and not site["is_observed"] and not _state_of(site)
+    return (site["type"] == "sample" and not site["is_observed"]
+            and _domain_of(site) is None)
 
 
 class UGM:
@@ -105,16 +131,25 @@ class UGM:
                 constraint = site["kwargs"].get("constraint", constraints.real)
                 self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
                                                    constraint, None)
-            elif _state_of(site):
+            elif _domain_of(site) is not None:
                 if site["is_observed"]:
                     raise ValueError(f"state site {name!r} has obs=...: pass its values as "
                                      "data to the learner instead")
-                self.state_sites[name] = site["fn"]
+                if site.get("scale") is not None:
+                    raise ValueError(
+                        f"state site {name!r} is in a subsampled plate (or under a scale "
+                        "handler): the state is never subsampled; use a plate without "
+                        "subsample_size, or give the shape to the domain")
+                self.state_sites[name] = _domain_of(site)
             elif _is_prior(site):
                 if site["fn"].is_discrete:
-                    base = site["fn"]
-                    while hasattr(base, "base_dist"):  # .expand(), .to_event(), .mask()
-                        base = base.base_dist
+                    base = _innermost(site["fn"])
+                    if isinstance(base, Domain):
+                        raise TypeError(
+                            f"site {name!r}: a {type(base).__name__} domain inside "
+                            f"{type(site['fn']).__name__} (a mask handler or .mask()) is "
+                            "not supported; declare the state site with its shape on the "
+                            f"domain, e.g. numpyro.sample({name!r}, ugm.Spin(shape))")
                     raise TypeError(
                         f"site {name!r} has the discrete distribution "
                         f"{type(base).__name__}: declare discrete state with "
@@ -123,7 +158,8 @@ class UGM:
                                                    site["fn"].support, site["fn"])
         if not self.state_sites:
             raise ValueError("the model has no state site: declare discrete variables with "
-                             "numpyro.sample(name, ugm.Spin/Binary/Categorical(shape))")
+                             "numpyro.sample(name, domain), the domain ugm.Spin(shape), "
+                             "ugm.Binary(shape) or ugm.Categorical(shape, num_categories=K)")
         self.latent_sites = ()
         self._compiled = {}  # see cached(); shared with observe() copies only
         self._structure = _StructureCell()  # shared with every copy (see replace())
@@ -340,20 +376,33 @@ class UGM:
         -------
         scalar
         """
-        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
         total = 0.0
+        for _, _, term in self._terms(params, state):
+            total = total + term
+        return total
+
+    def factor_terms(self, params: dict, state: dict) -> dict:
+        """The ``numpyro.factor`` terms of the log-potential by site name, each summed
+        over its plates; observed sites with a distribution (``obs=``, likelihoods of
+        observed data) are not among them. Arguments as :meth:`log_potential`."""
+        return {name: term for name, is_factor, term in self._terms(params, state)
+                if is_factor}
+
+    def _terms(self, params, state):
+        """(name, whether a ``numpyro.factor``, summed log-factor) of each observed site,
+        in the order the model declares them."""
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
         for name, site in trace.items():
             if site["type"] != "sample":
                 continue
             if not site["is_observed"]:
-                if _state_of(site) and name not in state:
+                if _domain_of(site) is not None and name not in state:
                     raise KeyError(f"state site {name!r} is missing from the state")
                 continue
             log_factor = site["fn"].log_prob(site["value"])
             if site.get("scale") is not None:
                 log_factor = log_factor * site["scale"]
-            total = total + jnp.sum(log_factor)
-        return total
+            yield name, isinstance(_innermost(site["fn"]), Unit), jnp.sum(log_factor)
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import check_count
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
@@ -281,10 +282,8 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
         if value is not None:
             settings[name] = value
     for name, value in settings.items():
-        minimum = 0 if name == "num_warmup" else 1
-        if int(value) != value or int(value) < minimum:
-            raise ValueError(f"predict: {name} must be an integer >= {minimum}, got {value}")
-        settings[name] = int(value)
+        settings[name] = check_count("predict", name, value,
+                                     minimum=0 if name == "num_warmup" else 1)
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")

@@ -169,7 +169,7 @@ def potts_ring(n, K):
     """K-label Potts ring with one K×K coupling matrix per bond and fields."""
     J = numpyro.param("J", jnp.zeros((n, K, K)))
     h = numpyro.param("h", jnp.zeros((n, K)))
-    x = numpyro.sample("x", ugm.Categorical(n, K))
+    x = numpyro.sample("x", ugm.Categorical(n, num_categories=K))
     numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x, J, jnp.roll(x, -1, axis=0)))
     numpyro.factor("fields", jnp.sum(h * x))
 

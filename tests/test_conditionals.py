@@ -4,6 +4,7 @@ block of non-interacting variables summed out (and the free energy of an RBM) eq
 the sum over its configurations written out here."""
 
 import itertools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +54,7 @@ def test_gradient_logits_equal_brute_force(make):
 
 
 def test_gather_and_scatter():
-    domain = ugm.Categorical((2, 3), 4)
+    domain = ugm.Categorical((2, 3), num_categories=4)
     x = domain.sample(jax.random.PRNGKey(1))
     idx = np.array([4, 0, 2])
     np.testing.assert_array_equal(gather(x, domain, idx), x.reshape(6, 4)[idx])
@@ -95,3 +96,48 @@ def test_sum_out_and_free_energy_equal_the_sum_over_hidden_states():
     np.testing.assert_allclose(
         float(free_energy(m, params, {"v": jnp.asarray(v), "h": jnp.asarray(hs[5])})),
         f[5], rtol=1e-6)
+
+
+
+class SpinsWithLabels:
+    """The surface of a model that :func:`free_energy` uses, without tracing: 3 observed
+    spins coupled to 2 latent labels (Categorical with K labels, or Binary, which is K=2
+    written as a scalar)."""
+
+    def __init__(self, num_categories):
+        latent = (ugm.Binary(2) if num_categories is None
+                  else ugm.Categorical(2, num_categories=num_categories))
+        self.state_sites = {"v": ugm.Spin(3), "h": latent}
+        self.latent_sites = ("h",)
+        self.structure = types.SimpleNamespace(multilinear=True, independent=lambda s: True)
+        self.one_hot = (lambda h: jnp.stack([1.0 - h, h], -1)) if num_categories is None \
+            else (lambda h: h)
+
+    def log_potential(self, params, x):
+        return jnp.einsum("i,ijk,jk->", x["v"], params["W"], self.one_hot(x["h"]))
+
+    def logdensity_fn(self, params):
+        return lambda x: self.log_potential(params, x)
+
+
+@pytest.mark.parametrize("num_categories", [2, 3])
+def test_latent_categorical_is_summed_out_exactly(num_categories):
+    """A latent Categorical, two labels included (once taken for a scalar site: a reshape
+    error), sums out to the brute-force sum; with two labels it equals the same model
+    with a Binary latent site."""
+    K = num_categories
+    params = {"W": jax.random.normal(jax.random.PRNGKey(0), (3, 2, K))}
+    m = SpinsWithLabels(K)
+    v = jnp.array([1.0, -1.0, 1.0])
+    hs = np.eye(K, dtype=np.float32)[np.array(list(itertools.product(range(K), repeat=2)))]
+    want = np.logaddexp.reduce([float(m.log_potential(params, {"v": v, "h": h}))
+                                for h in hs])
+    got = jax.jit(free_energy, static_argnums=0)(m, params, {"v": v})
+    np.testing.assert_allclose(float(got), want, rtol=1e-5)
+    if K == 2:
+        binary = SpinsWithLabels(None)
+        np.testing.assert_allclose(float(free_energy(binary, params, {"v": v})), want,
+                                   rtol=1e-5)
+    # the test can fail: the sum is not f at one latent configuration
+    assert np.min(np.abs(want - np.array([float(m.log_potential(params, {"v": v, "h": h}))
+                                          for h in hs]))) > 0.05

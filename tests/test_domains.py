@@ -13,7 +13,7 @@ import numpyro_ugm as ugm
 DOMAINS = [
     (ugm.Spin(3), [-1, 1], [[-1.0], [1.0]]),
     (ugm.Binary((2, 2)), [0, 1], [[0.0], [1.0]]),
-    (ugm.Categorical(4, 3), [0, 1, 2], np.eye(3).tolist()),
+    (ugm.Categorical(4, num_categories=3), [0, 1, 2], np.eye(3).tolist()),
 ]
 IDS = ["spin", "binary", "categorical"]
 
@@ -67,5 +67,23 @@ def test_uniform_draws(domain, values, model):
 
 
 def test_categorical_needs_two_labels():
-    with pytest.raises(ValueError, match="num_categories >= 2"):
-        ugm.Categorical(3, 1)
+    with pytest.raises(ValueError, match="num_categories must be an integer >= 2, got 1"):
+        ugm.Categorical(3, num_categories=1)
+
+
+def test_categorical_needs_the_number_of_labels():
+    """``Categorical(4)`` once meant 4 variables with K = 2: the number of labels is now
+    required, and a non-integer one is not rounded."""
+    with pytest.raises(TypeError, match=r"Categorical needs num_categories.*"
+                                        r"the first argument is the site's shape"):
+        ugm.Categorical(4)
+    with pytest.raises(ValueError, match="num_categories must be an integer >= 2, got 2.5"):
+        ugm.Categorical(4, num_categories=2.5)
+    assert ugm.Categorical(4, 3).num_categories == 3  # second positional: K
+    assert ugm.Categorical(num_categories=np.int64(3)).shape_ == ()
+
+
+@pytest.mark.parametrize("shape", [2.5, (2, 1.0)])
+def test_shapes_are_integers(shape):
+    with pytest.raises(ValueError, match="Spin: shape must be an integer >= 0, got"):
+        ugm.Spin(shape)

@@ -146,7 +146,7 @@ def test_estimators_are_frozen_hashable_and_equal_by_value(estimator):
 
 
 def test_settings_are_normalized_once():
-    a = ugm.PF(np.int64(10), resample_threshold=np.float32(0.5), num_mcmc_steps=2.0)
+    a = ugm.PF(np.int64(10), resample_threshold=np.float32(0.5), num_mcmc_steps=np.int8(2))
     assert type(a.num_particles) is int and type(a.num_mcmc_steps) is int
     assert type(a.resample_threshold) is float
     assert a == ugm.PF(10, 0.5, 2)
@@ -167,10 +167,38 @@ def test_settings_are_normalized_once():
     (lambda: ugm.PSMC(10, max_betas=0), "^PSMC: max_betas"),
     (lambda: ugm.kernels.gibbs(num_mcmc_steps=0), "^gibbs: num_mcmc_steps"),
     (lambda: ugm.kernels.metropolis(num_mcmc_steps=0), "^metropolis: num_mcmc_steps"),
+    # counts are never rounded (issue 13): non-integers, integral floats and bools too
+    (lambda: ugm.PCD(2.5), r"^PCD: num_particles must be an integer >= 1, got 2.5 of type "
+                           r"float \(counts are never rounded\)"),
+    (lambda: ugm.PCD(2.0), "^PCD: num_particles must be an integer >= 1, got 2.0"),
+    (lambda: ugm.PCD(True), "^PCD: num_particles must be an integer >= 1, got True"),
+    (lambda: ugm.PCD("3"), "^PCD: num_particles must be an integer >= 1, got '3'"),
+    (lambda: ugm.CD(1.7), "^CD: num_mcmc_steps must be an integer >= 1, got 1.7"),
+    (lambda: ugm.MCMCMLE(10, reset_every=2.5), "^MCMCMLE: reset_every"),
+    (lambda: ugm.PF(10, rejuvenate_every=1.5), "^PF: rejuvenate_every"),
+    (lambda: ugm.SMC(10.0), "^SMC: num_particles"),
+    (lambda: ugm.PSMC(10, max_betas=1e3), "^PSMC: max_betas"),
+    (lambda: ugm.PSMC(10, keep_fraction=1.5), r"^PSMC: keep_fraction must be in \(0, 1\]"),
+    (lambda: ugm.PSMC(4, keep_fraction=0.1),
+     r"^PSMC: keep_fraction=0.1 of num_particles=4 keeps round\(0.4\) = 0 particles"),
+    (lambda: ugm.kernels.gibbs(num_mcmc_steps=1.5), "^gibbs: num_mcmc_steps"),
+    (lambda: ugm.kernels.tempered_transitions(every=0.5), "^tempered_transitions: every"),
+    (lambda: ugm.kernels.parallel_tempering(betas=1), r"^parallel_tempering: betas \(a number\)"
+                                                      " must be an integer >= 2, got 1"),
 ])
 def test_invalid_settings_raise_at_construction(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_deprecated_count_alias_is_checked_like_the_new_name():
+    with pytest.warns(DeprecationWarning, match="'k' is deprecated"), \
+            pytest.raises(ValueError, match="^CD: num_mcmc_steps must be an integer >= 1, "
+                                            "got 1.7"):
+        ugm.CD(k=1.7)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="^PCD: num_mcmc"):
+        ugm.PCD(4, k=1.7)
+    assert ugm.PSMC(4, keep_fraction=0.25).num_keep == 1  # one particle kept: allowed
 
 
 @pytest.mark.parametrize("cls", [ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC])

@@ -73,3 +73,7 @@ def test_ais_rejects_bad_schedules():
         ais.log_partition(m, params, jax.random.PRNGKey(0), 10, np.array([0.0, 0.5]))
     with pytest.raises(ValueError, match="num_chains"):
         ais.log_partition(m, params, jax.random.PRNGKey(0), 1, 10)
+    with pytest.raises(ValueError, match="^ais: num_chains must be an integer >= 2, got 2.5"):
+        ais.log_partition(m, params, jax.random.PRNGKey(0), 2.5, 10)
+    with pytest.raises(ValueError, match=r"^ais: betas \(a number\) must be an integer >= 2"):
+        ais.log_partition(m, params, jax.random.PRNGKey(0), 10, 1)

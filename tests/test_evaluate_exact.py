@@ -87,7 +87,7 @@ def cubic(nx, ny):
 def potts_chain(n, k):
     J = numpyro.param("J", jnp.zeros((k, k)))
     h = numpyro.param("h", jnp.zeros((n, k)))
-    x = numpyro.sample("x", ugm.Categorical(n, k))
+    x = numpyro.sample("x", ugm.Categorical(n, num_categories=k))
     numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
     numpyro.factor("fields", jnp.sum(h * x))
 
@@ -111,7 +111,7 @@ def triangle_and_pair():
     J = numpyro.param("J", jnp.zeros(2))
     b = numpyro.param("b", jnp.zeros(4))
     t = numpyro.sample("t", ugm.Binary(2))
-    r = numpyro.sample("r", ugm.Categorical(1, 16))
+    r = numpyro.sample("r", ugm.Categorical(1, num_categories=16))
     x = numpyro.sample("x", ugm.Spin(2))
     numpyro.factor("triangle", t @ A @ r[0] + J[0] * t[0] * t[1])
     numpyro.factor("pair", J[1] * x[0] * x[1])
@@ -151,6 +151,8 @@ def test_vbm_log_z_any_chunk_size(vbm):
     for chunk_size, sum_out in ((37, True), (2 ** 14, True), (100, False), (2 ** 14, "auto")):
         got = exact.log_partition(m, params, chunk_size=chunk_size, sum_out=sum_out)
         np.testing.assert_allclose(got, expected, rtol=2e-6, err_msg=f"{chunk_size=}")
+    with pytest.raises(ValueError, match="^log_partition: chunk_size must be an integer"):
+        exact.log_partition(m, params, chunk_size=37.5)
 
 
 @pytest.fixture(scope="module")
@@ -390,6 +392,9 @@ def test_exact_samples_follow_the_marginals(potts):
     freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
     p = np.asarray(exact.marginals(m, params)["x"])
     assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
+    for settings in ({"num_samples": 40.5}, {"num_samples": 40, "chunk_size": 2.5}):
+        with pytest.raises(ValueError, match="^exact.sample: (num_samples|chunk_size) must"):
+            exact.sample(m, params, jax.random.PRNGKey(0), **settings)
 
 
 def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):

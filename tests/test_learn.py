@@ -28,6 +28,22 @@ def test_bad_estimator_and_optimizer():
         ugm.MLE(ugm.models.vbm, "pcd", optax.sgd(0.1))
 
 
+@pytest.mark.parametrize("settings, match", [
+    (dict(num_steps=-5), "^MLE.run: num_steps must be an integer >= 0, got -5$"),
+    (dict(num_steps=2.7), "^MLE.run: num_steps must be an integer >= 0, got 2.7 of type float"),
+    (dict(batch_size=50.7), "^MLE: batch_size must be an integer >= 1, got 50.7"),
+    (dict(batch_size=0), "^MLE: batch_size must be an integer >= 1, got 0"),
+    (dict(checkpoint_every=1.5, checkpoint_dir="unused"), "^MLE.run: checkpoint_every"),
+])
+def test_counts_are_checked_not_rounded(spins, settings, match):
+    """Issue 13: ``num_steps=2.7`` once ran 2 steps, ``-5`` none, ``batch_size=50.7``
+    used 50; each is now an error naming the setting and the value."""
+    settings = {"num_steps": 3, **settings}
+    with pytest.raises(ValueError, match=match):
+        make().run(jax.random.PRNGKey(0), settings.pop("num_steps"), spins, 6,
+                   progress_bar=False, **settings)
+
+
 def test_diverging_run_stops_and_keeps_last_good_state(spins):
     learner = make(lr=1e38)
     with pytest.raises(ugm.NonFiniteError) as err:

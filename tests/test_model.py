@@ -26,7 +26,7 @@ def test_categorical_label_out_of_range():
 
     def potts(n):
         J = numpyro.param("J", jnp.zeros((3, 3)))
-        x = numpyro.sample("x", ugm.Categorical(n, 3))
+        x = numpyro.sample("x", ugm.Categorical(n, num_categories=3))
         numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
 
     data = {"x": np.array([[0, 1, 2, 3]])}
@@ -84,4 +84,51 @@ def test_discrete_numpyro_distribution_is_an_error(make):
         numpyro.factor("f", jnp.sum(x))
 
     with pytest.raises(TypeError, match=r"'x'.*Bernoulli.*ugm\.Spin, ugm\.Binary"):
+        ugm.UGM(model)
+
+
+def ring(plated):
+    """A Potts ring of 4 variables with 3 labels, its site declared with the shape on the
+    domain or (``plated``) as a plate of scalar sites, the numpyro idiom."""
+
+    def model():
+        J = numpyro.param("J", jnp.array([[0.9, -0.4, 0.1], [0.0, 0.5, 0.3], [0.2, 0.0, 0.7]]))
+        if plated:
+            with numpyro.plate("i", 4):
+                x = numpyro.sample("x", ugm.Categorical(num_categories=3))
+        else:
+            x = numpyro.sample("x", ugm.Categorical(4, num_categories=3))
+        numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x, J, jnp.roll(x, 1, 0)))
+
+    return model
+
+
+def test_a_plate_of_state_sites_is_one_site_with_the_plate_shape():
+    """Issue 13: a plate around a state site once failed with "site 'x' has the discrete
+    distribution Spin: declare discrete state with ugm.Spin..."; it is the site with the
+    plate's shape, with the same potential (so the same log Z and samples)."""
+    explicit, plated = ugm.UGM(ring(False)), ugm.UGM(ring(True))
+    assert list(plated.state_sites) == ["x"]
+    assert repr(plated.state_sites["x"]) == "Categorical((4,), num_categories=3)"
+    params = explicit.init_params(jax.random.PRNGKey(0))
+    states = jax.nn.one_hot(np.indices((3,) * 4).reshape(4, -1).T, 3)  # all 81
+    f = [jax.jit(jax.vmap(lambda x, m=m: m.log_potential(params, {"x": x})))(states)
+         for m in (explicit, plated)]
+    np.testing.assert_array_equal(f[0], f[1])
+    assert np.ptp(np.asarray(f[0])) > 1.0  # the test can fail: f is not constant
+
+
+@pytest.mark.parametrize("wrap, error, match", [
+    (lambda d: numpyro.plate("i", 4, subsample_size=2), ValueError,
+     "state site 'x' is in a subsampled plate"),
+    (lambda d: numpyro.handlers.mask(mask=False), TypeError,
+     r"site 'x': a Spin domain inside MaskedDistribution .* is not supported"),
+])
+def test_plates_and_handlers_that_change_the_state_are_errors(wrap, error, match):
+    def model():
+        with wrap(None):
+            x = numpyro.sample("x", ugm.Spin())
+        numpyro.factor("f", jnp.sum(x))
+
+    with pytest.raises(error, match=match):
         ugm.UGM(model)

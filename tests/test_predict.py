@@ -90,6 +90,8 @@ def test_predict_input_errors(prediction_case):
         ugm.predict(m, params, inputs, method="mode")
     with pytest.raises(ValueError, match="num_chains must be an integer >= 1"):
         ugm.predict(m, params, inputs, num_chains=0)
+    with pytest.raises(ValueError, match="^predict: num_steps must be an integer >= 1, got 2.5"):
+        ugm.predict(m, params, inputs, num_steps=2.5)
     with pytest.raises(KeyError, match="parameter site 'v' is missing"):
         ugm.predict(m, {"w": params["w"]}, inputs)
     # a model function is traced with the first example's inputs; unknown names say so

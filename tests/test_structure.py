@@ -29,7 +29,7 @@ def potts_chain(n, K):
     """Open chain of K-label variables with one K×K coupling matrix per bond."""
     J = numpyro.param("J", jnp.zeros((n - 1, K, K)))
     h = numpyro.param("h", jnp.zeros((n, K)))
-    x = numpyro.sample("x", ugm.Categorical(n, K))
+    x = numpyro.sample("x", ugm.Categorical(n, num_categories=K))
     numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x[:-1], J, x[1:]))
     numpyro.factor("fields", jnp.sum(h * x))
 
@@ -57,7 +57,7 @@ def two_sites():
     """A spin site and a categorical site, coupled through one pair."""
     A = numpyro.param("A", jnp.ones(3))
     s = numpyro.sample("s", ugm.Spin(4))
-    y = numpyro.sample("y", ugm.Categorical(2, 3))
+    y = numpyro.sample("y", ugm.Categorical(2, num_categories=3))
     numpyro.factor("link", s[0] * (A @ y[1]) + s[1] * s[2])
 
 

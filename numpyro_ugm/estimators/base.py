@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess
 
+from .._checks import check_count
 from .._deprecation import mapping_access
 from ..conditionals import conditional_logits, free_energy, scatter
 from ..kernels import gibbs
@@ -150,12 +151,8 @@ class Estimator:
             raise TypeError(f"{self._owner()}: {error}") from None
 
     def _check_count(self, name: str, minimum: int = 1) -> None:
-        """An integer setting >= ``minimum``."""
-        value = getattr(self, name)
-        if isinstance(value, bool) or int(value) != value or int(value) < minimum:
-            raise ValueError(f"{self._owner()}: {name} must be an integer >= {minimum}, "
-                             f"got {value}")
-        self._set(name, int(value))
+        """An integer setting >= ``minimum`` (see :func:`~numpyro_ugm._checks.check_count`)."""
+        self._set(name, check_count(self._owner(), name, getattr(self, name), minimum))
 
     def _check_fraction(self, name: str, high_open: bool = True) -> None:
         """A fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""

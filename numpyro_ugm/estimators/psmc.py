@@ -55,7 +55,8 @@ class PSMC(TemperingEstimator):
     target_ess : float in (0, 1)
         σ*, the ESS fraction each bridge step keeps (formerly ``ess_threshold``).
     keep_fraction : float in (0, 1]
-        Fraction of particles carried over (the paper: one half).
+        Fraction of particles carried over (the paper: one half), rounded to a number of
+        particles (:attr:`num_keep`), which must be at least one.
     num_mcmc_steps : int
         Keyword only. Kernel steps per β (formerly ``steps``).
     resampling : {"systematic", "stratified", "multinomial", "residual"}
@@ -71,6 +72,17 @@ class PSMC(TemperingEstimator):
     def __post_init__(self):
         super().__post_init__()
         self._check_fraction("keep_fraction", high_open=False)
+        if self.num_keep < 1:
+            raise ValueError(
+                f"PSMC: keep_fraction={self.keep_fraction} of num_particles="
+                f"{self.num_particles} keeps round({self.keep_fraction * self.num_particles:g})"
+                f" = 0 particles; it must keep at least one (raise keep_fraction or "
+                f"num_particles)")
+
+    @property
+    def num_keep(self) -> int:
+        """Particles carried over at each update: ``keep_fraction`` of them, rounded."""
+        return int(round(self.keep_fraction * self.num_particles))
 
     def init(self, rng_key, m, params, batch) -> PSMCState:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
@@ -85,7 +97,7 @@ class PSMC(TemperingEstimator):
         num = self.num_particles
         position = resample(resample_key, state.position, state.log_weights,
                             self.resampling)
-        num_keep = int(round(self.keep_fraction * num))
+        num_keep = self.num_keep
         if num_keep < num:
             fresh = m.random_state(fresh_key, (num,))
             redraw = jax.random.permutation(pick_key, num) >= num_keep

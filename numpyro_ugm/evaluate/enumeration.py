@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_count
 from ..conditionals import conditional_logits, scatter, site_variables, sum_out
 from ..model import UGM
 
@@ -174,7 +175,7 @@ def _build_plan(m, sites, mode):
 
 def _check_size(plan, chunk_size, what):
     limit = int(jnp.iinfo(_index_dtype()).max)
-    chunk = min(int(chunk_size), plan.num_configurations)
+    chunk = min(check_count(what, "chunk_size", chunk_size), plan.num_configurations)
     if plan.num_configurations + chunk > limit:
         num_enum = int(plan.radices.size)
         summed = (f" after summing out {list(plan.summed)} in closed form"
@@ -183,8 +184,6 @@ def _check_size(plan, chunk_size, what):
             f"{what}: exact enumeration would need {plan.num_configurations:.3e} "
             f"configurations of {num_enum} variables{summed}, more than this version can "
             f"index ({limit}); use annealed importance sampling for models this large")
-    if int(chunk_size) < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}")
 
 
 def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .._checks import check_count
 from ..model import UGM
 from ..runloop import minimize
 from .fitting import prepare_fit
@@ -162,12 +163,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     -------
     dict of str -> array ``(num_samples, *site_shape)``, data representation
     """
-    num_samples = int(num_samples)
-    if num_samples < 1:
-        raise ValueError(f"sample: num_samples must be >= 1, got {num_samples}")
+    num_samples = check_count("exact.sample", "num_samples", num_samples)
     m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
-    chunk_size = max(1, min(int(chunk_size), 2 ** 24 // num_samples))
+    chunk_size = max(1, min(check_count("exact.sample", "chunk_size", chunk_size),
+                            2 ** 24 // num_samples))
     _check_size(plan, chunk_size, "sample")
     domains, base = m.state_sites, m.reference_state()
     chunk, num_chunks = _chunks(plan, chunk_size)

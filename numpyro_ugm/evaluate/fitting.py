@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import jax
 
+from .._checks import check_count
 from ..model import UGM, as_ugm
 
 
@@ -38,9 +39,7 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
     """Trace the model, check the data, the step count and the initial parameters
     (default ``m.init_params(rng_key or PRNGKey(0))``); errors name ``owner``."""
     m = as_ugm(model, *model_args, **model_kwargs)
-    num_steps = int(num_steps)
-    if num_steps < 0:
-        raise ValueError(f"{owner}: num_steps must be >= 0, got {num_steps}")
+    num_steps = check_count(owner, "num_steps", num_steps, minimum=0)
     x = m.validate_data(data)
     observed = m.observe(x.keys())
     if params is None:

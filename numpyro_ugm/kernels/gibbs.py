@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_count
 from .._deprecation import renamed_arguments
 from ..conditionals import conditional_logits, exact_conditional_logits
 from .base import Kernel, KernelInfo, KernelSpec, sample_values
@@ -60,9 +61,8 @@ class gibbs(KernelSpec):
     def __post_init__(self):
         if self.scan not in ("systematic", "random"):
             raise ValueError(f"gibbs: scan must be 'systematic' or 'random', got {self.scan!r}")
-        if int(self.num_mcmc_steps) < 1:
-            raise ValueError(f"gibbs: num_mcmc_steps (sweeps per step) must be >= 1, got "
-                             f"{self.num_mcmc_steps}")
+        object.__setattr__(self, "num_mcmc_steps",
+                           check_count("gibbs", "num_mcmc_steps", self.num_mcmc_steps))
 
     def build(self, m) -> Kernel:
         structure, domains = m.structure, m.state_sites

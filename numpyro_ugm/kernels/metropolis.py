@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
+from .._checks import check_count
 from .._deprecation import renamed_arguments
 from ..conditionals import scatter
 from .base import Kernel, KernelInfo, KernelSpec
@@ -41,9 +42,8 @@ class metropolis(KernelSpec):
     num_mcmc_steps: int = 1
 
     def __post_init__(self):
-        if int(self.num_mcmc_steps) < 1:
-            raise ValueError(f"metropolis: num_mcmc_steps (sweeps per step) must be >= 1, "
-                             f"got {self.num_mcmc_steps}")
+        object.__setattr__(self, "num_mcmc_steps",
+                           check_count("metropolis", "num_mcmc_steps", self.num_mcmc_steps))
 
     def build(self, m) -> Kernel:
         domains = m.state_sites

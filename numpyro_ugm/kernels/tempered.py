@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
+from .._checks import check_count
 from .._deprecation import renamed_arguments
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
@@ -24,9 +25,7 @@ def _check_betas(owner, betas, default_low, default_num):
     if betas is None:
         betas = default_num
     if isinstance(betas, (int, np.integer)):
-        if betas < 2:
-            raise ValueError(f"{owner}: need at least 2 betas, got {betas}")
-        betas = np.linspace(default_low, 1.0, int(betas))
+        betas = np.linspace(default_low, 1.0, check_count(owner, "betas (a number)", betas, 2))
     betas = np.asarray(betas, dtype=float)
     if (betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas))
             or np.any(np.diff(betas) <= 0) or betas[0] < 0 or betas[-1] != 1.0):
@@ -90,8 +89,8 @@ class tempered_transitions(KernelSpec):
     def __post_init__(self):
         object.__setattr__(self, "betas", _check_betas("tempered_transitions",
                                                        self.betas, 0.9, 50))
-        if int(self.every) < 1:
-            raise ValueError(f"tempered_transitions: every must be >= 1, got {self.every}")
+        object.__setattr__(self, "every",
+                           check_count("tempered_transitions", "every", self.every))
         as_spec(self.kernel, gibbs())
 
     def build(self, m) -> Kernel:

@@ -17,6 +17,7 @@ import numpy as np
 import optax
 
 from .. import checkpoint
+from .._checks import check_count
 from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
@@ -246,6 +247,8 @@ class MLE:
         (model arguments, batch size, the data's layout, the inputs' values) is unchanged;
         the data given is checked and taken every time (the steps take it as an argument,
         so new data of the same layout reuses them)."""
+        if batch_size is not None:
+            batch_size = check_count("MLE", "batch_size", batch_size)
         inputs = check_inputs(inputs, data)
         key = (model_args, tuple(sorted(model_kwargs.items())), batch_size, _layout(data),
                _layout(inputs), _fingerprint(inputs))
@@ -278,13 +281,13 @@ class MLE:
             free_energy(m, m.init_params(jax.random.PRNGKey(0)),
                         {n: v[0] for n, v in data.items()})  # raises if not summable
         num_examples = int(jax.tree.leaves(data)[0].shape[0])
-        if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
-            raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
+        batch = num_examples if batch_size is None else batch_size
+        if batch > num_examples:
+            raise ValueError(f"MLE: batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
         estimator = self.estimator if inputs is None else PerExample(self.estimator)
         self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
-        self._batches = Minibatches(num_examples, num_examples if batch_size is None
-                                     else int(batch_size))
+        self._batches = Minibatches(num_examples, batch)
         self._update_jit = self._placement.run(jax.jit(self._core.update))
         self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=3))
         return data
@@ -537,18 +540,17 @@ class MLE:
         NonFiniteError
             When a step produces non-finite values; it carries the last good state.
         """
+        num_steps = check_count("MLE.run", "num_steps", num_steps, minimum=0)
+        if (checkpoint_every is None) != (checkpoint_dir is None):
+            raise ValueError("give both checkpoint_every and checkpoint_dir, or neither")
+        every = (None if checkpoint_every is None
+                 else check_count("MLE.run", "checkpoint_every", checkpoint_every))
         if init_state is None:
             state = self.init(rng_key, data, *model_args, inputs=inputs,
                               batch_size=batch_size, init_params=init_params, **model_kwargs)
         else:
             self._setup(data, model_args, model_kwargs, inputs, batch_size)
             state = init_state
-        num_steps = int(num_steps)
-        if (checkpoint_every is None) != (checkpoint_dir is None):
-            raise ValueError("give both checkpoint_every and checkpoint_dir, or neither")
-        if checkpoint_every is not None and int(checkpoint_every) < 1:
-            raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
-        every = None if checkpoint_every is None else int(checkpoint_every)
         chunk = chunk_size(num_steps, progress_bar, every)
         start = int(state.step)
         self._history.resume(state)

@@ -38,6 +38,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.typing import ArrayLike
 
+from .._checks import check_count
 from ..domains import Binary
 
 __all__ = ["ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
@@ -319,9 +320,7 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
     init : array (num_statistics,), optional
         Initial ``theta`` of the ``numpyro.param`` site (default zeros).
     """
-    n = int(num_nodes)
-    if n < 2:
-        raise ValueError(f"ergm: num_nodes must be >= 2, got {num_nodes}")
+    n = check_count("ergm", "num_nodes", num_nodes, minimum=2)
     parsed = _parse(statistics, decay)
     k = len(parsed)
     if prior_scale is None:

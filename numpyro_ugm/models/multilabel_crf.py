@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from .._checks import check_count
 from ..domains import Spin
 
 
@@ -27,7 +28,7 @@ def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
         Gaussian priors N(0, prior_scale²) on every weight: the L2 regularization
         ½‖θ‖²/prior_scale² of the paper, as MAP. Without it, maximum likelihood.
     """
-    L, d = int(num_labels), features.shape[-1]
+    L, d = check_count("multilabel_crf", "num_labels", num_labels), features.shape[-1]
 
     def weight(name, shape):
         if prior_scale is None:

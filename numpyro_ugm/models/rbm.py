@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from .._checks import check_count
 from ..domains import Binary
 
 
@@ -23,7 +24,8 @@ def rbm(num_visible: int, num_hidden: int, *, init_scale: float = 0.01,
     prior_scale : float, optional
         If given, ``W`` gets a Normal(0, prior_scale) prior (MAP); biases stay params.
     """
-    V, H = int(num_visible), int(num_hidden)
+    V = check_count("rbm", "num_visible", num_visible)
+    H = check_count("rbm", "num_hidden", num_hidden)
     if prior_scale is None:
         W = numpyro.param("W", lambda key: init_scale * jax.random.normal(key, (V, H)))
     else:

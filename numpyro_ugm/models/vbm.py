@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from .._checks import check_count
 from ..domains import Binary, Spin
 
 
@@ -27,7 +28,7 @@ def vbm(num_units: int, *, domain: str = "spin", fields: bool = True,
     """
     if domain not in ("spin", "binary"):
         raise ValueError(f"vbm: domain must be 'spin' or 'binary', got {domain!r}")
-    n = int(num_units)
+    n = check_count("vbm", "num_units", num_units)
     if prior_scale is None:
         W = numpyro.param("W", jnp.zeros((n, n)))
         b = numpyro.param("b", jnp.zeros(n)) if fields else None

@@ -1,0 +1,19 @@
+"""``ugm.sample`` (sampling.py): its counts are checked before any work. (Its draws are
+checked against exact enumeration with the kernels: test_kernels_*.py, test_models_ergm.py.)"""
+
+import jax
+import pytest
+
+import numpyro_ugm as ugm
+
+
+@pytest.mark.parametrize("settings, match", [
+    (dict(num_samples=10.5), "^sample: num_samples must be an integer >= 1, got 10.5"),
+    (dict(num_chains=0), "^sample: num_chains must be an integer >= 1, got 0"),
+    (dict(thinning=2.0), "^sample: thinning must be an integer >= 1, got 2.0"),
+    (dict(num_warmup=-1), "^sample: num_warmup must be an integer >= 0, got -1"),
+])
+def test_counts_are_checked_not_rounded(settings, match):
+    settings = {"num_samples": 10, **settings}
+    with pytest.raises(ValueError, match=match):
+        ugm.sample(None, {}, jax.random.PRNGKey(0), settings.pop("num_samples"), **settings)

@@ -77,10 +77,12 @@ def _raw_key(key):
     return key
 
 
-def _warn_if_collapsed(diagnostics, start):
-    """Warn when the weighted particles degenerated to about one (ESS < 1.5)."""
+def _warn_if_collapsed(diagnostics, start, estimator):
+    """Warn when the importance-weighted particles degenerated to about one (ESS < 1.5);
+    not for estimators without importance weights (CD, PCD: their ESS counts chains,
+    one per example for CD on a CRF)."""
     ess = diagnostics.get("ess")
-    if ess is None:
+    if ess is None or not estimator.importance_weighted:
         return
     collapsed = np.flatnonzero(np.asarray(ess) < 1.5)
     if collapsed.size:
@@ -443,6 +445,6 @@ class MLE:
             postfix=lambda info: {"grad_norm": f"{float(info['grad_norm'][-1]):.3g}"},
             checkpoint_every=every, save=save if every is not None else None)
         diagnostics = kept(state, diagnostics)
-        _warn_if_collapsed(diagnostics, start)
+        _warn_if_collapsed(diagnostics, start, self._core.estimator)
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

@@ -303,6 +303,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     num_examples = None
     if inputs is not None:
         inputs, num_examples = _check_inputs(m, inputs)
+        m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
     m.check_params(params)
     spec = as_spec(kernel, gibbs())
     rao_blackwell = bool(rao_blackwell) and method == "marginal"

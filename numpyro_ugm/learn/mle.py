@@ -157,6 +157,8 @@ class MLE:
         first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
         traced_with = {} if isinstance(self.model, UGM) else first  # a UGM is bound
         m = as_ugm(self.model, *model_args, **model_kwargs, **traced_with)
+        if inputs is not None:
+            m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
         if first and not traced_with:
             m = m.bind(**first)
         data = m.validate_data(data)

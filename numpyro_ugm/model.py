@@ -37,6 +37,7 @@ from numpyro.infer.initialization import init_to_median
 from .domains import Domain
 from .structure import Structure
 from .structure import analyze as _analyze
+from .structure import cover as _cover
 
 __all__ = ["UGM", "ParamSite", "as_ugm"]
 
@@ -245,15 +246,61 @@ class UGM:
         """A copy whose model keyword arguments are updated with ``inputs`` (one
         example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``).
 
-        The copy shares the structure found for the arguments this model was traced
-        with (inputs may change the potential's values, not its interaction graph), not
-        its compiled functions (see :meth:`replace`).
+        The copy shares this model's structure when its blocks are valid for the new
+        inputs (the inputs change the potential's values, not its interaction graph),
+        and gets the structure joined with the new example's interactions otherwise
+        (:meth:`for_inputs`; an adjacency matrix as input). Traced inputs cannot be
+        checked: before binding the examples of a batch under ``vmap``, call
+        :meth:`for_inputs` on all of them (the learner and :func:`~numpyro_ugm.predict`
+        do). The copy does not share compiled functions (see :meth:`replace`).
         """
+        self._check_input_names(inputs)
+        leaves = jax.tree.leaves(inputs)
+        arrays = all(isinstance(v, (np.ndarray, jax.Array))
+                     and not isinstance(v, jax.core.Tracer) and v.dtype.kind in "biuf"
+                     for v in leaves)  # Python numbers may be static (shapes): not checked
+        covered = self.for_inputs(jax.tree.map(lambda v: np.asarray(v)[None], inputs)
+                                  ) if leaves and arrays else self
+        return covered.replace(kwargs={**self.kwargs, **inputs})
+
+    def for_inputs(self, inputs: dict) -> "UGM":
+        """This model, or a copy whose structure holds for every example of ``inputs``.
+
+        The structure is found for the arguments the model was traced with; a CRF whose
+        interaction graph depends on its inputs needs blocks valid for all its examples.
+        :func:`numpyro_ugm.structure.cover` checks the blocks on every example and joins
+        the interactions it finds to the graph.
+
+        Parameters
+        ----------
+        inputs : dict of str -> array
+            Model keyword arguments with a leading example axis.
+
+        Returns
+        -------
+        UGM
+            ``self`` when its structure holds for every example, else a copy with the
+            joined structure (and its own compile cache).
+        """
+        self._check_input_names(inputs)
+        structure = self.structure
+
+        def log_potential(params, state, example):
+            return self.replace(kwargs={**self.kwargs, **example}).log_potential(params,
+                                                                                  state)
+
+        with jax.ensure_compile_time_eval():
+            covering = _cover(structure, log_potential, self.state_sites,
+                              self._probe_params, inputs,
+                              cache=self.cached(("for_inputs",), dict))
+        return self if covering is structure else self.replace(structure=covering)
+
+    def _check_input_names(self, inputs):
+        """Raise if ``inputs`` names a keyword argument the model was not traced with."""
         unknown = [k for k in inputs if k not in self.kwargs]
         if unknown:
             raise TypeError(f"inputs {unknown} are not keyword arguments the model was "
                             f"traced with ({list(self.kwargs)})")
-        return self.replace(kwargs={**self.kwargs, **inputs})
 
     def cached(self, key: Hashable, build: Callable[[], T]) -> T:
         """``build()``, computed once per ``key`` and kept on this model: the model's

@@ -209,10 +209,12 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     m : UGM or callable
         The model, traced with the keyword arguments of one example (e.g.
         ``ugm.UGM(ugm.models.grid_crf, **features_of_one_image)``); each example's
-        ``inputs`` replace those arguments (:meth:`UGM.bind`; the interaction structure is
-        shared). A model function is traced with the first example's inputs (and the
+        ``inputs`` replace those arguments (:meth:`UGM.bind`), with Gibbs blocks valid
+        for every example (:meth:`UGM.for_inputs`: an input may change the interaction
+        graph). A model function is traced with the first example's inputs (and the
         compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it, it is
-        kept in the model's compile cache, :meth:`UGM.cached`, per method and settings).
+        kept in the model's compile cache, :meth:`UGM.cached`, per method and settings,
+        unless the inputs add interactions to its graph).
     params : dict
         Parameters (constrained space), e.g. ``result.params`` of :class:`~numpyro_ugm.MLE`.
     inputs : dict of str -> array, optional
@@ -302,6 +304,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     num_examples = None
     if inputs is not None:
         inputs, num_examples = _check_inputs(m, inputs)
+        m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
     m.check_params(params)
     spec = as_spec(kernel, gibbs())
     rao_blackwell = bool(rao_blackwell) and method == "marginal"

@@ -18,6 +18,10 @@ missed that way would put interacting variables in one block; at interior points
 non-zero multilinear polynomial is non-zero with probability one. The union of the edges
 found at all points is kept (an extra edge costs speed, a missing one correctness).
 
+A conditional model's graph may depend on its inputs (an adjacency matrix per example):
+:func:`cover` checks a structure's blocks on every example and joins the interactions
+it finds, so that the blocks hold for all of them.
+
 This module knows nothing of :class:`~numpyro_ugm.model.UGM`: :func:`analyze` works on a
 log-potential function ``(params, state) -> scalar``, the domains of the state sites and a
 sampler of random parameters. The dependency runs one way: :mod:`numpyro_ugm.model`
@@ -87,28 +91,41 @@ class Structure(NamedTuple):
         return not np.any(members[self.edges[:, 0]] & members[self.edges[:, 1]])
 
 
-def _probe_points(domains, random_params, rng_key, num_points, interior=False):
+def _probe_points(domains, random_params, rng_key, num_points, interior=False,
+                  moved=False):
     """Random (parameters, state) pairs: states uniform on the domain, or (``interior``)
-    each variable a uniformly random convex combination of its values.
+    each variable a uniformly random convex combination of its values. With ``moved``,
+    triples (parameters, state, other): in ``other`` every variable has another value
+    (another domain value, or another random convex combination).
 
     The draws use numpy (seeded from ``rng_key``): eager JAX draws would compile one small
     program per shape, which dominated the setup time of small models.
     """
     dtype = np.dtype(jnp.result_type(float))
     rng = np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).ravel())
+
+    def mixture(d, values):
+        w = rng.exponential(size=d.batch_shape + (d.num_values,))
+        w = w / w.sum(-1, keepdims=True)  # Dirichlet(1, ..., 1)
+        return np.tensordot(w, values, axes=1).astype(dtype)
+
     points = []
     for key in jax.random.split(rng_key, num_points):
         params = random_params(key, rng)
-        state = {}
+        state, other = {}, {}
         for s, d in domains.items():
             values = np.asarray(d.model_values(), dtype)  # (K, *event)
             if interior:
-                w = rng.exponential(size=d.batch_shape + (d.num_values,))
-                w = w / w.sum(-1, keepdims=True)  # Dirichlet(1, ..., 1)
-                state[s] = np.tensordot(w, values, axes=1).astype(dtype)
+                state[s] = mixture(d, values)
+                if moved:
+                    other[s] = mixture(d, values)
             else:
-                state[s] = values[rng.integers(0, d.num_values, d.batch_shape)]
-        points.append((params, state))
+                labels = rng.integers(0, d.num_values, d.batch_shape)
+                state[s] = values[labels]
+                if moved:
+                    shift = rng.integers(1, d.num_values, d.batch_shape)
+                    other[s] = values[(labels + shift) % d.num_values]
+        points.append((params, state, other) if moved else (params, state))
     return points
 
 
@@ -316,6 +333,13 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping | None 
             "factors as products of variables (e.g. y_i + y_j - 2*y_i*y_j instead of "
             "|y_i - y_j| for binary y) to get block updates.", stacklevel=4)
         edges = None
+    return _colored(domains, offsets, edges, multilinear)
+
+
+def _colored(domains, offsets, edges, multilinear):
+    """The :class:`Structure` of the graph ``edges`` (``None``: complete): its greedy
+    coloring and the blocks of each color."""
+    num_variables = int(offsets[-1])
     if edges is None:  # unknown graph: treat as complete
         colors = np.arange(num_variables)
     else:
@@ -326,6 +350,163 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping | None 
         for k, s in enumerate(domains):
             local = np.nonzero(colors[offsets[k]:offsets[k + 1]] == c)[0]
             if local.size:
-                block[s] = None if local.size == sizes[k] else local
+                block[s] = None if local.size == offsets[k + 1] - offsets[k] else local
         blocks.append(block)
     return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear)
+
+
+# --- conditional models: one structure for every example ---------------------------------
+
+def _change_detector(log_potential, domains, offsets, multilinear):
+    """``(detect, example_chunk, mask_chunk)``: ``detect(points, masks, inputs) -> (B, M,
+    V)`` bool, jitted, says for each example b of a chunk of ``inputs`` (leading axis B)
+    and each mask m over the V variables whether moving the masked variables from a probe
+    point's ``state`` to its ``other`` values changes the conditional logits of each
+    variable at some point (``points``: the probe triples stacked; a non-finite new
+    value counts as a change, an example whose logits at ``state`` are not finite has
+    none). Conditionals come from the gradient (multilinear) or from evaluating f at each
+    value, then fewer examples and masks go in one call (memory)."""
+    whole = {s: None for s in domains}
+    conditionals = conditional_logits if multilinear else exact_conditional_logits
+
+    def logits(params, x, inputs):
+        out = conditionals(lambda y: log_potential(params, y, inputs), x, domains, whole)
+        return [v - v[:, :1] for v in out.values()]
+
+    def at_point(point, masks, inputs):
+        params, state, other = point
+        base = logits(params, state, inputs)
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(b)) for b in base]))
+
+        def per_mask(mask):
+            x = {}
+            for k, (s, d) in enumerate(domains.items()):
+                where = mask[offsets[k]:offsets[k + 1]].reshape(
+                    d.batch_shape + (1,) * len(d.event_shape))
+                x[s] = jnp.where(where, other[s], state[s])
+            new = logits(params, x, inputs)
+            return jnp.concatenate([jnp.any(~(jnp.abs(n - b) <= 1e-4 * (1 + jnp.abs(b))), -1)
+                                    for n, b in zip(new, base)])
+
+        return jax.vmap(per_mask)(masks) & finite
+
+    def one(points, masks, inputs):  # the probe points one after the other (memory)
+        return jnp.any(jax.lax.map(lambda p: at_point(p, masks, inputs), points), axis=0)
+
+    chunk = 16 if multilinear else 4
+    return jax.jit(jax.vmap(one, (None, None, 0))), chunk, chunk
+
+
+def _changes(detector, points, inputs, examples, masks):
+    """Run the ``detector`` of :func:`_change_detector` on the ``examples`` (indices
+    into the leading axis of ``inputs``) and ``masks`` (M, V) in chunks of fixed size
+    (one compiled program for any number of examples and masks); yield ``(example
+    positions, mask positions, changes)``."""
+    detect, example_chunk, mask_chunk = detector
+    for e in range(0, len(examples), example_chunk):
+        rows = slice(e, min(e + example_chunk, len(examples)))
+        take = np.resize(examples[rows], example_chunk)  # padded with repeats
+        chunk = jax.tree.map(lambda a: a[take], inputs)
+        for j in range(0, len(masks), mask_chunk):
+            cols = slice(j, min(j + mask_chunk, len(masks)))
+            padded = np.zeros((mask_chunk, masks.shape[1]), bool)
+            padded[:cols.stop - cols.start] = masks[cols]
+            found = np.asarray(detect(points, padded, chunk))
+            yield rows, cols, found[:rows.stop - rows.start, :cols.stop - cols.start]
+
+
+def cover(structure: Structure, log_potential: Callable[[dict, dict, Any], Any],
+          domains: Mapping, random_params: Callable[[jax.Array, np.random.Generator], dict],
+          inputs: Any, rng_key: jax.Array | None = None, num_points: int = 2,
+          num_interior: int = 2, cache: dict | None = None) -> Structure:
+    """A structure whose blocks are valid for every example of a conditional model.
+
+    A CRF's interaction graph may depend on its inputs (an adjacency matrix per
+    example). ``structure`` (found for one example) is checked on every example: at
+    random parameters and states (domain and interior points, as in :func:`analyze`),
+    moving the variables of one block must leave the conditionals of that block's
+    variables unchanged. Where it does not, the interactions of the variables concerned
+    in those examples are found by moving them one at a time, added to the graph, and
+    the graph is colored again, until the check passes on every example.
+
+    Parameters
+    ----------
+    structure : Structure
+        The structure found for one example (e.g. ``UGM.structure``).
+    log_potential : callable
+        ``(params, state, inputs) -> scalar``: f(x; θ, u) for one example's inputs.
+    domains : dict of str -> Domain
+    random_params : callable
+        As for :func:`analyze`.
+    inputs : pytree of arrays
+        The examples' inputs, leading axis = examples.
+    rng_key : jax PRNGKey, optional
+        Key for the random probes (fixed default).
+    num_points, num_interior : int
+        Random domain and interior probes.
+    cache : dict, optional
+        Keeps the compiled check between calls (e.g. a model's compile cache entry).
+
+    Returns
+    -------
+    Structure
+        ``structure`` itself when it holds for every example, else the structure of
+        its graph joined with the interactions found.
+
+    Raises
+    ------
+    ValueError
+        When a block's variables depend on each other in some example but moving them
+        one at a time finds no interaction (naming the example and the variables).
+    """
+    if structure.edges is None:  # complete graph: one variable per block, always valid
+        return structure
+    rng_key = jax.random.PRNGKey(20100621) if rng_key is None else rng_key
+    cache = {} if cache is None else cache
+    offsets, multilinear = structure.offsets, structure.multilinear
+    if multilinear not in cache:
+        cache[multilinear] = _change_detector(log_potential, domains, offsets, multilinear)
+    detector = cache[multilinear]
+    key = jax.random.fold_in(rng_key, 2)
+    points = (_probe_points(domains, random_params, key, num_points, moved=True)
+              + _probe_points(domains, random_params, jax.random.fold_in(key, 1),
+                              num_interior, interior=True, moved=True))
+    points = jax.tree.map(lambda *a: np.stack([np.asarray(v) for v in a]), *points)
+    num_examples = int(jax.tree.leaves(inputs)[0].shape[0])
+    num_variables = structure.num_variables
+    everyone = np.arange(num_examples)
+    while True:
+        colors = structure.colors
+        masks = colors[None, :] == np.arange(colors.max() + 1)[:, None]
+        conflicts = np.zeros((num_examples, num_variables), bool)
+        for rows, cols, found in _changes(detector, points, inputs, everyone, masks):
+            conflicts[rows] |= np.any(found & masks[None, cols], axis=1)
+        if not conflicts.any():
+            return structure
+        flagged = np.flatnonzero(conflicts.any(0))
+        neighbours = np.zeros((len(flagged), num_variables), bool)
+        for _, cols, found in _changes(detector, points, inputs,
+                                       np.flatnonzero(conflicts.any(1)),
+                                       flagged[:, None] == np.arange(num_variables)):
+            neighbours[cols] |= found.any(0)
+        found = np.stack([np.repeat(flagged, neighbours.sum(1)),
+                          np.nonzero(neighbours)[1]], 1)
+        edges = _unique_pairs(np.concatenate([structure.edges, found]))
+        if len(edges) == len(structure.edges):
+            example = int(np.flatnonzero(conflicts.any(1))[0])
+            names = [_variable_name(structure, domains, v)
+                     for v in np.flatnonzero(conflicts[example])]
+            raise ValueError(
+                f"example {example}: the variables {', '.join(names)} share a Gibbs "
+                "block but their conditionals change when the block moves, and moving "
+                "them one at a time finds no interaction; the blocks cannot be made "
+                "valid for every example")
+        structure = _colored(domains, offsets, edges, multilinear)
+
+
+def _variable_name(structure, domains, v):
+    """``site[index]`` of the global variable ``v``."""
+    k = int(np.searchsorted(structure.offsets, v, side="right")) - 1
+    site = structure.sites[k]
+    index = np.unravel_index(int(v - structure.offsets[k]), domains[site].batch_shape)
+    return f"{site}[{', '.join(str(int(i)) for i in index)}]"

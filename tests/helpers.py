@@ -283,3 +283,35 @@ def crf_data():
     data = {"x": np.broadcast_to(TRUTH, (NUM_EXAMPLES, 3, 3)).copy()}
     m = ugm.UGM(ugm.models.grid_crf, **{k: v[0] for k, v in inputs.items()})
     return m, inputs, data
+
+
+def adjacency_crf(adjacency):
+    """5 spins coupled by J along the edges of an input adjacency matrix (a CRF whose
+    interaction graph is an input)."""
+    J = numpyro.param("J", 0.5)
+    x = numpyro.sample("x", ugm.Spin(5))
+    numpyro.factor("pairs", J * x @ jnp.triu(adjacency, 1) @ x)
+
+
+def adjacency(*edges):
+    """5×5 symmetric 0/1 adjacency matrix of ``edges``."""
+    a = np.zeros((5, 5), np.float32)
+    for i, j in edges:
+        a[i, j] = a[j, i] = 1.0
+    return a
+
+
+#: example 0 has the chain 0-1-2 only; the others add the edge 3-4, so the blocks found
+#: for example 0 alone put 3 and 4 together
+SPARSE, DENSE = adjacency((0, 1), (1, 2)), adjacency((0, 1), (1, 2), (3, 4))
+
+
+@functools.lru_cache(maxsize=None)
+def adjacency_crf_data():
+    """8 examples (the first SPARSE, the others DENSE), their labels and the model
+    traced with the first example's adjacency."""
+    inputs = {"adjacency": np.stack([SPARSE] + [DENSE] * 7)}
+    x = np.array([[1, 1, -1, 1, 1], [1, 1, 1, -1, -1], [-1, -1, -1, 1, -1],
+                  [1, 1, 1, 1, 1], [-1, -1, 1, 1, 1], [1, -1, -1, -1, -1],
+                  [-1, -1, -1, -1, 1], [1, 1, 1, 1, 1]], np.int8)
+    return ugm.UGM(adjacency_crf, adjacency=SPARSE), inputs, {"x": x}

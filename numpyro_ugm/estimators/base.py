@@ -18,7 +18,7 @@ name) and takes its ``kernel`` by keyword.
 """
 
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -122,6 +122,9 @@ class Estimator:
     with, and the validation helpers their ``__post_init__`` uses."""
 
     kernel: Optional[KernelSpec] = None
+    #: whether the particles carry importance weights, whose ESS measures how far they
+    #: collapsed (False for CD and PCD: their ESS is the number of chains)
+    importance_weighted: ClassVar[bool] = True
 
     def build_kernel(self, m) -> Kernel:
         """The kernel (default: systematic-scan block Gibbs) bound to ``m``."""

@@ -1,7 +1,7 @@
 """Contrastive divergence (Hinton 2002): particles restart from the data batch."""
 
 import dataclasses
-from typing import NamedTuple, Optional
+from typing import ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +35,7 @@ class CD(Estimator):
     num_mcmc_steps: int = 1
     _: dataclasses.KW_ONLY
     kernel: Optional[KernelSpec] = None
+    importance_weighted: ClassVar[bool] = False
 
     def __post_init__(self):
         self._check_count("num_mcmc_steps")

@@ -2,7 +2,7 @@
 stochastic maximum likelihood or SAP."""
 
 import dataclasses
-from typing import Any, NamedTuple, Optional
+from typing import Any, ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -48,6 +48,7 @@ class PCD(Estimator):
     num_mcmc_steps: int = 1
     _: dataclasses.KW_ONLY
     kernel: Optional[KernelSpec] = None
+    importance_weighted: ClassVar[bool] = False
 
     def __post_init__(self):
         self._check_count("num_particles")

@@ -58,6 +58,11 @@ class PerExample:
         """Particles per example."""
         return getattr(self.estimator, "num_particles", None)
 
+    @property
+    def importance_weighted(self):
+        """Whether the wrapped estimator's particles carry importance weights."""
+        return self.estimator.importance_weighted
+
     def init(self, rng_key, m, params, batch: ConditionalBatch):
         """One state per example of ``batch`` (stacked), each under its own inputs."""
         def one(key, inputs, example):

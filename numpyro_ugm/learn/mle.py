@@ -178,10 +178,12 @@ def _warn_if_log_z_unreliable(diagnostics, start):
             RuntimeWarning, stacklevel=3)
 
 
-def _warn_if_collapsed(diagnostics, start):
-    """Warn when the weighted particles degenerated to about one (ESS < 1.5)."""
+def _warn_if_collapsed(diagnostics, start, estimator):
+    """Warn when the importance-weighted particles degenerated to about one (ESS < 1.5);
+    not for estimators without importance weights (CD, PCD: their ESS counts chains,
+    one per example for CD on a CRF)."""
     ess = diagnostics.get("ess")
-    if ess is None:
+    if ess is None or not estimator.importance_weighted:
         return
     collapsed = np.flatnonzero(np.asarray(ess) < 1.5)
     if collapsed.size:
@@ -272,6 +274,8 @@ class MLE:
         first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
         traced_with = {} if isinstance(self.model, UGM) else first  # a UGM is bound
         m = as_ugm(self.model, *model_args, **model_kwargs, **traced_with)
+        if inputs is not None:
+            m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
         if first and not traced_with:
             m = m.bind(**first)
         data = m.validate_data(data)
@@ -577,7 +581,7 @@ class MLE:
             checkpoint_every=every, save=save if every is not None else None)
         diagnostics = kept(state, diagnostics)
         self._history.add(start, diagnostics, state)
-        _warn_if_collapsed(diagnostics, start)
+        _warn_if_collapsed(diagnostics, start, self._core.estimator)
         _warn_if_log_z_unreliable(diagnostics, start)
         self._raise_if_failed(state, diagnostics)
         return RunResult(self.get_params(state), state, diagnostics)

@@ -46,6 +46,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
+from ._checks import as_count
 from ._deprecation import warn_deprecated
 from .kernels import gibbs
 from .kernels.base import as_spec
@@ -444,12 +445,10 @@ class UGMGibbsFn:
     """
 
     def __init__(self, model, model_args, model_kwargs, kernel, num_mcmc_steps, params):
-        if int(num_mcmc_steps) != num_mcmc_steps or int(num_mcmc_steps) < 1:
-            raise ValueError(f"gibbs_fn: num_mcmc_steps must be an integer >= 1, got "
-                             f"{num_mcmc_steps}")
+        num_mcmc_steps = as_count(num_mcmc_steps, "num_mcmc_steps", "gibbs_fn")
         self.ugm = m = as_ugm(model, *model_args, **model_kwargs)
         self.sites = tuple(m.state_sites)
-        self.num_mcmc_steps = int(num_mcmc_steps)
+        self.num_mcmc_steps = num_mcmc_steps
         given = dict(params or {})
         unknown = [n for n in given if n not in m.param_sites]
         if unknown:

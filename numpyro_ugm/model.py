@@ -33,6 +33,7 @@ from numpyro.distributions import constraints
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
+from ._checks import as_key
 from .domains import Domain
 from .structure import Structure
 from .structure import analyze as _analyze
@@ -286,7 +287,7 @@ class UGM:
     def init_params(self, rng_key: jax.Array) -> dict:
         """Initial parameters (constrained space): ``numpyro.param`` init values, and the
         ``init_strategy`` (default: median of prior draws) for sites with a prior."""
-        model = handlers.substitute(handlers.seed(self.model, rng_key),
+        model = handlers.substitute(handlers.seed(self.model, as_key(rng_key, "init_params")),
                                     substitute_fn=self.init_strategy)
         trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
         return {name: trace[name]["value"] for name in self.param_sites}

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import as_count, as_key
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
@@ -59,15 +60,6 @@ class Prediction(NamedTuple):
     labels: dict
     marginals: dict
     log_potential: jax.Array
-
-
-def _raw_key(key):
-    if key is None:
-        return jax.random.PRNGKey(0)
-    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key)
-    return key
 
 
 def _check_inputs(m, inputs):
@@ -273,6 +265,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
                       "pass it by keyword: predict(m, params, inputs, method, rng_key=key)",
                       DeprecationWarning, stacklevel=2)
         rng_key = deprecated_key[0]
+    rng_key = as_key(jax.random.PRNGKey(0) if rng_key is None else rng_key, "predict")
     if method not in DEFAULTS:
         raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
     settings = dict(DEFAULTS[method])
@@ -281,10 +274,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
         if value is not None:
             settings[name] = value
     for name, value in settings.items():
-        minimum = 0 if name == "num_warmup" else 1
-        if int(value) != value or int(value) < minimum:
-            raise ValueError(f"predict: {name} must be an integer >= {minimum}, got {value}")
-        settings[name] = int(value)
+        settings[name] = as_count(value, name, "predict", 0 if name == "num_warmup" else 1)
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")
@@ -310,7 +300,6 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
               settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
               None if inputs is None else tuple(sorted(inputs)))
     run = m.cached(("predict",) + static, lambda: _build(m, *static))
-    rng_key = _raw_key(rng_key)
     keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
     best, marginals, values = run(params, keys, inputs)
     labels = {s: d.from_model(best[s]) for s, d in m.state_sites.items()}

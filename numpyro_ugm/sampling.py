@@ -5,6 +5,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ._checks import as_count, as_key
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM
@@ -39,9 +40,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     dict of str -> array ``(num_chains * num_samples, *site_shape)``
         Data representation (±1, 0/1, integer labels), chain-major.
     """
-    if int(num_samples) < 1 or int(num_chains) < 1 or int(thinning) < 1 or num_warmup < 0:
-        raise ValueError("sample: num_samples, num_chains and thinning must be >= 1 and "
-                         "num_warmup >= 0")
+    num_samples = as_count(num_samples, "num_samples", "sample")
+    num_chains = as_count(num_chains, "num_chains", "sample")
+    num_warmup = as_count(num_warmup, "num_warmup", "sample", 0)
+    thinning = as_count(thinning, "thinning", "sample")
+    rng_key = as_key(rng_key, "sample")
     m.check_params(params)
     kernel = as_spec(kernel, gibbs()).build(m)
     init_key, run_key = jax.random.split(rng_key)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import as_count, as_key
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
@@ -126,8 +127,8 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0 \
             or np.any(np.diff(betas) < 0):
         raise ValueError("ais: betas must increase from 0 to 1")
-    if int(num_chains) < 2:
-        raise ValueError(f"ais: num_chains must be >= 2, got {num_chains}")
+    num_chains = as_count(num_chains, "num_chains", "ais", 2)
+    rng_key = as_key(rng_key, "ais")
     m.check_params(params)
     domains = m.state_sites
     summed = tuple(m.latent_sites) if sum_out_sites is None else tuple(sum_out_sites)
@@ -141,8 +142,8 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
         logq = {**logq, s: jnp.zeros_like(logq[s]) - np.log(domains[s].num_values)}
     log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1))) for s in domains)
     spec = as_spec(kernel, gibbs())
-    run = _cached_run(m, spec, summed, int(num_chains), mesh)
-    args = (params, logq, jnp.asarray(rng_key), jnp.asarray(betas, jnp.result_type(float)))
+    run = _cached_run(m, spec, summed, num_chains, mesh)
+    args = (params, logq, rng_key, jnp.asarray(betas, jnp.result_type(float)))
     if mesh is None:
         log_w = run(*args)
     else:

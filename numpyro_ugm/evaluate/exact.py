@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .._checks import as_count, as_key
 from ..model import UGM
 from ..runloop import minimize
 from .fitting import prepare_fit
@@ -162,9 +163,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     -------
     dict of str -> array ``(num_samples, *site_shape)``, data representation
     """
-    num_samples = int(num_samples)
-    if num_samples < 1:
-        raise ValueError(f"sample: num_samples must be >= 1, got {num_samples}")
+    num_samples = as_count(num_samples, "num_samples", "exact.sample")
+    rng_key = as_key(rng_key, "exact.sample")
     m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
     chunk_size = max(1, min(int(chunk_size), 2 ** 24 // num_samples))

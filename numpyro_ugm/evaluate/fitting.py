@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import jax
 
+from .._checks import as_count, as_key
 from ..model import UGM, as_ugm
 
 
@@ -38,12 +39,11 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
     """Trace the model, check the data, the step count and the initial parameters
     (default ``m.init_params(rng_key or PRNGKey(0))``); errors name ``owner``."""
     m = as_ugm(model, *model_args, **model_kwargs)
-    num_steps = int(num_steps)
-    if num_steps < 0:
-        raise ValueError(f"{owner}: num_steps must be >= 0, got {num_steps}")
+    num_steps = as_count(num_steps, "num_steps", owner, 0)
     x = m.validate_data(data)
     observed = m.observe(x.keys())
     if params is None:
-        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
+        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None
+                               else as_key(rng_key, owner))
     m.check_params(params)
     return FitProblem(m, observed, x, int(jax.tree.leaves(x)[0].shape[0]), params, num_steps)

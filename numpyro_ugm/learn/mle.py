@@ -16,6 +16,7 @@ import numpy as np
 import optax
 
 from .. import checkpoint
+from .._checks import as_count, as_key
 from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
@@ -68,13 +69,6 @@ class PreparedBatch(NamedTuple):
     so that :meth:`MLE.update` does no host-side work for it."""
 
     batch: Any
-
-
-def _raw_key(key):
-    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key)
-    return key
 
 
 def _warn_if_collapsed(diagnostics, start):
@@ -164,7 +158,8 @@ class MLE:
             free_energy(m, m.init_params(jax.random.PRNGKey(0)),
                         {n: v[0] for n, v in data.items()})  # raises if not summable
         num_examples = int(jax.tree.leaves(data)[0].shape[0])
-        if batch_size is not None and not 1 <= int(batch_size) <= num_examples:
+        if batch_size is not None and not 1 <= as_count(
+                batch_size, "batch_size", "MLE") <= num_examples:
             raise ValueError(f"batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
         self._data = self._placement.shard(data, num_examples)
@@ -245,9 +240,9 @@ class MLE:
         init_params : dict, optional
             Initial parameters (constrained space); default ``m.init_params``.
         """
+        rng_key = as_key(rng_key, "MLE.init")
         self._setup(data, model_args, model_kwargs, inputs, batch_size)
-        state = self._placement.run(self._core.init)(_raw_key(rng_key), self._batch(None),
-                                               init_params)
+        state = self._placement.run(self._core.init)(rng_key, self._batch(None), init_params)
         sizes = (getattr(self._core.estimator, "num_particles", None),
                  self._batches.num_examples if self._inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state, *sizes))
@@ -322,7 +317,8 @@ class MLE:
         """
         core = self.core
         fresh = self._placement.run(core.init_estimator)(
-            _raw_key(rng_key), core.m, core.get_params(state), self._batch(None))
+            as_key(rng_key, "MLE.restart_estimator"), core.m, core.get_params(state),
+            self._batch(None))
         if position is not None:
             kernel_state = getattr(fresh, "kernel_state", None)
             if kernel_state is None:
@@ -407,18 +403,17 @@ class MLE:
         NonFiniteError
             When a step produces non-finite values; it carries the last good state.
         """
+        num_steps = as_count(num_steps, "num_steps", "MLE.run", 0)
         if init_state is None:
             state = self.init(rng_key, data, *model_args, inputs=inputs,
                               batch_size=batch_size, init_params=init_params, **model_kwargs)
         else:
             self._setup(data, model_args, model_kwargs, inputs, batch_size)
             state = init_state
-        num_steps = int(num_steps)
         if (checkpoint_every is None) != (checkpoint_dir is None):
             raise ValueError("give both checkpoint_every and checkpoint_dir, or neither")
-        if checkpoint_every is not None and int(checkpoint_every) < 1:
-            raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
-        every = None if checkpoint_every is None else int(checkpoint_every)
+        every = (None if checkpoint_every is None
+                 else as_count(checkpoint_every, "checkpoint_every", "MLE.run"))
         chunk = chunk_size(num_steps, progress_bar, every)
         start = int(state.step)
 

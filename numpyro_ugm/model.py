@@ -22,7 +22,8 @@ Dependencies run one way: this module imports :mod:`numpyro_ugm.structure`, whos
 a parameter sampler and knows nothing of ``UGM``; :attr:`UGM.structure` hands it those.
 """
 
-from collections.abc import Callable, Hashable, Iterable
+import difflib
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import jax
@@ -311,14 +312,60 @@ class UGM:
                 for n, v in unconstrained.items()}
 
     def check_params(self, params: dict) -> None:
-        """Raise if ``params`` miss a site, have a wrong shape or hold non-finite values."""
+        """Raise unless ``params`` hold exactly the model's parameter sites, each with the
+        site's shape, a floating-point dtype and finite values.
+
+        The one check of parameters: every entry point that takes them calls it
+        (evaluation, sampling, prediction, learning), and none falls back to the
+        ``numpyro.param`` init values for a site that is missing. Traced values (under
+        ``jax.jit``, ``jax.grad`` or ``jax.vmap``) are checked for names, shapes and dtypes;
+        their finiteness cannot be known before they are computed.
+
+        Raises
+        ------
+        TypeError
+            ``params`` not a dict, or a site with an integer or boolean dtype.
+        KeyError
+            A name that is not a parameter site (with the closest site names), or a
+            missing site.
+        ValueError
+            A shape that is not the site's.
+        FloatingPointError
+            A non-finite value (the first, with its index).
+        """
+        if not isinstance(params, Mapping):
+            raise TypeError(f"params must be a dict of parameter site -> array, got "
+                            f"{type(params).__name__}")
+        expected = list(self.param_sites)
+        missing = [n for n in expected if n not in params]
+        unknown = [n for n in params if n not in self.param_sites]
+        if unknown:
+            hints = ({unknown[0]: missing[0]} if len(unknown) == len(missing) == 1 else
+                     {n: _closest(n, missing or expected) for n in unknown})
+            hint = "; ".join(f"did you mean {h!r} for {n!r}?" for n, h in hints.items() if h)
+            hint = f" ({hint})" if hint else ""
+            raise KeyError(f"params has name(s) {unknown} that are not parameter sites of "
+                           f"the model{hint}; its parameter sites are {expected}")
+        if missing:
+            what = (f"parameter site {missing[0]!r} is" if len(missing) == 1
+                    else f"parameter sites {missing} are")
+            raise KeyError(f"{what} missing from params (the model's parameter sites are "
+                           f"{expected}); give every site, e.g. a learner's result.params "
+                           "or m.init_params(rng_key)")
         for name, site in self.param_sites.items():
-            if name not in params:
-                raise KeyError(f"parameter site {name!r} is missing from params")
-            value = np.asarray(params[name])
-            if value.shape != tuple(site.shape):
-                raise ValueError(f"parameter site {name!r} has shape {value.shape}, the "
-                                 f"model expects {tuple(site.shape)}")
+            value = params[name]
+            shape = tuple(jnp.shape(value))
+            if shape != tuple(site.shape):
+                raise ValueError(f"parameter site {name!r} has shape {shape}, the model "
+                                 f"expects {tuple(site.shape)}")
+            dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+            if not jnp.issubdtype(dtype, jnp.floating):
+                raise TypeError(f"parameter site {name!r} has dtype {dtype}; parameters are "
+                                "real-valued: give floating-point values (jnp.asarray(value, "
+                                "float); in a model, numpyro.param(name, 1.0), not 1)")
+            if isinstance(value, jax.core.Tracer):
+                continue
+            value = np.asarray(value)
             bad = ~np.isfinite(value)
             if bad.any():
                 where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -457,6 +504,13 @@ class UGM:
                 f"state={ {n: d for n, d in self.state_sites.items()} }, "
                 f"latent={list(self.latent_sites)})")
 
+
+
+def _closest(name, candidates):
+    """The candidate closest to ``name`` (ignoring case), or None if none is close."""
+    lower = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.5)
+    return lower[match[0]] if match else None
 
 
 class _StructureCell:

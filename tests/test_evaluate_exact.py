@@ -11,7 +11,7 @@ import optax
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
-from helpers import all_states
+from helpers import all_states, spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
@@ -337,6 +337,51 @@ def test_too_many_configurations():
     m = ugm.UGM(ugm.models.vbm, 32)
     with pytest.raises(ValueError, match="exact enumeration would need"):
         exact.log_partition(m, {"W": jnp.zeros((32, 32)), "b": jnp.zeros(32)}, sum_out=False)
+
+
+#: bad parameters of ``helpers.chain3`` and the error each gives (issue 13, item 1)
+BAD_PARAMS = [
+    (lambda p: {"hh": p["h"], "J": p["J"]}, KeyError,
+     r"params has name\(s\) \['hh'\] that are not parameter sites of the model \(did you "
+     r"mean 'h' for 'hh'\?\); its parameter sites are \['h', 'J'\]"),
+    (lambda p: {"h": p["h"]}, KeyError, r"parameter site 'J' is missing from params"),
+    (lambda p: {**p, "h": p["h"].at[1].set(jnp.nan)}, FloatingPointError,
+     r"parameter site 'h' holds a non-finite value nan at index \(1,\)"),
+    (lambda p: {**p, "h": jnp.ones(4)}, ValueError,
+     r"parameter site 'h' has shape \(4,\), the model expects \(3,\)"),
+    (lambda p: {**p, "J": 1}, TypeError, r"parameter site 'J' has dtype int\d+; parameters "
+                                         r"are real-valued"),
+]
+
+
+def test_every_evaluation_checks_its_params():
+    """A misspelled, missing, non-finite, misshapen or integer parameter is an error
+    naming the site in every function that takes parameters (before it compiles
+    anything), not a silent init value, NaN or raw JAX error; the right ones give the
+    exact log Z, and traced ones are checked too."""
+    m, params, log_z, data = spins3()
+    calls = {
+        "log_partition": lambda p: exact.log_partition(m, p),
+        "log_likelihood": lambda p: exact.log_likelihood(m, p, data),
+        "log_prob": lambda p: exact.log_prob(m, p, data),
+        "marginals": lambda p: exact.marginals(m, p),
+        "expectation": lambda p: exact.expectation(m, p, lambda x: x["x"]),
+        "sample": lambda p: exact.sample(m, p, jax.random.PRNGKey(0), 2),
+        "fit": lambda p: exact.fit(m, data, params=p),
+        "pseudo_log_likelihood": lambda p: ugm.pseudo_log_likelihood(m, p, data),
+    }
+    for bad, error, message in BAD_PARAMS:
+        for name, call in calls.items():
+            with pytest.raises(error, match=message):
+                call(bad(params))
+                pytest.fail(f"{name} accepted bad params")
+    # sum_out=False: no structure analysis to pay for here
+    np.testing.assert_allclose(exact.log_partition(m, params, sum_out=False), log_z,
+                               rtol=1e-6)
+    traced = jax.eval_shape(lambda p: exact.log_partition(m, p, sum_out=False), params)
+    assert traced.shape == ()  # traced parameters pass the check (names, shapes, dtypes)
+    with pytest.raises(KeyError, match="did you mean 'h' for 'hh'"):
+        jax.eval_shape(lambda p: exact.log_partition(m, p), BAD_PARAMS[0][0](params))
 
 
 # --- fit -------------------------------------------------------------------------------------------

@@ -85,3 +85,14 @@ def test_discrete_numpyro_distribution_is_an_error(make):
 
     with pytest.raises(TypeError, match=r"'x'.*Bernoulli.*ugm\.Spin, ugm\.Binary"):
         ugm.UGM(model)
+
+
+def test_an_integer_parameter_is_an_error_naming_the_site(spins):
+    def model(n):
+        J = numpyro.param("J", 1)  # an int: the learner's gradient would be a raw error
+        x = numpyro.sample("x", ugm.Spin(n))
+        numpyro.factor("f", J * jnp.sum(x[:-1] * x[1:]))
+
+    with pytest.raises(TypeError, match=r"parameter site 'J' has dtype int\d+; parameters "
+                       r"are real-valued: give floating-point values"):
+        ugm.exact.fit(model, spins, 6)

@@ -227,8 +227,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     """
     observed = m.observe(tuple(data))
     model_data = observed.validate_data(data)
-    params_f = jax.jit(jax.vmap(free_energy, (None, None, 0)), static_argnums=0)
-    positive = jnp.mean(params_f(observed, params, model_data))
     kwargs.setdefault("data", data if "base_log_probs" not in kwargs else None)
     result = log_partition(observed, params, rng_key, num_chains, betas, **kwargs)
+    params_f = jax.jit(jax.vmap(free_energy, (None, None, 0)), static_argnums=0)
+    positive = jnp.mean(params_f(observed, params, model_data))
     return AISResult(positive - result.log_z, result.stderr, result.log_weights)

@@ -15,11 +15,15 @@ State sites present in the data are observed; the others are latent.
 Other modules use the model through its public surface only: :meth:`UGM.logdensity_fn`
 (the log-potential at fixed parameters), :meth:`UGM.replace` (the one way to copy a model:
 :meth:`UGM.observe` and :meth:`UGM.bind` are built on it), :meth:`UGM.cached` (the
-model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM).
+model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM). Every
+entry point that takes parameters checks them with :meth:`UGM.check_params`; the samplers
+check the potential at their results with :meth:`UGM.potential_is_finite` (compiled) and
+:meth:`UGM.check_finite` (on the host).
 
 Dependencies run one way: this module imports :mod:`numpyro_ugm.structure`, whose
 :func:`~numpyro_ugm.structure.analyze` works on a log-potential function, the domains and
 a parameter sampler and knows nothing of ``UGM``; :attr:`UGM.structure` hands it those.
+It imports :mod:`numpyro_ugm.conditionals` for the conditional log-odds the samplers see.
 """
 
 import difflib
@@ -35,6 +39,7 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
+from .conditionals import conditional_logits, exact_conditional_logits
 from .domains import Domain
 from .structure import Structure
 from .structure import analyze as _analyze
@@ -388,8 +393,12 @@ class UGM:
         -------
         scalar
         """
+        return sum(self._log_factors(params, state).values(), 0.0)
+
+    def _log_factors(self, params, state):
+        """Each factor's (observed site's) summed log-value at ``(params, state)``."""
         trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
-        total = 0.0
+        factors = {}
         for name, site in trace.items():
             if site["type"] != "sample":
                 continue
@@ -400,8 +409,59 @@ class UGM:
             log_factor = site["fn"].log_prob(site["value"])
             if site.get("scale") is not None:
                 log_factor = log_factor * site["scale"]
-            total = total + jnp.sum(log_factor)
-        return total
+            factors[name] = jnp.sum(log_factor)
+        return factors
+
+    def _conditionals(self, params, state):
+        """Conditional log-odds of every variable at ``state``, as the samplers get them."""
+        logits = (conditional_logits if self.structure.multilinear
+                  else exact_conditional_logits)
+        return logits(self.logdensity_fn(params), state, self.state_sites,
+                      {s: None for s in self.state_sites})
+
+    def potential_is_finite(self, params: dict, state: dict) -> jax.Array:
+        """Whether f(state; params) and the conditional log-odds of every variable at
+        ``state`` are finite (a log-odds of −inf, a value of probability zero, is
+        allowed): where they are not, a sampler's draws mean nothing. Traceable; one
+        configuration (model representation)."""
+        ok = jnp.isfinite(self.log_potential(params, state))
+        for v in self._conditionals(params, state).values():
+            ok = ok & jnp.all(~jnp.isnan(v) & (v < jnp.inf))
+        return ok
+
+    def check_finite(self, owner: str, params: dict, ok: Any, states: dict,
+                     where: Callable[[tuple], str], inputs: dict | None = None) -> None:
+        """Raise ``FloatingPointError`` at the first ``False`` of ``ok``
+        (:meth:`potential_is_finite` at a batch of ``states``, model representation,
+        leading axes those of ``ok``), naming the factors and the sites whose log-odds
+        are not finite there and the largest parameter magnitudes.
+
+        ``where(index)`` says which state it is, in words; ``inputs`` (per-example model
+        keyword arguments, leading axis the first of ``ok``) bind the model there.
+        """
+        ok = np.asarray(ok)
+        if ok.all():
+            return
+        index = tuple(int(i) for i in np.argwhere(~ok)[0])
+        state = {n: jnp.asarray(v)[index] for n, v in states.items()}
+        m = self if inputs is None else self.bind(
+            **{k: jnp.asarray(v)[index[0]] for k, v in inputs.items()})
+        details = [f"factor {n!r} = {float(v):g}" for n, v in
+                   m._log_factors(params, state).items() if not np.isfinite(v)]
+        details = details or [f"conditional log-odds of site {n!r} NaN or +inf"
+                              for n, v in m._conditionals(params, state).items()
+                              if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
+        details = details or ["f and its log-odds are finite there, the results from it "
+                              "are not"]
+        largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
+                            for n, v in params.items())
+        dtype = jnp.result_type(float)
+        raise FloatingPointError(
+            f"{owner}: the log-potential or its conditional log-odds are not finite at "
+            f"{where(index)} under the given params ({'; '.join(details)}; largest |value| "
+            f"per parameter site: {{{largest}}}), so the results would be meaningless: look "
+            f"for parameters large enough to overflow {dtype.name} (above about "
+            f"{float(jnp.finfo(dtype).max):.1e} in a factor) or factors that are NaN")
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.

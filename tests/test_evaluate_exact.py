@@ -384,6 +384,15 @@ def test_every_evaluation_checks_its_params():
         jax.eval_shape(lambda p: exact.log_partition(m, p), BAD_PARAMS[0][0](params))
 
 
+def test_exact_sample_of_an_overflowing_potential_is_an_error():
+    m = spins3()[0]
+    overflow = {"h": jnp.full(3, 3e38, jnp.float32), "J": jnp.zeros((), jnp.float32)}
+    with pytest.raises(FloatingPointError, match=r"exact.sample: the log-potential or its "
+                       r"conditional log-odds are not finite at configuration \d+ .*factor "
+                       r"'f' = inf.*'h': 3e\+38"):
+        exact.sample(m, overflow, jax.random.PRNGKey(0), 2)
+
+
 # --- fit -------------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from .._checks import as_count, as_key
@@ -162,6 +163,12 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     Returns
     -------
     dict of str -> array ``(num_samples, *site_shape)``, data representation
+
+    Raises
+    ------
+    FloatingPointError
+        If the log-potential is NaN or +inf at a configuration (e.g. parameters that
+        overflow), or −inf at all of them.
     """
     num_samples = as_count(num_samples, "num_samples", "exact.sample")
     rng_key = as_key(rng_key, "exact.sample")
@@ -173,26 +180,42 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     chunk, num_chunks = _chunks(plan, chunk_size)
     itype = _index_dtype()
 
+    def configuration(index):
+        labels = (index[..., None] // jnp.asarray(plan.strides, itype)) % jnp.asarray(
+            plan.radices, itype)
+        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels.reshape(
+            -1, plan.radices.size))
+
     @jax.jit
     def run(params, key):
         log_weight = jax.vmap(m.logdensity_fn(params))
 
         def one_chunk(carry, c):
-            best, best_index = carry
+            best, best_index, bad = carry
             states, valid = _chunk_states(plan, domains, base, c, chunk)
-            scores = jnp.where(valid, log_weight(states), -jnp.inf) + jax.random.gumbel(
-                jax.random.fold_in(key, c), (num_samples, chunk))
+            weights = jnp.where(valid, log_weight(states), -jnp.inf)
+            scores = weights + jax.random.gumbel(jax.random.fold_in(key, c),
+                                                 (num_samples, chunk))
             i = jnp.argmax(scores, axis=1)
             top = jnp.take_along_axis(scores, i[:, None], axis=1)[:, 0]
             better = top > best
+            wrong = jnp.isnan(weights) | (weights == jnp.inf)  # −inf: probability zero
+            first = c.astype(itype) * chunk + jnp.argmax(wrong)
+            bad = jnp.where((bad < 0) & jnp.any(wrong), first, bad)
             return (jnp.where(better, top, best),
-                    jnp.where(better, c.astype(itype) * chunk + i, best_index)), None
+                    jnp.where(better, c.astype(itype) * chunk + i, best_index), bad), None
 
         init = (jnp.full(num_samples, -jnp.inf, _float_dtype()),
-                jnp.zeros(num_samples, itype))
-        (_, index), _ = jax.lax.scan(one_chunk, init, jnp.arange(num_chunks, dtype=itype))
-        labels = (index[:, None] // jnp.asarray(plan.strides, itype)) % jnp.asarray(
-            plan.radices, itype)
-        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels)
+                jnp.zeros(num_samples, itype), -jnp.ones((), itype))
+        (best, index, bad), _ = jax.lax.scan(one_chunk, init,
+                                             jnp.arange(num_chunks, dtype=itype))
+        return configuration(index), bad, jnp.all(best == -jnp.inf)
 
-    return m.to_data(run(params, rng_key))
+    draws, bad, impossible = run(params, rng_key)
+    if int(bad) >= 0:
+        m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
+                       lambda i: f"configuration {int(bad)}")
+    if bool(impossible):
+        raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
+                                 "under the given params (Z = 0): there is nothing to draw")
+    return m.to_data(draws)

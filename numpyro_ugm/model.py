@@ -140,7 +140,20 @@ class UGM:
         model = handlers.seed(self.model, rng_key)
         if values is not None:
             model = handlers.substitute(model, data=values)
-        return handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        try:
+            return handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        except (TypeError, ValueError, IndexError) as error:
+            text = str(error)
+            if "integer" in text and ("ndex" in text or "indices" in text):
+                raise TypeError(
+                    f"the model failed with {type(error).__name__}: {text}. Inside the "
+                    "model, state sites are floating-point arrays, not integer labels: "
+                    "Spin ±1, Binary 0/1, and Categorical one-hot vectors of length K (a "
+                    "site of shape s is an array of shape (*s, K)). Select a table's rows "
+                    "with x @ table (or jnp.einsum), not table[x]; jnp.argmax(x, -1) gives "
+                    "the labels, at the price of a potential that is no longer "
+                    "multilinear (slower sampling)") from error
+            raise
 
     def replace(self, *, args: tuple | None = None, kwargs: dict | None = None,
                 latent_sites: Iterable[str] | None = None,

@@ -87,6 +87,17 @@ def test_discrete_numpyro_distribution_is_an_error(make):
         ugm.UGM(model)
 
 
+def test_indexing_with_a_categorical_site_says_it_is_one_hot():
+    def potts(n):
+        table = numpyro.param("table", jnp.zeros(3))
+        x = numpyro.sample("x", ugm.Categorical(n, 3))
+        numpyro.factor("f", jnp.sum(table[x]))
+
+    with pytest.raises(TypeError, match=r"Indexer must have integer or boolean type.*"
+                       r"Categorical one-hot vectors of length K.*x @ table.*jnp.argmax"):
+        ugm.UGM(potts, 2)
+
+
 def test_an_integer_parameter_is_an_error_naming_the_site(spins):
     def model(n):
         J = numpyro.param("J", 1)  # an int: the learner's gradient would be a raw error

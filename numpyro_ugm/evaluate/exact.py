@@ -75,7 +75,10 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
 
     Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters,
     with exact log Z and exact latent sums (so exact gradients); a reference for the
-    stochastic estimators on small models.
+    stochastic estimators on small models. For a prior on a constrained parameter (e.g.
+    ``LogNormal``, θ > 0) this is the mode of the posterior density of θ itself: the
+    optimizer runs in the unconstrained space but no log-Jacobian of that map is added
+    (as in :class:`~numpyro_ugm.MLE`).
 
     For a fully visible model whose data never show some configuration of a pair (e.g. a
     VBM with W ~ N(0, 1) and a few hundred cases: pairs that always agree), the maximum

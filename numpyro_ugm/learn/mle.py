@@ -89,6 +89,10 @@ def _warn_if_collapsed(diagnostics, start):
 class MLE:
     """Maximum-likelihood (or MAP, when parameters have priors) learning of a UGM.
 
+    MAP maximizes mean_n log p(x_n; θ) + log p(θ) / N with the prior density of θ itself:
+    the optimizer runs in the unconstrained space, without the log-Jacobian of that map
+    (see :mod:`numpyro_ugm.learn.core`).
+
     Parameters
     ----------
     model : callable or UGM

@@ -16,14 +16,19 @@ State sites present in the data are observed; the others are latent.
 Other modules use the model through its public surface only: :meth:`UGM.logdensity_fn`
 (the log-potential at fixed parameters), :meth:`UGM.replace` (the one way to copy a model:
 :meth:`UGM.observe` and :meth:`UGM.bind` are built on it), :meth:`UGM.cached` (the
-model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM).
+model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM). Every
+entry point that takes parameters checks them with :meth:`UGM.check_params`; the samplers
+check the potential at their results with :meth:`UGM.potential_is_finite` (compiled) and
+:meth:`UGM.check_finite` (on the host).
 
 Dependencies run one way: this module imports :mod:`numpyro_ugm.structure`, whose
 :func:`~numpyro_ugm.structure.analyze` works on a log-potential function, the domains and
 a parameter sampler and knows nothing of ``UGM``; :attr:`UGM.structure` hands it those.
+It imports :mod:`numpyro_ugm.conditionals` for the conditional log-odds the samplers see.
 """
 
-from collections.abc import Callable, Hashable, Iterable
+import difflib
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import jax
@@ -34,6 +39,8 @@ from numpyro.distributions import ExpandedDistribution, Independent, Unit, const
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
+from ._checks import as_key
+from .conditionals import conditional_logits, exact_conditional_logits
 from .domains import Domain
 from .structure import Structure
 from .structure import analyze as _analyze
@@ -170,7 +177,20 @@ class UGM:
         model = handlers.seed(self.model, rng_key)
         if values is not None:
             model = handlers.substitute(model, data=values)
-        return handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        try:
+            return handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        except (TypeError, ValueError, IndexError) as error:
+            text = str(error)
+            if "integer" in text and ("ndex" in text or "indices" in text):
+                raise TypeError(
+                    f"the model failed with {type(error).__name__}: {text}. Inside the "
+                    "model, state sites are floating-point arrays, not integer labels: "
+                    "Spin ±1, Binary 0/1, and Categorical one-hot vectors of length K (a "
+                    "site of shape s is an array of shape (*s, K)). Select a table's rows "
+                    "with x @ table (or jnp.einsum), not table[x]; jnp.argmax(x, -1) gives "
+                    "the labels, at the price of a potential that is no longer "
+                    "multilinear (slower sampling)") from error
+            raise
 
     def replace(self, *, args: tuple | None = None, kwargs: dict | None = None,
                 latent_sites: Iterable[str] | None = None,
@@ -369,7 +389,7 @@ class UGM:
     def init_params(self, rng_key: jax.Array) -> dict:
         """Initial parameters (constrained space): ``numpyro.param`` init values, and the
         ``init_strategy`` (default: median of prior draws) for sites with a prior."""
-        model = handlers.substitute(handlers.seed(self.model, rng_key),
+        model = handlers.substitute(handlers.seed(self.model, as_key(rng_key, "init_params")),
                                     substitute_fn=self.init_strategy)
         trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
         return {name: trace[name]["value"] for name in self.param_sites}
@@ -393,14 +413,60 @@ class UGM:
                 for n, v in unconstrained.items()}
 
     def check_params(self, params: dict) -> None:
-        """Raise if ``params`` miss a site, have a wrong shape or hold non-finite values."""
+        """Raise unless ``params`` hold exactly the model's parameter sites, each with the
+        site's shape, a floating-point dtype and finite values.
+
+        The one check of parameters: every entry point that takes them calls it
+        (evaluation, sampling, prediction, learning), and none falls back to the
+        ``numpyro.param`` init values for a site that is missing. Traced values (under
+        ``jax.jit``, ``jax.grad`` or ``jax.vmap``) are checked for names, shapes and dtypes;
+        their finiteness cannot be known before they are computed.
+
+        Raises
+        ------
+        TypeError
+            ``params`` not a dict, or a site with an integer or boolean dtype.
+        KeyError
+            A name that is not a parameter site (with the closest site names), or a
+            missing site.
+        ValueError
+            A shape that is not the site's.
+        FloatingPointError
+            A non-finite value (the first, with its index).
+        """
+        if not isinstance(params, Mapping):
+            raise TypeError(f"params must be a dict of parameter site -> array, got "
+                            f"{type(params).__name__}")
+        expected = list(self.param_sites)
+        missing = [n for n in expected if n not in params]
+        unknown = [n for n in params if n not in self.param_sites]
+        if unknown:
+            hints = ({unknown[0]: missing[0]} if len(unknown) == len(missing) == 1 else
+                     {n: _closest(n, missing or expected) for n in unknown})
+            hint = "; ".join(f"did you mean {h!r} for {n!r}?" for n, h in hints.items() if h)
+            hint = f" ({hint})" if hint else ""
+            raise KeyError(f"params has name(s) {unknown} that are not parameter sites of "
+                           f"the model{hint}; its parameter sites are {expected}")
+        if missing:
+            what = (f"parameter site {missing[0]!r} is" if len(missing) == 1
+                    else f"parameter sites {missing} are")
+            raise KeyError(f"{what} missing from params (the model's parameter sites are "
+                           f"{expected}); give every site, e.g. a learner's result.params "
+                           "or m.init_params(rng_key)")
         for name, site in self.param_sites.items():
-            if name not in params:
-                raise KeyError(f"parameter site {name!r} is missing from params")
-            value = np.asarray(params[name])
-            if value.shape != tuple(site.shape):
-                raise ValueError(f"parameter site {name!r} has shape {value.shape}, the "
-                                 f"model expects {tuple(site.shape)}")
+            value = params[name]
+            shape = tuple(jnp.shape(value))
+            if shape != tuple(site.shape):
+                raise ValueError(f"parameter site {name!r} has shape {shape}, the model "
+                                 f"expects {tuple(site.shape)}")
+            dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+            if not jnp.issubdtype(dtype, jnp.floating):
+                raise TypeError(f"parameter site {name!r} has dtype {dtype}; parameters are "
+                                "real-valued: give floating-point values (jnp.asarray(value, "
+                                "float); in a model, numpyro.param(name, 1.0), not 1)")
+            if isinstance(value, jax.core.Tracer):
+                continue
+            value = np.asarray(value)
             bad = ~np.isfinite(value)
             if bad.any():
                 where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -450,6 +516,57 @@ class UGM:
             if site.get("scale") is not None:
                 log_factor = log_factor * site["scale"]
             yield name, isinstance(_innermost(site["fn"]), Unit), jnp.sum(log_factor)
+
+    def _conditionals(self, params, state):
+        """Conditional log-odds of every variable at ``state``, as the samplers get them."""
+        logits = (conditional_logits if self.structure.multilinear
+                  else exact_conditional_logits)
+        return logits(self.logdensity_fn(params), state, self.state_sites,
+                      {s: None for s in self.state_sites})
+
+    def potential_is_finite(self, params: dict, state: dict) -> jax.Array:
+        """Whether f(state; params) and the conditional log-odds of every variable at
+        ``state`` are finite (a log-odds of −inf, a value of probability zero, is
+        allowed): where they are not, a sampler's draws mean nothing. Traceable; one
+        configuration (model representation)."""
+        ok = jnp.isfinite(self.log_potential(params, state))
+        for v in self._conditionals(params, state).values():
+            ok = ok & jnp.all(~jnp.isnan(v) & (v < jnp.inf))
+        return ok
+
+    def check_finite(self, owner: str, params: dict, ok: Any, states: dict,
+                     where: Callable[[tuple], str], inputs: dict | None = None) -> None:
+        """Raise ``FloatingPointError`` at the first ``False`` of ``ok``
+        (:meth:`potential_is_finite` at a batch of ``states``, model representation,
+        leading axes those of ``ok``), naming the factors and the sites whose log-odds
+        are not finite there and the largest parameter magnitudes.
+
+        ``where(index)`` says which state it is, in words; ``inputs`` (per-example model
+        keyword arguments, leading axis the first of ``ok``) bind the model there.
+        """
+        ok = np.asarray(ok)
+        if ok.all():
+            return
+        index = tuple(int(i) for i in np.argwhere(~ok)[0])
+        state = {n: jnp.asarray(v)[index] for n, v in states.items()}
+        m = self if inputs is None else self.bind(
+            **{k: jnp.asarray(v)[index[0]] for k, v in inputs.items()})
+        details = [f"factor {n!r} = {float(v):g}" for n, _, v in m._terms(params, state)
+                   if not np.isfinite(v)]
+        details = details or [f"conditional log-odds of site {n!r} NaN or +inf"
+                              for n, v in m._conditionals(params, state).items()
+                              if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
+        details = details or ["f and its log-odds are finite there, the results from it "
+                              "are not"]
+        largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
+                            for n, v in params.items())
+        dtype = jnp.result_type(float)
+        raise FloatingPointError(
+            f"{owner}: the log-potential or its conditional log-odds are not finite at "
+            f"{where(index)} under the given params ({'; '.join(details)}; largest |value| "
+            f"per parameter site: {{{largest}}}), so the results would be meaningless: look "
+            f"for parameters large enough to overflow {dtype.name} (above about "
+            f"{float(jnp.finfo(dtype).max):.1e} in a factor) or factors that are NaN")
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.
@@ -552,6 +669,13 @@ class UGM:
                 f"state={ {n: d for n, d in self.state_sites.items()} }, "
                 f"latent={list(self.latent_sites)})")
 
+
+
+def _closest(name, candidates):
+    """The candidate closest to ``name`` (ignoring case), or None if none is close."""
+    lower = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.5)
+    return lower[match[0]] if match else None
 
 
 class _StructureCell:

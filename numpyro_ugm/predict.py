@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_count
+from ._checks import as_key, check_count
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
@@ -60,15 +60,6 @@ class Prediction(NamedTuple):
     labels: dict
     marginals: dict
     log_potential: jax.Array
-
-
-def _raw_key(key):
-    if key is None:
-        return jax.random.PRNGKey(0)
-    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key)
-    return key
 
 
 def _check_inputs(m, inputs):
@@ -147,12 +138,12 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
             acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
             return states, acc
 
-        _, acc = jax.lax.fori_loop(0, num_steps, body, (states, acc0))
+        states, acc = jax.lax.fori_loop(0, num_steps, body, (states, acc0))
         marginals = {s: (acc[s] / (num_chains * num_steps)).reshape(
             tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
         best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
                 for s, d in domains.items()}
-        return best, marginals, f(best)
+        return checked(mb, params, states, best, f(best), marginals)
 
     betas = np.geomspace(beta_min, beta_max, num_steps) if num_steps else np.zeros(0)
 
@@ -181,10 +172,21 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
 
         states = jax.vmap(lambda x: kernel.init(x, f))(position)
         xs = (jax.random.split(run_key, num_steps), jnp.asarray(betas, values.dtype))
-        (_, best, best_values), _ = jax.lax.scan(body, (states, position, values), xs)
+        (states, best, best_values), _ = jax.lax.scan(body, (states, position, values), xs)
         winner = jnp.argmax(best_values)
         best = jax.tree.map(lambda a: a[winner], best)
-        return best, None, best_values[winner]
+        return checked(mb, params, states, best, best_values[winner], None)
+
+    def checked(mb, params, states, best, value, marginals):
+        """The result, with what the host checks: whether the potential is finite at the
+        chains' last states and at the prediction (``ok``), and those states."""
+        ok = jax.vmap(lambda x: mb.potential_is_finite(params, x))(states.position)
+        ok_best = jnp.isfinite(value)
+        for v in jax.tree.leaves(marginals):
+            ok_best = ok_best & jnp.all(jnp.isfinite(v))
+        positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]),
+                                 states.position, best)
+        return best, marginals, value, jnp.append(ok, ok_best), positions
 
     one = marginal_one if method == "marginal" else map_one
 
@@ -276,6 +278,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
                       "pass it by keyword: predict(m, params, inputs, method, rng_key=key)",
                       DeprecationWarning, stacklevel=2)
         rng_key = deprecated_key[0]
+    rng_key = as_key(jax.random.PRNGKey(0) if rng_key is None else rng_key, "predict")
     if method not in DEFAULTS:
         raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
     settings = dict(DEFAULTS[method])
@@ -312,8 +315,15 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
               settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
               None if inputs is None else tuple(sorted(inputs)))
     run = m.cached(("predict",) + static, lambda: _build(m, *static))
-    rng_key = _raw_key(rng_key)
     keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
-    best, marginals, values = run(params, keys, inputs)
+    best, marginals, values, ok, positions = run(params, keys, inputs)
+    num_chains = settings["num_chains"]
+
+    def where(index):
+        what = ("the prediction" if index[-1] == num_chains
+                else f"the last state of chain {index[-1]}")
+        return what if inputs is None else f"{what} of example {index[0]}"
+
+    m.check_finite("predict", params, ok, positions, where, inputs)
     labels = {s: d.from_model(best[s]) for s, d in m.state_sites.items()}
     return Prediction(labels, marginals, values)

@@ -5,7 +5,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._checks import check_count
+from ._checks import as_key, check_count
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM
@@ -39,11 +39,19 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     -------
     dict of str -> array ``(num_chains * num_samples, *site_shape)``
         Data representation (±1, 0/1, integer labels), chain-major.
+
+    Raises
+    ------
+    FloatingPointError
+        If the log-potential is not finite at a draw, or it or the conditional log-odds
+        are not finite at a chain's last state (e.g. parameters that overflow): checked
+        once, after the run, on f at the kept draws and on one gradient per chain.
     """
     num_samples = check_count("sample", "num_samples", num_samples)
     num_chains = check_count("sample", "num_chains", num_chains)
     thinning = check_count("sample", "thinning", thinning)
     num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
+    rng_key = as_key(rng_key, "sample")
     m.check_params(params)
     kernel = as_spec(kernel, gibbs()).build(m)
     init_key, run_key = jax.random.split(rng_key)
@@ -67,11 +75,16 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
 
         def draw(states, key):
             states = steps(states, key, thinning)
-            return states, states.position
+            return states, (states.position, jnp.isfinite(jax.vmap(logdensity)(
+                states.position)))
 
-        _, draws = jax.lax.scan(draw, states, jax.random.split(draw_key, num_samples))
-        return draws
+        states, (draws, ok) = jax.lax.scan(draw, states,
+                                           jax.random.split(draw_key, num_samples))
+        last = jax.vmap(lambda x: m.potential_is_finite(params, x))(states.position)
+        return draws, ok.at[-1].set(ok[-1] & last)
 
-    draws = run(run_key, position)
+    draws, ok = run(run_key, position)
+    m.check_finite("sample", params, ok, draws,
+                   lambda i: f"draw {i[0]} of chain {i[1]}")
     return {n: m.state_sites[n].from_model(jnp.swapaxes(v, 0, 1).reshape(
         (num_chains * num_samples,) + v.shape[2:])) for n, v in draws.items()}

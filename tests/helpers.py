@@ -8,9 +8,10 @@ before they were shared:
 * the sampler check: ``total_variation``, ``tv_threshold`` (i.i.d. sampling noise),
   ``run_chains`` / ``check_tv`` and the kernel specs ``GIBBS``, ``GIBBS_RANDOM``,
   ``GIBBS_2``, ``METROPOLIS``;
-* small models with their parameters: ``vbm8`` (8 spins, the kernels' target),
-  ``potts5`` (a 5-variable 3-label Potts ring), ``small_rbm`` (RBM 12x6 with 300 exact
-  draws), ``vbm8_path`` (8 spins, θ_0 and θ_1 of the estimators' parameter path);
+* small models with their parameters: ``spins3`` (3 spins with a known log Z, for the
+  checks of bad input), ``vbm8`` (8 spins, the kernels' target), ``potts5`` (a
+  5-variable 3-label Potts ring), ``small_rbm`` (RBM 12x6 with 300 exact draws),
+  ``vbm8_path`` (8 spins, θ_0 and θ_1 of the estimators' parameter path);
 * the estimators' Monte Carlo checks: ``schedule``, ``path``, ``mean_and_se``,
   ``check_close``, ``at`` and their constants;
 * data: ``spins`` (40 random ±1 rows of 6), the CRF images (``crf_data``).
@@ -172,6 +173,26 @@ def potts_ring(n, K):
     x = numpyro.sample("x", ugm.Categorical(n, num_categories=K))
     numpyro.factor("bonds", jnp.einsum("ia,iab,ib->", x, J, jnp.roll(x, -1, axis=0)))
     numpyro.factor("fields", jnp.sum(h * x))
+
+
+def chain3():
+    """Three spins in a chain: fields ``h`` and one coupling ``J``."""
+    h = numpyro.param("h", jnp.zeros(3))
+    J = numpyro.param("J", jnp.zeros(()))
+    x = numpyro.sample("x", ugm.Spin(3))
+    numpyro.factor("f", h @ x + J * (x[0] * x[1] + x[1] * x[2]))
+
+
+@functools.lru_cache(maxsize=None)
+def spins3():
+    """``chain3`` traced, its parameters, their exact log Z (brute force, float64) and
+    two examples: the tiny model of the checks of bad input."""
+    m = ugm.UGM(chain3)
+    h, J = np.array([0.5, -1.0, 0.25]), 0.75
+    x = np.array(list(itertools.product([-1.0, 1.0], repeat=3)))
+    log_z = np.logaddexp.reduce(x @ h + J * (x[:, 0] * x[:, 1] + x[:, 1] * x[:, 2]))
+    params = {"h": jnp.asarray(h, jnp.float32), "J": jnp.asarray(J, jnp.float32)}
+    return m, params, float(log_z), {"x": np.array([[1, -1, 1], [1, 1, 1]], np.int8)}
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import small_rbm
+from helpers import small_rbm, spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import ais, exact
@@ -77,3 +77,16 @@ def test_ais_rejects_bad_schedules():
         ais.log_partition(m, params, jax.random.PRNGKey(0), 2.5, 10)
     with pytest.raises(ValueError, match=r"^ais: betas \(a number\) must be an integer >= 2"):
         ais.log_partition(m, params, jax.random.PRNGKey(0), 10, 1)
+
+
+def test_ais_checks_params_before_it_runs():
+    """A misspelled parameter is named, with the site meant, by both estimates (the
+    log-likelihood's data term used to take the init value of the missing site)."""
+    m, params, _, data = spins3()
+    key = jax.random.PRNGKey(0)
+    misspelled = {"hh": params["h"], "J": params["J"]}
+    with pytest.raises(KeyError, match=r"\['hh'\] that are not parameter sites of the model "
+                                       r"\(did you mean 'h' for 'hh'\?\)"):
+        ais.log_partition(m, misspelled, key, 2, 3)
+    with pytest.raises(KeyError, match=r"did you mean 'h' for 'hh'\?"):
+        ais.log_likelihood(m, misspelled, data, key, 2, 3)

@@ -11,7 +11,7 @@ import optax
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
-from helpers import all_states
+from helpers import all_states, spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
@@ -341,6 +341,60 @@ def test_too_many_configurations():
         exact.log_partition(m, {"W": jnp.zeros((32, 32)), "b": jnp.zeros(32)}, sum_out=False)
 
 
+#: bad parameters of ``helpers.chain3`` and the error each gives (issue 13, item 1)
+BAD_PARAMS = [
+    (lambda p: {"hh": p["h"], "J": p["J"]}, KeyError,
+     r"params has name\(s\) \['hh'\] that are not parameter sites of the model \(did you "
+     r"mean 'h' for 'hh'\?\); its parameter sites are \['h', 'J'\]"),
+    (lambda p: {"h": p["h"]}, KeyError, r"parameter site 'J' is missing from params"),
+    (lambda p: {**p, "h": p["h"].at[1].set(jnp.nan)}, FloatingPointError,
+     r"parameter site 'h' holds a non-finite value nan at index \(1,\)"),
+    (lambda p: {**p, "h": jnp.ones(4)}, ValueError,
+     r"parameter site 'h' has shape \(4,\), the model expects \(3,\)"),
+    (lambda p: {**p, "J": 1}, TypeError, r"parameter site 'J' has dtype int\d+; parameters "
+                                         r"are real-valued"),
+]
+
+
+def test_every_evaluation_checks_its_params():
+    """A misspelled, missing, non-finite, misshapen or integer parameter is an error
+    naming the site in every function that takes parameters (before it compiles
+    anything), not a silent init value, NaN or raw JAX error; the right ones give the
+    exact log Z, and traced ones are checked too."""
+    m, params, log_z, data = spins3()
+    calls = {
+        "log_partition": lambda p: exact.log_partition(m, p),
+        "log_likelihood": lambda p: exact.log_likelihood(m, p, data),
+        "log_prob": lambda p: exact.log_prob(m, p, data),
+        "marginals": lambda p: exact.marginals(m, p),
+        "expectation": lambda p: exact.expectation(m, p, lambda x: x["x"]),
+        "sample": lambda p: exact.sample(m, p, jax.random.PRNGKey(0), 2),
+        "fit": lambda p: exact.fit(m, data, params=p),
+        "pseudo_log_likelihood": lambda p: ugm.pseudo_log_likelihood(m, p, data),
+    }
+    for bad, error, message in BAD_PARAMS:
+        for name, call in calls.items():
+            with pytest.raises(error, match=message):
+                call(bad(params))
+                pytest.fail(f"{name} accepted bad params")
+    # sum_out=False: no structure analysis to pay for here
+    np.testing.assert_allclose(exact.log_partition(m, params, sum_out=False), log_z,
+                               rtol=1e-6)
+    traced = jax.eval_shape(lambda p: exact.log_partition(m, p, sum_out=False), params)
+    assert traced.shape == ()  # traced parameters pass the check (names, shapes, dtypes)
+    with pytest.raises(KeyError, match="did you mean 'h' for 'hh'"):
+        jax.eval_shape(lambda p: exact.log_partition(m, p), BAD_PARAMS[0][0](params))
+
+
+def test_exact_sample_of_an_overflowing_potential_is_an_error():
+    m = spins3()[0]
+    overflow = {"h": jnp.full(3, 3e38, jnp.float32), "J": jnp.zeros((), jnp.float32)}
+    with pytest.raises(FloatingPointError, match=r"exact.sample: the log-potential or its "
+                       r"conditional log-odds are not finite at configuration \d+ .*factor "
+                       r"'f' = inf.*'h': 3e\+38"):
+        exact.sample(m, overflow, jax.random.PRNGKey(0), 2)
+
+
 # --- fit -------------------------------------------------------------------------------------------
 
 
@@ -410,3 +464,32 @@ def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):
     assert float(result.log_likelihood) > ll0 + 0.5
     with pytest.raises(TypeError, match="already a UGM"):
         exact.fit(m, {"v": v}, 6)
+
+
+def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
+    """MAP maximizes mean log p(x; θ) + log p(θ) / N in θ itself (no log-Jacobian of the
+    map to the unconstrained space, where the optimizer runs): here θ > 0 with a
+    LogNormal(0, 1) prior; the optimum with the Jacobian (+ log θ / N) is 0.64, not 0.36."""
+    from scipy.optimize import minimize_scalar
+    from scipy.stats import lognorm
+
+    def model():
+        t = numpyro.sample("t", numpyro.distributions.LogNormal(0.0, 1.0))
+        x = numpyro.sample("x", ugm.Spin(9))
+        numpyro.factor("f", t * x[0])
+
+    # the VBM's interaction graph (complete) covers this one's: no analysis to pay for,
+    # and no variable summed out in closed form (512 configurations enumerated)
+    m = ugm.UGM(model).replace(structure=vbm[0].structure)
+    x = np.ones((3, 9), np.int8)
+    x[2, 0] = -1
+    result = exact.fit(m, {"x": x}, num_steps=200, optimizer=optax.sgd(1.0), tol=1e-7)
+
+    def objective(t, jacobian):  # x_1 .. x_8 are uniform, independent of t
+        ll = t * x[:, 0].mean() - np.log(2 * np.cosh(t))
+        return -(ll + (lognorm.logpdf(t, 1.0) + jacobian * np.log(t)) / len(x))
+
+    modes = [minimize_scalar(objective, (0.1, 2.0), args=(j,), bounds=(1e-6, 10.0),
+                             method="bounded", options={"xatol": 1e-10}).x for j in (0, 1)]
+    assert abs(modes[1] - modes[0]) > 0.2  # the two objectives differ here
+    np.testing.assert_allclose(result.params["t"], modes[0], atol=1e-4)

@@ -132,3 +132,23 @@ def test_plates_and_handlers_that_change_the_state_are_errors(wrap, error, match
 
     with pytest.raises(error, match=match):
         ugm.UGM(model)
+def test_indexing_with_a_categorical_site_says_it_is_one_hot():
+    def potts(n):
+        table = numpyro.param("table", jnp.zeros(3))
+        x = numpyro.sample("x", ugm.Categorical(n, num_categories=3))
+        numpyro.factor("f", jnp.sum(table[x]))
+
+    with pytest.raises(TypeError, match=r"Indexer must have integer or boolean type.*"
+                       r"Categorical one-hot vectors of length K.*x @ table.*jnp.argmax"):
+        ugm.UGM(potts, 2)
+
+
+def test_an_integer_parameter_is_an_error_naming_the_site(spins):
+    def model(n):
+        J = numpyro.param("J", 1)  # an int: the learner's gradient would be a raw error
+        x = numpyro.sample("x", ugm.Spin(n))
+        numpyro.factor("f", J * jnp.sum(x[:-1] * x[1:]))
+
+    with pytest.raises(TypeError, match=r"parameter site 'J' has dtype int\d+; parameters "
+                       r"are real-valued: give floating-point values"):
+        ugm.exact.fit(model, spins, 6)

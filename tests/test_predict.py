@@ -1,5 +1,6 @@
 """``ugm.predict`` (marginals and MAP labels of a CRF, per example) against exact
-enumeration on the 3×3 grid CRFs of ``helpers.crf_data`` (512 labelings per image)."""
+enumeration on the 3×3 grid CRFs of ``helpers.crf_data`` (512 labelings per image); the
+samplers' check of a potential that is not finite (``predict`` and ``ugm.sample``)."""
 
 import itertools
 
@@ -98,3 +99,26 @@ def test_predict_input_errors(prediction_case):
     with pytest.raises(TypeError, match=r"first example's inputs .*'colour'.* failed: .*"
                                         r"unexpected keyword argument 'colour'"):
         ugm.predict(grid_crf, params, {**inputs, "colour": inputs["node_features"]})
+
+
+#: parameters of the grid CRF that overflow float32 in its factors
+HUGE = {"w": jnp.array([3e38, 3e38]), "v": jnp.array([3e38, 3e38])}
+
+
+def test_predict_with_an_overflowing_potential_is_an_error(prediction_case):
+    """Parameters that overflow float32 in a factor give NaN conditionals: an error,
+    not labels and marginals of NaN (issue 13, item 4)."""
+    case = prediction_case
+    with pytest.raises(FloatingPointError, match=r"predict: the log-potential or its "
+                       r"conditional log-odds are not finite at the last state of chain \d "
+                       r"under the given params \(.*'w': 3e\+38"):
+        ugm.predict(case["m"], HUGE, num_chains=2, num_steps=2, num_warmup=0)
+
+
+def test_sample_of_an_overflowing_potential_is_an_error(problem):
+    """``ugm.sample`` (sampling.py) checks the potential at its draws the same way (on
+    the CRF, whose structure this module has found already)."""
+    with pytest.raises(FloatingPointError, match=r"^sample: the log-potential or its "
+                       r"conditional log-odds are not finite at draw \d+ of chain \d+ under "
+                       r"the given params \(factor '\w+' = [-+]?(inf|nan).*'w': 3e\+38"):
+        ugm.sample(problem["m"], HUGE, jax.random.PRNGKey(0), 1, num_chains=2)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
+from .._checks import as_key, check_count
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
@@ -129,6 +129,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
             or np.any(np.diff(betas) < 0):
         raise ValueError("ais: betas must increase from 0 to 1")
     num_chains = check_count("ais", "num_chains", num_chains, 2)
+    rng_key = as_key(rng_key, "ais")
     m.check_params(params)
     domains = m.state_sites
     summed = tuple(m.latent_sites) if sum_out_sites is None else tuple(sum_out_sites)
@@ -143,7 +144,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1))) for s in domains)
     spec = as_spec(kernel, gibbs())
     run = _cached_run(m, spec, summed, num_chains, mesh)
-    args = (params, logq, jnp.asarray(rng_key), jnp.asarray(betas, jnp.result_type(float)))
+    args = (params, logq, rng_key, jnp.asarray(betas, jnp.result_type(float)))
     if mesh is None:
         log_w = run(*args)
     else:
@@ -227,8 +228,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     """
     observed = m.observe(tuple(data))
     model_data = observed.validate_data(data)
-    params_f = jax.jit(jax.vmap(free_energy, (None, None, 0)), static_argnums=0)
-    positive = jnp.mean(params_f(observed, params, model_data))
     kwargs.setdefault("data", data if "base_log_probs" not in kwargs else None)
     result = log_partition(observed, params, rng_key, num_chains, betas, **kwargs)
+    params_f = jax.jit(jax.vmap(free_energy, (None, None, 0)), static_argnums=0)
+    positive = jnp.mean(params_f(observed, params, model_data))
     return AISResult(positive - result.log_z, result.stderr, result.log_weights)

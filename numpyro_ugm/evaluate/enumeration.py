@@ -24,8 +24,11 @@ Public functions (also reached as ``ugm.exact.*``, :mod:`numpyro_ugm.evaluate.ex
 :func:`log_partition`, :func:`log_likelihood`, :func:`log_prob`, :func:`expectation`,
 :func:`marginals` and :func:`num_enumerated` accept traced parameters (they can be used
 under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` over parameters); data are checked on the
-host and must be concrete arrays. Plans and compiled functions are kept in the model's
-compile cache (:meth:`UGM.cached <numpyro_ugm.model.UGM.cached>`).
+host and must be concrete arrays. Every function that takes parameters checks them with
+:meth:`UGM.check_params <numpyro_ugm.model.UGM.check_params>` (names, with a suggestion for
+a misspelled one; no site falls back to its ``numpyro.param`` init value; shapes; a floating
+dtype; finite values, when concrete), as the samplers do. Plans and compiled functions are
+kept in the model's compile cache (:meth:`UGM.cached <numpyro_ugm.model.UGM.cached>`).
 """
 
 import math
@@ -348,6 +351,9 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
 
     Raises
     ------
+    KeyError, ValueError, TypeError, FloatingPointError
+        Parameters that are not the model's (see
+        :meth:`UGM.check_params <numpyro_ugm.model.UGM.check_params>`).
     ValueError
         If the enumeration is too large to index.
 
@@ -356,6 +362,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     >>> m = ugm.UGM(ugm.models.rbm, 784, 10)
     >>> exact.log_partition(m, m.init_params(jax.random.PRNGKey(0)))  # 2**10 terms
     """
+    m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), sum_out)
     _check_size(plan, chunk_size, "log_partition")
     fn = _cached_jit(m, ("log_partition", int(chunk_size), _sum_out_mode(sum_out)),
@@ -386,7 +393,10 @@ def _log_prob_observed(m, params, x, chunk_size):
     return jax.lax.map(per, x, batch_size=max(1, min(int(batch), num_examples)))
 
 
-def _validated(m, data):
+def _validated(m, params, data):
+    """Check ``params`` and ``data``; the model observing the data's sites and the data
+    in the model representation."""
+    m.check_params(params)
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict of site name -> array, got "
                         f"{type(data).__name__}")
@@ -413,7 +423,7 @@ def log_prob(m: UGM, params: dict, data: dict, *,
     -------
     array (num_examples,)
     """
-    mo, x = _validated(m, data)
+    mo, x = _validated(m, params, data)
     fn = _cached_jit(mo, ("log_prob", mo.observed_sites, int(chunk_size)),
                      lambda: lambda p, xs: _log_prob_observed(mo, p, xs, chunk_size)
                      - _log_partition(m, p, chunk_size))
@@ -442,7 +452,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, *,
     -------
     scalar
     """
-    mo, x = _validated(m, data)
+    mo, x = _validated(m, params, data)
     fn = _cached_jit(mo, ("log_likelihood", mo.observed_sites, int(chunk_size)),
                      lambda: lambda p, xs: jnp.mean(_log_prob_observed(mo, p, xs, chunk_size))
                      - _log_partition(m, p, chunk_size))
@@ -471,6 +481,7 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
     pytree
         Same structure as ``fn``'s output, floating point.
     """
+    m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
     _check_size(plan, chunk_size, "expectation")
     return jax.jit(lambda p: _weighted_mean(m, p, plan, m.reference_state(), fn,
@@ -519,6 +530,7 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
         For each state site, the probability of each of its K values, in the order of
         the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels 0..K-1).
     """
+    m.check_params(params)
     fn = _cached_jit(m, ("marginals", int(chunk_size)),
                      lambda: lambda p: _marginals(m, p, chunk_size))
     return fn(params)

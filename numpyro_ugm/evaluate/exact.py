@@ -13,9 +13,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
-from .._checks import check_count
+from .._checks import as_key, check_count
 from ..model import UGM
 from ..runloop import minimize
 from .fitting import prepare_fit
@@ -74,7 +75,10 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
 
     Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters,
     with exact log Z and exact latent sums (so exact gradients); a reference for the
-    stochastic estimators on small models.
+    stochastic estimators on small models. For a prior on a constrained parameter (e.g.
+    ``LogNormal``, θ > 0) this is the mode of the posterior density of θ itself: the
+    optimizer runs in the unconstrained space but no log-Jacobian of that map is added
+    (as in :class:`~numpyro_ugm.MLE`).
 
     For a fully visible model whose data never show some configuration of a pair (e.g. a
     VBM with W ~ N(0, 1) and a few hundred cases: pairs that always agree), the maximum
@@ -162,8 +166,15 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     Returns
     -------
     dict of str -> array ``(num_samples, *site_shape)``, data representation
+
+    Raises
+    ------
+    FloatingPointError
+        If the log-potential is NaN or +inf at a configuration (e.g. parameters that
+        overflow), or −inf at all of them.
     """
     num_samples = check_count("exact.sample", "num_samples", num_samples)
+    rng_key = as_key(rng_key, "exact.sample")
     m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
     chunk_size = max(1, min(check_count("exact.sample", "chunk_size", chunk_size),
@@ -173,26 +184,42 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     chunk, num_chunks = _chunks(plan, chunk_size)
     itype = _index_dtype()
 
+    def configuration(index):
+        labels = (index[..., None] // jnp.asarray(plan.strides, itype)) % jnp.asarray(
+            plan.radices, itype)
+        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels.reshape(
+            -1, plan.radices.size))
+
     @jax.jit
     def run(params, key):
         log_weight = jax.vmap(m.logdensity_fn(params))
 
         def one_chunk(carry, c):
-            best, best_index = carry
+            best, best_index, bad = carry
             states, valid = _chunk_states(plan, domains, base, c, chunk)
-            scores = jnp.where(valid, log_weight(states), -jnp.inf) + jax.random.gumbel(
-                jax.random.fold_in(key, c), (num_samples, chunk))
+            weights = jnp.where(valid, log_weight(states), -jnp.inf)
+            scores = weights + jax.random.gumbel(jax.random.fold_in(key, c),
+                                                 (num_samples, chunk))
             i = jnp.argmax(scores, axis=1)
             top = jnp.take_along_axis(scores, i[:, None], axis=1)[:, 0]
             better = top > best
+            wrong = jnp.isnan(weights) | (weights == jnp.inf)  # −inf: probability zero
+            first = c.astype(itype) * chunk + jnp.argmax(wrong)
+            bad = jnp.where((bad < 0) & jnp.any(wrong), first, bad)
             return (jnp.where(better, top, best),
-                    jnp.where(better, c.astype(itype) * chunk + i, best_index)), None
+                    jnp.where(better, c.astype(itype) * chunk + i, best_index), bad), None
 
         init = (jnp.full(num_samples, -jnp.inf, _float_dtype()),
-                jnp.zeros(num_samples, itype))
-        (_, index), _ = jax.lax.scan(one_chunk, init, jnp.arange(num_chunks, dtype=itype))
-        labels = (index[:, None] // jnp.asarray(plan.strides, itype)) % jnp.asarray(
-            plan.radices, itype)
-        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels)
+                jnp.zeros(num_samples, itype), -jnp.ones((), itype))
+        (best, index, bad), _ = jax.lax.scan(one_chunk, init,
+                                             jnp.arange(num_chunks, dtype=itype))
+        return configuration(index), bad, jnp.all(best == -jnp.inf)
 
-    return m.to_data(run(params, rng_key))
+    draws, bad, impossible = run(params, rng_key)
+    if int(bad) >= 0:
+        m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
+                       lambda i: f"configuration {int(bad)}")
+    if bool(impossible):
+        raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
+                                 "under the given params (Z = 0): there is nothing to draw")
+    return m.to_data(draws)

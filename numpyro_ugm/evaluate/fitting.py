@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from .._checks import check_count
+from .._checks import as_key, check_count
 from ..model import UGM, as_ugm
 
 
@@ -43,6 +43,7 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
     x = m.validate_data(data)
     observed = m.observe(x.keys())
     if params is None:
-        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None else rng_key)
+        params = m.init_params(jax.random.PRNGKey(0) if rng_key is None
+                               else as_key(rng_key, owner))
     m.check_params(params)
     return FitProblem(m, observed, x, int(jax.tree.leaves(x)[0].shape[0]), params, num_steps)

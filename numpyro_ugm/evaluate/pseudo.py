@@ -107,12 +107,14 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
     when parameter sites have priors).
 
-    Maximizes ``pseudo_log_likelihood(θ) + log p(θ) / N`` over the unconstrained
-    parameters. No partition function is involved, so it is cheap for any model size;
-    it is consistent but less efficient than maximum likelihood, and a common
-    initialization for the stochastic learners (``MLE.run(..., init_params=...)``). For
-    an exponential family without latent sites the objective is concave (a logistic /
-    multinomial regression on each variable's change statistics).
+    Maximizes ``pseudo_log_likelihood(θ) + log p(θ) / N`` over the unconstrained parameters
+    (log p(θ) the prior density of θ itself: no log-Jacobian of the map to the unconstrained
+    space, as in :func:`~numpyro_ugm.evaluate.exact.fit`). No partition function is
+    involved, so it is cheap for any model size; it is consistent but less efficient than
+    maximum likelihood, and a common initialization for the stochastic learners
+    (``MLE.run(..., init_params=...)``). For an exponential family without latent sites the
+    objective is concave (a logistic / multinomial regression on each variable's change
+    statistics).
 
     Parameters
     ----------

@@ -5,10 +5,12 @@ ascends the stochastic gradient
 
     mean_batch ∇θ F(x_n; θ)  −  Σ_s w_s ∇θ F(x_s; θ)  +  ∇θ log p(θ) / N,
 
-where F is the log-potential with latent sites summed out in closed form (Rao-Blackwell:
-the free energy of an RBM), so both phases use it. The optax optimizer runs in the
-unconstrained space of the parameters. A step that produces non-finite values is not
-taken: the state stays at the last good one and records the failing step.
+where F is the log-potential with latent sites summed out in closed form (Rao-Blackwell: the
+free energy of an RBM), so both phases use it. The optax optimizer runs in the unconstrained
+space of the parameters; log p(θ) is the prior density of the constrained θ, without the
+log-Jacobian of that map, so MAP is the mode of the posterior density of θ itself (for
+``LogNormal`` on θ > 0, not the mode in log θ). A step that produces non-finite values is
+not taken: the state stays at the last good one and records the failing step.
 
 :class:`LearnerCore` holds no data: the batch is passed to every :meth:`~LearnerCore.update`
 (a dict of observed sites, or for conditional models a

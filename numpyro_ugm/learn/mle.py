@@ -17,7 +17,7 @@ import numpy as np
 import optax
 
 from .. import checkpoint
-from .._checks import check_count
+from .._checks import as_key, check_count
 from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
@@ -73,13 +73,6 @@ class PreparedBatch(NamedTuple):
     so that :meth:`MLE.update` does no host-side work for it."""
 
     batch: Any
-
-
-def _raw_key(key):
-    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key)
-    return key
 
 
 def _layout(tree):
@@ -197,6 +190,10 @@ def _warn_if_collapsed(diagnostics, start, estimator):
 
 class MLE:
     """Maximum-likelihood (or MAP, when parameters have priors) learning of a UGM.
+
+    MAP maximizes mean_n log p(x_n; θ) + log p(θ) / N with the prior density of θ itself:
+    the optimizer runs in the unconstrained space, without the log-Jacobian of that map
+    (see :mod:`numpyro_ugm.learn.core`).
 
     Parameters
     ----------
@@ -370,9 +367,9 @@ class MLE:
         init_params : dict, optional
             Initial parameters (constrained space); default ``m.init_params``.
         """
+        rng_key = as_key(rng_key, "MLE.init")
         self._setup(data, model_args, model_kwargs, inputs, batch_size)
-        state = self._placement.run(self._core.init)(_raw_key(rng_key), self._batch(None),
-                                               init_params)
+        state = self._placement.run(self._core.init)(rng_key, self._batch(None), init_params)
         sizes = (getattr(self._core.estimator, "num_particles", None),
                  self._batches.num_examples if self._inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state, *sizes))
@@ -452,7 +449,8 @@ class MLE:
         """
         core = self.core
         fresh = self._placement.run(core.init_estimator)(
-            _raw_key(rng_key), core.m, core.get_params(state), self._batch(None))
+            as_key(rng_key, "MLE.restart_estimator"), core.m, core.get_params(state),
+            self._batch(None))
         if position is not None:
             kernel_state = getattr(fresh, "kernel_state", None)
             if kernel_state is None:

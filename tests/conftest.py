@@ -46,6 +46,8 @@ LONGEST_FIRST = [
     "test_evaluate_pseudo.py",
     "test_domains.py",
     "test_model.py",
+    "test_checks.py",
+    "test_sampling.py",
     "test_kernels_metropolis.py",  # ~3 s
 ]
 

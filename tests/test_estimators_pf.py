@@ -3,6 +3,7 @@ warns, never NaN; with ``ess_threshold > 1`` PF is PCD-n (unit weights) or the P
 resample-then-PCD (Sec. 3.2) bit for bit."""
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -23,8 +24,14 @@ def test_collapsing_ess_recovers_and_warns():
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 10, 200, 10)
     # a huge step makes the weights of consecutive parameters degenerate
     learner = ugm.MLE(ugm.models.vbm, ugm.PF(20, resample_threshold=0.5), optax.sgd(3.0))
-    with pytest.warns(RuntimeWarning, match="collapsed"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         result = learner.run(jax.random.PRNGKey(1), 30, train, 10, progress_bar=False)
+    messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    assert any("collapsed" in text for text in messages), messages
+    # and the running log-likelihood such a run reports is impossible: it says so
+    assert any("log-likelihood was positive" in text for text in messages), messages
+    assert np.max(result.diagnostics["log_likelihood"]) > 0
     d = result.diagnostics
     assert np.min(d["ess"]) < 1.5
     assert np.all(np.isfinite(d["grad_norm"]))

@@ -106,6 +106,20 @@ def _is_prior(site):
             and _domain_of(site) is None)
 
 
+def non_finite_error(owner: str, what: str, params: dict, details=()) -> FloatingPointError:
+    """The error for a result that is not finite under ``params``: ``what`` happened
+    (with ``details``), the largest magnitude of each parameter site, and what to look
+    for."""
+    largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
+                        for n, v in params.items())
+    dtype = jnp.result_type(float)
+    return FloatingPointError(
+        f"{owner}: {what} under the given params ({'; '.join([*details, ''])}largest "
+        f"|value| per parameter site: {{{largest}}}), so the results would be meaningless: "
+        f"look for parameters large enough to overflow {dtype.name} (above about "
+        f"{float(jnp.finfo(dtype).max):.1e} in a factor) or factors that are NaN")
+
+
 class UGM:
     """An undirected graphical model declared as a numpyro model.
 
@@ -558,15 +572,8 @@ class UGM:
                               if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
         details = details or ["f and its log-odds are finite there, the results from it "
                               "are not"]
-        largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
-                            for n, v in params.items())
-        dtype = jnp.result_type(float)
-        raise FloatingPointError(
-            f"{owner}: the log-potential or its conditional log-odds are not finite at "
-            f"{where(index)} under the given params ({'; '.join(details)}; largest |value| "
-            f"per parameter site: {{{largest}}}), so the results would be meaningless: look "
-            f"for parameters large enough to overflow {dtype.name} (above about "
-            f"{float(jnp.finfo(dtype).max):.1e} in a factor) or factors that are NaN")
+        raise non_finite_error(owner, "the log-potential or its conditional log-odds are "
+                               f"not finite at {where(index)}", params, details)
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
         """The log-potential at fixed parameters, as blackjax kernels take it.
@@ -649,7 +656,9 @@ class UGM:
             if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
                 raise TypeError(f"site {name!r}: data has dtype {value.dtype}, expected "
                                 "numbers")
-            inside = np.asarray(domain.in_domain(value)) if value.size else np.ones(0, bool)
+            with jax.ensure_compile_time_eval():  # concrete data inside a user's jit too
+                inside = (np.asarray(domain.in_domain(value)) if value.size
+                          else np.ones(0, bool))
             if not inside.all():
                 where = tuple(int(i) for i in np.argwhere(~inside)[0])
                 raise ValueError(

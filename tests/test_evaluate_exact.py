@@ -395,6 +395,27 @@ def test_exact_sample_of_an_overflowing_potential_is_an_error():
         exact.sample(m, overflow, jax.random.PRNGKey(0), 2)
 
 
+def test_exact_evaluation_of_an_overflowing_potential_is_an_error():
+    """log Z, log-probabilities, marginals and expectations that overflow to NaN or inf
+    raise, naming the function and the parameter magnitudes; under a user's jit or grad
+    (traced values) nothing is checked, and finite results pass."""
+    m, params, log_z, data = spins3()
+    overflow = {"h": jnp.full(3, 3e38, jnp.float32), "J": jnp.full((), 3e38, jnp.float32)}
+    calls = {"log_partition": lambda p: exact.log_partition(m, p),
+             r"log_likelihood \(its log Z\)": lambda p: exact.log_likelihood(m, p, data),
+             r"log_prob \(its log Z\)": lambda p: exact.log_prob(m, p, data),
+             "marginals": lambda p: exact.marginals(m, p),
+             "expectation": lambda p: exact.expectation(m, p, lambda x: x["x"])}
+    for owner, call in calls.items():
+        with pytest.raises(FloatingPointError, match=rf"^{owner}: the result is (nan|-?inf) "
+                           r"under the given params \(largest \|value\| per parameter site: "
+                           r"\{'h': 3e\+38, 'J': 3e\+38\}\)"):
+            call(overflow)
+    assert float(jax.jit(calls["log_partition"])(params)) == pytest.approx(log_z, rel=1e-6)
+    assert np.all(np.isfinite(jax.grad(lambda p: calls[
+        r"log_likelihood \(its log Z\)"](p))(params)["h"]))
+
+
 # --- fit -------------------------------------------------------------------------------------------
 
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._checks import check_count
 from ..conditionals import conditional_logits, scatter, site_variables, sum_out
-from ..model import UGM
+from ..model import UGM, non_finite_error
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "num_enumerated", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
@@ -315,6 +315,35 @@ def _cached_jit(m, key, build):
 # --- public API ---------------------------------------------------------------------------
 
 
+def _finite(owner, value, params, allow_minus_inf=False):
+    """``value`` (a pytree), after checking that it is finite when it is concrete (under
+    a user's ``jit`` or ``grad`` it is traced, and returned unchecked); ``-inf`` passes
+    with ``allow_minus_inf`` (a configuration of probability zero)."""
+    leaves = jax.tree.leaves(value)
+    if any(isinstance(v, jax.core.Tracer) for v in leaves):
+        return value
+    for v in map(np.asarray, leaves):
+        bad = ~np.isfinite(v) & ~(allow_minus_inf & (v == -np.inf))
+        if np.any(bad):
+            first = np.ravel(v)[np.flatnonzero(bad)[0]]
+            raise non_finite_error(owner, f"the result is {first}", params)
+    return value
+
+
+def _with_log_z(log_unnormalized, m, params, chunk_size):
+    """``(log_unnormalized − log Z, log Z)``."""
+    log_z = _log_partition(m, params, chunk_size)
+    return log_unnormalized - log_z, log_z
+
+
+def _checked_with_log_z(owner, result, params):
+    """The log-probabilities of ``result = (values, log Z)``, after checking that log Z
+    is finite and the values are finite or −inf (data of probability zero)."""
+    values, log_z = result
+    _finite(owner + " (its log Z)", log_z, params)
+    return _finite(owner, values, params, allow_minus_inf=True)
+
+
 def _log_partition(m, params, chunk_size, sum_out="auto"):
     plan = _make_plan(m, tuple(m.state_sites), sum_out)
     _check_size(plan, chunk_size, "log_partition")
@@ -367,7 +396,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     _check_size(plan, chunk_size, "log_partition")
     fn = _cached_jit(m, ("log_partition", int(chunk_size), _sum_out_mode(sum_out)),
                      lambda: lambda p: _log_partition(m, p, chunk_size, sum_out))
-    return fn(params)
+    return _finite("log_partition", fn(params), params)
 
 
 def _log_prob_observed(m, params, x, chunk_size):
@@ -425,9 +454,9 @@ def log_prob(m: UGM, params: dict, data: dict, *,
     """
     mo, x = _validated(m, params, data)
     fn = _cached_jit(mo, ("log_prob", mo.observed_sites, int(chunk_size)),
-                     lambda: lambda p, xs: _log_prob_observed(mo, p, xs, chunk_size)
-                     - _log_partition(m, p, chunk_size))
-    return fn(params, x)
+                     lambda: lambda p, xs: _with_log_z(
+                         _log_prob_observed(mo, p, xs, chunk_size), m, p, chunk_size))
+    return _checked_with_log_z("log_prob", fn(params, x), params)
 
 
 def log_likelihood(m: UGM, params: dict, data: dict, *,
@@ -454,9 +483,10 @@ def log_likelihood(m: UGM, params: dict, data: dict, *,
     """
     mo, x = _validated(m, params, data)
     fn = _cached_jit(mo, ("log_likelihood", mo.observed_sites, int(chunk_size)),
-                     lambda: lambda p, xs: jnp.mean(_log_prob_observed(mo, p, xs, chunk_size))
-                     - _log_partition(m, p, chunk_size))
-    return fn(params, x)
+                     lambda: lambda p, xs: _with_log_z(
+                         jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)), m, p,
+                         chunk_size))
+    return _checked_with_log_z("log_likelihood", fn(params, x), params)
 
 
 def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
@@ -484,8 +514,8 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
     m.check_params(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
     _check_size(plan, chunk_size, "expectation")
-    return jax.jit(lambda p: _weighted_mean(m, p, plan, m.reference_state(), fn,
-                                            chunk_size))(params)
+    return _finite("expectation", jax.jit(lambda p: _weighted_mean(
+        m, p, plan, m.reference_state(), fn, chunk_size))(params), params)
 
 
 def _marginals(m, params, chunk_size):
@@ -533,4 +563,4 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
     m.check_params(params)
     fn = _cached_jit(m, ("marginals", int(chunk_size)),
                      lambda: lambda p: _marginals(m, p, chunk_size))
-    return fn(params)
+    return _finite("marginals", fn(params), params)

@@ -1,5 +1,6 @@
 """``sample``: draw configurations of a UGM with any kernel."""
 
+import functools
 from typing import Any
 
 import jax
@@ -53,38 +54,37 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
     rng_key = as_key(rng_key, "sample")
     m.check_params(params)
-    kernel = as_spec(kernel, gibbs()).build(m)
+    spec = as_spec(kernel, gibbs())
     init_key, run_key = jax.random.split(rng_key)
     position = (m.random_state(init_key, (num_chains,)) if init_state is None
                 else init_state)
-
-    @jax.jit
-    def run(key, position):
-        logdensity = m.logdensity_fn(params)
-        states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
-
-        def one_step(states, key):
-            return step_chains(kernel, key, states, logdensity)[0]
-
-        def steps(states, key, n):
-            return jax.lax.fori_loop(0, n, lambda i, s: one_step(s, jax.random.fold_in(key, i)),
-                                     states)
-
-        warm_key, draw_key = jax.random.split(key)
-        states = steps(states, warm_key, num_warmup)
-
-        def draw(states, key):
-            states = steps(states, key, thinning)
-            return states, (states.position, jnp.isfinite(jax.vmap(logdensity)(
-                states.position)))
-
-        states, (draws, ok) = jax.lax.scan(draw, states,
-                                           jax.random.split(draw_key, num_samples))
-        last = jax.vmap(lambda x: m.potential_is_finite(params, x))(states.position)
-        return draws, ok.at[-1].set(ok[-1] & last)
-
-    draws, ok = run(run_key, position)
+    run = m.cached(("sample", spec, num_samples),
+                   lambda: jax.jit(functools.partial(_run, m, spec.build(m), num_samples)))
+    draws, ok = run(params, run_key, position, num_warmup, thinning)
     m.check_finite("sample", params, ok, draws,
                    lambda i: f"draw {i[0]} of chain {i[1]}")
     return {n: m.state_sites[n].from_model(jnp.swapaxes(v, 0, 1).reshape(
         (num_chains * num_samples,) + v.shape[2:])) for n, v in draws.items()}
+
+
+def _run(m, kernel, num_samples, params, key, position, num_warmup, thinning):
+    """The chains of :func:`sample`, compiled once per model, kernel and ``num_samples``
+    (parameters, key, start, warm-up and thinning are arguments): the draws and whether
+    f is finite at each (at the last, also its conditional log-odds)."""
+    logdensity = m.logdensity_fn(params)
+    states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
+
+    def steps(states, key, n):
+        return jax.lax.fori_loop(0, n, lambda i, s: step_chains(
+            kernel, jax.random.fold_in(key, i), s, logdensity)[0], states)
+
+    warm_key, draw_key = jax.random.split(key)
+    states = steps(states, warm_key, num_warmup)
+
+    def draw(states, key):
+        states = steps(states, key, thinning)
+        return states, (states.position, jnp.isfinite(jax.vmap(logdensity)(states.position)))
+
+    states, (draws, ok) = jax.lax.scan(draw, states, jax.random.split(draw_key, num_samples))
+    last = jax.vmap(lambda x: m.potential_is_finite(params, x))(states.position)
+    return draws, ok.at[-1].set(ok[-1] & last)

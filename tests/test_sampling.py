@@ -17,3 +17,17 @@ def test_counts_are_checked_not_rounded(settings, match):
     settings = {"num_samples": 10, **settings}
     with pytest.raises(ValueError, match=match):
         ugm.sample(None, {}, jax.random.PRNGKey(0), settings.pop("num_samples"), **settings)
+
+
+def test_a_second_call_reuses_the_compiled_chains():
+    """Other keys, parameters, warm-up and thinning run the program
+    compiled by the first call (one per model, kernel and num_samples)."""
+    from helpers import spins3
+
+    m, params, _, _ = spins3()
+    first = ugm.sample(m, params, jax.random.PRNGKey(0), 20, num_chains=2)
+    again = ugm.sample(m, jax.tree.map(lambda a: 0.5 * a, params), jax.random.PRNGKey(1), 20,
+                       num_chains=2, num_warmup=5, thinning=3)
+    assert (first["x"] != again["x"]).any()
+    compiled = m.cached(("sample", ugm.kernels.gibbs(), 20), lambda: None)
+    assert compiled._cache_size() == 1

@@ -22,14 +22,26 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-__all__ = ["run_loop", "chunk_size", "minimize", "MinimizeResult"]
+__all__ = ["run_loop", "chunk_size", "capacity", "minimize", "MinimizeResult"]
+
+
+#: most steps per compiled call (a return to the host every this many steps costs nothing
+#: next to them)
+MAX_CHUNK = 1024
 
 
 def chunk_size(num_steps: int, progress_bar: bool, checkpoint_every: Optional[int] = None) -> int:
-    """Steps per compiled call: about 1 % of the run with a progress bar, else all of it
-    (capped by ``checkpoint_every``)."""
+    """Steps per compiled call: about 1 % of the run with a progress bar, else all of it,
+    at most :data:`MAX_CHUNK` (and ``checkpoint_every``)."""
     chunk = max(1, -(-num_steps // 100)) if progress_bar else max(num_steps, 1)
+    chunk = min(chunk, MAX_CHUNK)
     return chunk if checkpoint_every is None else min(chunk, checkpoint_every)
+
+
+def capacity(chunk: int) -> int:
+    """The number of steps a compiled call is built for, to run ``chunk`` of them: the
+    next power of two, so that runs of other lengths reuse the same program."""
+    return 1 << (int(chunk) - 1).bit_length()
 
 
 def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,

@@ -133,6 +133,19 @@ def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
     assert learner._scan_jit is compiled and compiled._cache_size() == 1
 
 
+def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
+    """The compiled scan is built for a power-of-two capacity, not the run's length:
+    runs of 5 to 8 steps share one program, and continue one another bit-identically
+    (12 steps at once run on a program built for 16)."""
+    learner = make()
+    parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
+    parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
+    assert learner._scan_jit._cache_size() == 1
+    whole = make().run(jax.random.PRNGKey(1), 12, spins, 6, progress_bar=False)
+    for name in whole.params:
+        np.testing.assert_array_equal(parts.params[name], whole.params[name])
+
+
 def test_impossible_or_uncertain_running_log_likelihood_warns(spins):
     """A running log Z below the data's log-potential (a positive log-likelihood) or with
     a standard error beyond LOG_Z_SE_TOLERANCE warns; a sound run does not."""

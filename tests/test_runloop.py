@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from numpyro_ugm.runloop import chunk_size, minimize, run_loop
+from numpyro_ugm.runloop import MAX_CHUNK, capacity, chunk_size, minimize, run_loop
 
 
 def counting_advance(calls):
@@ -52,8 +52,10 @@ def test_interrupt_saves_the_last_completed_chunk_and_reraises():
     assert saved == [(8, 8)]
 
 
-def test_chunk_size():
+def test_chunk_size_and_capacity():
     assert chunk_size(1000, False) == 1000
+    assert chunk_size(5000, False) == MAX_CHUNK
+    assert [capacity(n) for n in (1, 2, 3, 5, 8, 9, 1000)] == [1, 2, 4, 8, 8, 16, 1024]
     assert chunk_size(1000, True) == 10
     assert chunk_size(1000, True, checkpoint_every=3) == 3
     assert chunk_size(0, False) == 1

@@ -22,7 +22,7 @@ from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
 from ..model import UGM, as_ugm
-from ..runloop import chunk_size, run_loop
+from ..runloop import capacity, chunk_size, run_loop
 from .core import LearnerCore, LearnState
 from .data import Minibatches, Placement, check_inputs
 
@@ -554,6 +554,7 @@ class MLE:
             self._setup(data, model_args, model_kwargs, inputs, batch_size)
             state = init_state
         chunk = chunk_size(num_steps, progress_bar, every)
+        size = capacity(chunk)  # one compiled program for every run length up to it
         start = int(state.step)
         self._history.resume(state)
 
@@ -564,7 +565,7 @@ class MLE:
             return {k: v[:int(state.failed_at) - start + 1] for k, v in diagnostics.items()}
 
         def advance(state, length):
-            state, info = self._scan_jit(state, self._data, self._inputs, chunk, length)
+            state, info = self._scan_jit(state, self._data, self._inputs, size, length)
             self.last_state = state
             return state, info
 

@@ -64,6 +64,12 @@ def test_same_key_same_result_with_and_without_progress_bar(spins):
     np.testing.assert_array_equal(a.diagnostics["grad_norm"], b.diagnostics["grad_norm"])
     c = make().run(jax.random.PRNGKey(4), 30, spins, 6, progress_bar=False)
     assert not np.array_equal(a.params["W"], c.params["W"])
+    # minibatches: the bar's pieces (one step each here) carry the epoch's order over
+    learner = make()
+    d, e = (learner.run(jax.random.PRNGKey(3), 30, spins, 6, batch_size=8, progress_bar=bar)
+            for bar in (False, True))
+    np.testing.assert_array_equal(d.params["W"], e.params["W"])
+    assert not np.array_equal(a.params["W"], d.params["W"])
 
 
 def test_continuing_a_run_equals_one_long_run(spins):

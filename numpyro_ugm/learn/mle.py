@@ -290,7 +290,7 @@ class MLE:
         self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
         self._batches = Minibatches(num_examples, batch)
         self._update_jit = self._placement.run(jax.jit(self._core.update))
-        self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=3))
+        self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=4))
         return data
 
     def _batch(self, indices, data=None, inputs=None):
@@ -304,34 +304,41 @@ class MLE:
             return take(data)
         return ConditionalBatch(take(data), take(inputs), indices)
 
-    def _scan(self, state, data, inputs, capacity, num_steps):
+    def _no_order(self, state):
+        """The example order before any is drawn: ``(permutation, its epoch = -1)``."""
+        batches = self._batches
+        size = 0 if batches.full else batches.num_examples
+        return jnp.zeros((size,), jnp.int32), -jnp.ones((), state.step.dtype)
+
+    def _scan(self, state, data, inputs, order, capacity, num_steps):
         """Run ``num_steps`` (traced, <= ``capacity``) updates on ``data`` (and CRF
         ``inputs``) in a ``fori_loop`` with a dynamic trip count, so that the loop body is
         the same compiled computation for any chunking: a run split into pieces is
-        bit-identical to one long run."""
+        bit-identical to one long run.
+
+        ``order`` is the minibatch order ``(permutation, epoch)`` carried from the
+        previous piece (returned updated): the permutation is drawn only when an epoch
+        starts (a permutation of 50,000 examples costs ~10x a PCD-1 step of an RBM), not
+        again for each piece a progress bar asks for. A full batch ignores it."""
         batches, core = self._batches, self._core
         batch = lambda indices: self._batch(indices, data, inputs)  # noqa: E731
         template = jax.eval_shape(lambda s: core.update(s, batch(
             None if batches.full else jnp.zeros(batches.batch_size, jnp.int32)))[1], state)
         buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
                                template)
-        # minibatches: the epoch's permutation is drawn on the first step and when an
-        # epoch starts, not on every step (a permutation of 50,000 examples costs ~10x a
-        # PCD-1 step of an RBM); a full batch ignores it
-        perm = (jnp.zeros_like(jax.eval_shape(batches.permutation, state)) if not
-                batches.full else jnp.zeros((0,), jnp.int32))
 
         def body(i, carry):
-            state, buffers, perm = carry
+            state, buffers, order = carry
             if not batches.full:
-                perm = jax.lax.cond((i == 0) | (state.step % batches.per_epoch == 0),
-                                    lambda: batches.permutation(state), lambda: perm)
-            state, info = core.update(state, batch(batches.indices(state, perm)))
+                epoch = state.step // batches.per_epoch
+                order = jax.lax.cond(epoch != order[1],
+                                     lambda: (batches.permutation(state), epoch),
+                                     lambda: order)
+            state, info = core.update(state, batch(batches.indices(state, order[0])))
             buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
-            return state, buffers, perm
+            return state, buffers, order
 
-        state, buffers, _ = jax.lax.fori_loop(0, num_steps, body, (state, buffers, perm))
-        return state, buffers
+        return jax.lax.fori_loop(0, num_steps, body, (state, buffers, order))
 
     # --- public API ---------------------------------------------------------------------
     @property
@@ -564,8 +571,11 @@ class MLE:
                 return diagnostics
             return {k: v[:int(state.failed_at) - start + 1] for k, v in diagnostics.items()}
 
+        order = [self._no_order(state)]
+
         def advance(state, length):
-            state, info = self._scan_jit(state, self._data, self._inputs, size, length)
+            state, info, order[0] = self._scan_jit(state, self._data, self._inputs, order[0],
+                                                   size, length)
             self.last_state = state
             return state, info
 

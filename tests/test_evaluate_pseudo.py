@@ -33,6 +33,11 @@ def test_pseudo_log_likelihood_of_spin_vbm_matches_brute_force():
     f = lambda y: float(m.log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))  # noqa
     want = np.mean([brute_pll(f, row.astype(float), [-1.0, 1.0]) for row in data])
     assert abs(got - want) < 1e-4 * max(1.0, abs(want))
+    # a second call, with other parameters and data of the same layout, does not retrace
+    other = ugm.pseudo_log_likelihood(m, {k: 0.5 * v for k, v in params.items()},
+                                      {"x": -data})
+    compiled = m.observe(("x",)).cached(("pseudo_log_likelihood", ("x",)), lambda: None)
+    assert compiled._cache_size() == 1 and float(other) != got
 
 
 def test_pseudo_log_likelihood_of_rbm_sums_out_hidden_units():

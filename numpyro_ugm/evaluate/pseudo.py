@@ -2,6 +2,7 @@
 its maximization (:func:`fit_pseudo_likelihood`: MPLE, e.g. to initialize MCMC maximum
 likelihood)."""
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -17,36 +18,29 @@ from .fitting import prepare_fit
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
 
-def _pseudo_log_likelihood_fn(m, x):
-    """params -> mean pseudo-log-likelihood of the model-representation data ``x``
-    (traceable in the parameters; ``m`` observes the sites of ``x``)."""
+def _pseudo_log_likelihood(m, params, x):
+    """Mean pseudo-log-likelihood of the model-representation data ``x`` (traceable in
+    the parameters and the data; ``m`` observes the sites of ``x``)."""
     domains = {s: m.state_sites[s] for s in x}
     block = {s: None for s in x}
     if m.latent_sites:
         logits_fn = exact_conditional_logits
-
-        def potential_fn(params):
-            return lambda y: free_energy(m, params, y)
+        f = lambda y: free_energy(m, params, y)  # noqa: E731
     else:
-        potential_fn = m.logdensity_fn
         logits_fn = (conditional_logits if m.structure.multilinear
                      else exact_conditional_logits)
+        f = m.logdensity_fn(params)
 
-    def value(params):
-        f = potential_fn(params)
+    def one(example):
+        logits = logits_fn(f, example, domains, block)
+        total = 0.0
+        for s, d in domains.items():
+            labels = d.labels(example[s]).reshape(d.num_variables)
+            log_probs = jax.nn.log_softmax(logits[s], axis=-1)
+            total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
+        return total
 
-        def one(example):
-            logits = logits_fn(f, example, domains, block)
-            total = 0.0
-            for s, d in domains.items():
-                labels = d.labels(example[s]).reshape(d.num_variables)
-                log_probs = jax.nn.log_softmax(logits[s], axis=-1)
-                total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
-            return total
-
-        return jnp.mean(jax.vmap(one)(x))
-
-    return value
+    return jnp.mean(jax.vmap(one)(x))
 
 
 def pseudo_log_likelihood(m: UGM, params: dict, data: dict) -> jax.Array:
@@ -68,7 +62,9 @@ def pseudo_log_likelihood(m: UGM, params: dict, data: dict) -> jax.Array:
     m = m.observe(tuple(data))
     x = m.validate_data(data)
     m.check_params(params)
-    return jax.jit(_pseudo_log_likelihood_fn(m, x))(params)
+    fn = m.cached(("pseudo_log_likelihood", m.observed_sites),
+                  lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
+    return fn(params, x)
 
 
 class PseudoFitResult(NamedTuple):
@@ -146,7 +142,7 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
 
     def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
         p = m.to_constrained(u)
-        value = _pseudo_log_likelihood_fn(mo, xs)(p)
+        value = _pseudo_log_likelihood(mo, p, xs)
         return -(value + m.log_prior(p) / num_examples), value
 
     out = minimize(loss, m.to_unconstrained(params),

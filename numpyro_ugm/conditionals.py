@@ -91,6 +91,23 @@ def exact_conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: 
     return out
 
 
+def block_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
+                 domains: Mapping[str, Domain], block: Mapping, multilinear: bool) -> dict:
+    """Conditional log-probabilities (up to a constant per variable) of a block's
+    variables, as every sampler gets them.
+
+    A log-density that knows its own conditionals (an attribute
+    ``conditional_logits(state, domains, block)``, e.g. from change statistics) gives
+    them; otherwise they come from one gradient (``multilinear``) or from evaluating the
+    log-density at each value (:func:`exact_conditional_logits`).
+    """
+    own = getattr(logdensity_fn, "conditional_logits", None)
+    if own is not None:
+        return own(state, domains, block)
+    logits = conditional_logits if multilinear else exact_conditional_logits
+    return logits(logdensity_fn, state, domains, block)
+
+
 def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
             domains: Mapping[str, Domain], summed: Mapping) -> jax.Array:
     """log Σ over the ``summed`` variables of exp(logdensity), in closed form.

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._checks import check_count
 from .._deprecation import renamed_arguments
-from ..conditionals import conditional_logits, exact_conditional_logits
+from ..conditionals import block_logits
 from .base import Kernel, KernelInfo, KernelSpec, sample_values
 
 
@@ -66,15 +66,14 @@ class gibbs(KernelSpec):
 
     def build(self, m) -> Kernel:
         structure, domains = m.structure, m.state_sites
-        logits_fn = (conditional_logits if structure.multilinear
-                     else exact_conditional_logits)
 
         def update(rng_key, position, logdensity_fn, block, merge):
             # block: site -> flat indices of the block's variables (None: whole site);
             # merge: site -> gather table into concat(old, new) (None: whole site)
             zero = _batch_aligned_zero(position)
             block = {s: None if i is None else i + zero for s, i in block.items()}
-            logits = logits_fn(logdensity_fn, position, domains, block)
+            logits = block_logits(logdensity_fn, position, domains, block,
+                                  structure.multilinear)
             new = dict(position)
             for key, s in zip(jax.random.split(rng_key, len(block)), block):
                 values = sample_values(key, logits[s], domains[s], position[s].dtype)

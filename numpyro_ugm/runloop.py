@@ -14,6 +14,7 @@ bit-identical to one long run.
 share.
 """
 
+import functools
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -158,24 +159,53 @@ class MinimizeResult(NamedTuple):
     trace: dict
 
 
-def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransformation,
+def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransformation | None,
              num_steps: int, *args, tol: float = 1e-6, progress_bar: bool = False,
-             desc: str = "fitting") -> MinimizeResult:
-    """Minimize ``loss(params, *args) -> (value, aux)`` with an optax optimizer (default
-    use: ``optax.lbfgs()`` with its line search), stopping when the gradient norm falls
-    to ``tol``, after ``num_steps`` steps, or at a non-finite value (the last finite
-    iterate is kept).
+             desc: str = "fitting", cached: Callable | None = None) -> MinimizeResult:
+    """Minimize ``loss(params, *args) -> (value, aux)`` with an optax optimizer (``None``:
+    ``optax.lbfgs()`` with its line search), stopping when the gradient norm falls to
+    ``tol``, after ``num_steps`` steps, or at a non-finite value (the last finite iterate
+    is kept).
 
-    ``args`` (e.g. the data) are arguments of the compiled steps, not constants in them.
+    ``args`` (e.g. the data), ``num_steps`` and ``tol`` are arguments of the compiled
+    steps, not constants in them. With ``cached`` (``build -> program``, e.g.
+    ``lambda build: m.cached(key, build)``), the compiled program is built once per key
+    and reused by later calls: the key must then identify ``loss`` and ``optimizer``.
 
     Returns
     -------
     MinimizeResult
     """
-    opt = optax.with_extra_args_support(optimizer)
+    build = lambda: _minimizer(loss, optimizer)  # noqa: E731
+    program = build() if cached is None else cached(build)
+    # evaluations: one per step, and one at the final iterate
+    total = num_steps + 1
+    chunk = chunk_size(total, progress_bar)
+    state = program.init(init_params, args)
+    limits = (jnp.asarray(num_steps, jnp.int32), jnp.asarray(tol, jnp.result_type(float)))
+    state, trace = run_loop(
+        lambda s, n: program.advance(s, n, limits, args, capacity=capacity(chunk)), state,
+        total, chunk=chunk, progress_bar=progress_bar, desc=desc, stop=lambda s: s.stopped)
+    trace = {k: np.concatenate([v, np.full((total - len(v),) + v.shape[1:], np.nan, v.dtype)])
+             for k, v in trace.items()}
+    params, value, aux, gnorm = state.best
+    return MinimizeResult(params, value, aux, gnorm, int(state.step),
+                          bool(np.asarray(gnorm) <= tol), trace)
+
+
+class _Minimizer(NamedTuple):
+    init: Callable
+    advance: Callable
+
+
+def _minimizer(loss, optimizer):
+    """The compiled steps of :func:`minimize`: ``init(params, args)`` and
+    ``advance(state, length, (num_steps, tol), args, capacity=...)``."""
+    opt = optax.with_extra_args_support(optax.lbfgs() if optimizer is None else optimizer)
     value_and_grad = jax.value_and_grad(loss, has_aux=True)
 
-    def one(state, args):
+    def one(state, limits, args):
+        num_steps, tol = limits
         (value, aux), grad = value_and_grad(state.params, *args)
         gnorm = optax.tree.norm(grad)
         finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
@@ -191,32 +221,25 @@ def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransfor
         return state, {"value": value, "aux": aux, "grad_norm": gnorm}
 
     @jax.jit
-    def advance(state, length, args):
-        template = jax.eval_shape(lambda s: one(s, args)[1], state)
-        buffers = jax.tree.map(lambda t: jnp.full((chunk,) + t.shape, jnp.nan, t.dtype),
+    def init(params, args):
+        probe = jax.eval_shape(lambda p: loss(p, *args), params)
+        nan = jax.tree.map(lambda t: jnp.full(t.shape, jnp.nan, t.dtype), probe)
+        return MinimizeState(jnp.zeros((), jnp.int32), params, opt.init(params),
+                             (params, nan[0], nan[1], nan[0]), jnp.array(False))
+
+    @functools.partial(jax.jit, static_argnames="capacity")
+    def advance(state, length, limits, args, *, capacity):
+        template = jax.eval_shape(lambda s: one(s, limits, args)[1], state)
+        buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
                                template)
 
         def body(i, carry):
             state, buffers = carry
             state, info = jax.lax.cond(state.stopped, lambda s: (s, jax.tree.map(
                 lambda t: jnp.full(t.shape, jnp.nan, t.dtype), template)),
-                lambda s: one(s, args), state)
+                lambda s: one(s, limits, args), state)
             return state, jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
 
         return jax.lax.fori_loop(0, length, body, (state, buffers))
 
-    # evaluations: one per step, and one at the final iterate
-    total = num_steps + 1
-    chunk = chunk_size(total, progress_bar)
-    probe = jax.eval_shape(lambda p: loss(p, *args), init_params)
-    nan = jax.tree.map(lambda t: jnp.full(t.shape, jnp.nan, t.dtype), probe)
-    state = MinimizeState(jnp.zeros((), jnp.int32), init_params, opt.init(init_params),
-                          (init_params, nan[0], nan[1], nan[0]), jnp.array(False))
-    state, trace = run_loop(lambda s, n: advance(s, n, args), state, total, chunk=chunk,
-                            progress_bar=progress_bar, desc=desc,
-                            stop=lambda s: s.stopped)
-    trace = {k: np.concatenate([v, np.full((total - len(v),) + v.shape[1:], np.nan, v.dtype)])
-             for k, v in trace.items()}
-    params, value, aux, gnorm = state.best
-    return MinimizeResult(params, value, aux, gnorm, int(state.step),
-                          bool(np.asarray(gnorm) <= tol), trace)
+    return _Minimizer(init, advance)

@@ -514,3 +514,28 @@ def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
                              method="bounded", options={"xatol": 1e-10}).x for j in (0, 1)]
     assert abs(modes[1] - modes[0]) > 0.2  # the two objectives differ here
     np.testing.assert_allclose(result.params["t"], modes[0], atol=1e-4)
+
+
+def test_fits_compile_once_per_model(rbm):
+    """A second exact fit (or pseudo-likelihood fit) on the same model, with other data of
+    the same shape and another step count (of the same power-of-two capacity), reuses the compiled steps and gives what a
+    freshly traced model gives."""
+    from numpyro_ugm.evaluate.enumeration import DEFAULT_CHUNK_SIZE
+    from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+
+    m, _ = rbm
+    rng = np.random.default_rng(7)
+    first, second = ({"v": rng.integers(0, 2, size=(20, 6))} for _ in range(2))
+    for fit, key in ((exact.fit, "exact.fit"), (fit_pseudo_likelihood, "fit_pseudo_likelihood")):
+        opt = optax.adam(0.05)
+        fit(m, first, num_steps=30, optimizer=opt)
+        again = fit(m, second, num_steps=20, optimizer=opt)
+        chunk = (DEFAULT_CHUNK_SIZE,) if key == "exact.fit" else ()
+        program = m.cached((key, ("v",)) + chunk + (opt,), lambda: None)
+        assert program is not None and program.advance._cache_size() == 1
+        fresh = fit(ugm.UGM(m.model, *m.args, **m.kwargs), second, num_steps=20,
+                    optimizer=opt)
+        assert again.num_steps == fresh.num_steps == 20
+        for k in again.params:
+            np.testing.assert_allclose(again.params[k], fresh.params[k], rtol=1e-6,
+                                       atol=1e-6)

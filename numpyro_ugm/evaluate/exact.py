@@ -121,21 +121,23 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
     -------
     FitResult
     """
-    m, mo, x, num_examples, params, num_steps = prepare_fit(
+    m, mo, x, _, params, num_steps = prepare_fit(
         "fit", model, data, model_args, model_kwargs, params, num_steps, rng_key)
     _check_size(_make_plan(m, tuple(m.state_sites)), chunk_size, "fit")
-    optimizer = optax.lbfgs() if optimizer is None else optimizer
-    if not hasattr(optimizer, "init") or not hasattr(optimizer, "update"):
+    if optimizer is not None and not (hasattr(optimizer, "init")
+                                      and hasattr(optimizer, "update")):
         raise TypeError("fit: optimizer must be an optax GradientTransformation")
 
-    def loss(u, xs):
+    def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
         p = m.to_constrained(u)
         ll = jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)) \
             - _log_partition(m, p, chunk_size)
-        return -(ll + m.log_prior(p) / num_examples), ll
+        return -(ll + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
 
+    key = ("exact.fit", tuple(x), chunk_size, optimizer)
     out = minimize(loss, m.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
-                   progress_bar=progress_bar, desc="exact fit")
+                   progress_bar=progress_bar, desc="exact fit",
+                   cached=lambda build: m.cached(key, build))
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
     return FitResult(params=m.to_constrained(out.params), log_likelihood=out.aux,

@@ -136,18 +136,19 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     -------
     PseudoFitResult
     """
-    m, mo, x, num_examples, params, num_steps = prepare_fit(
+    m, mo, x, _, params, num_steps = prepare_fit(
         "fit_pseudo_likelihood", model, data, model_args, model_kwargs, params, num_steps,
         rng_key)
 
     def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
         p = m.to_constrained(u)
         value = _pseudo_log_likelihood(mo, p, xs)
-        return -(value + m.log_prior(p) / num_examples), value
+        return -(value + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), value
 
-    out = minimize(loss, m.to_unconstrained(params),
-                   optax.lbfgs() if optimizer is None else optimizer, num_steps, x, tol=tol,
-                   progress_bar=progress_bar, desc="pseudo-likelihood fit")
+    key = ("fit_pseudo_likelihood", tuple(x), optimizer)
+    out = minimize(loss, m.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
+                   progress_bar=progress_bar, desc="pseudo-likelihood fit",
+                   cached=lambda build: m.cached(key, build))
     return PseudoFitResult(params=m.to_constrained(out.params),
                            pseudo_log_likelihood=out.aux, objective=-out.value,
                            grad_norm=out.grad_norm, num_steps=out.num_steps,

@@ -4,8 +4,14 @@ progress bar on / off.
 
 On VBM-15 (``ugm.datasets.vbm_problem``, 500 training cases) with PCD-100:
 
-* ``MLE.run`` for 200 steps, then for 150 (another step count, same learner);
-* ``ugm.sample`` (10 chains, 200 draws), then again with another key and warm-up;
+* ``MLE.init``, then again with another key and the examples in another order;
+* ``MLE.run`` for 200 steps, then for 150 (another step count, same learner), then for
+  200 on the examples in another order (new data of the same shape);
+* ``ugm.sample`` on a declared 64×64 periodic Ising model (4 chains, 100 draws), then
+  again with another key and warm-up;
+* ``exact.fit`` and ``fit_pseudo_likelihood`` (20 L-BFGS steps: few, so that the
+  ratio shows compilation, not the 2^15-state enumerations), then again on the examples
+  in another order for 18 steps;
 * ``pseudo_log_likelihood``, then again at other parameters;
 * ``MLE.run`` from the same state with full data of 10⁴ and of 10⁶ examples: the first
   call's time (compilation) should not grow with the data;
@@ -21,12 +27,15 @@ Run: python benchmarks/bench_recompile.py
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+import numpyro
 import optax
 from _report import report
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
+from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
 
 N = 15
 
@@ -42,6 +51,18 @@ def random_spins(num, seed=0):
                                                      size=(num, N))}
 
 
+def shuffled(data, seed=1):
+    """The same examples in another order: new data of the same shape."""
+    order = np.random.default_rng(seed).permutation(len(data["x"]))
+    return {"x": np.asarray(data["x"])[order]}
+
+
+def periodic_ising(size, beta=0.4):
+    """A 64x64 periodic Ising model, declared (the samplers find its checkerboard)."""
+    x = numpyro.sample("x", ugm.Spin((size, size)))
+    numpyro.factor("couplings", beta * jnp.sum(x * jnp.roll(x, 1, 0) + x * jnp.roll(x, 1, 1)))
+
+
 def main():
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), N, 500, 10)
     learner = ugm.MLE(ugm.models.vbm, ugm.PCD(100), optax.sgd(0.01))
@@ -51,22 +72,40 @@ def main():
         return lambda: learner.run(None, steps, data, N, init_state=state, progress_bar=bar,
                                    **kw).params
 
+    fresh = ugm.MLE(ugm.models.vbm, ugm.PCD(100), optax.sgd(0.01))
+    first = timed(lambda: fresh.init(jax.random.PRNGKey(1), train, N))
+    second = timed(lambda: fresh.init(jax.random.PRNGKey(2), shuffled(train), N))
+    report("MLE.init, another key and new data of the same shape: 2nd / 1st call",
+           f"{second / first:.3f}", f"{first:.2f} s then {second:.3f} s")
+
     first, second = timed(run(200)), timed(run(150))
     report("MLE.run, another step count: 2nd / 1st call", f"{second / first:.3f}",
            f"{first:.2f} s then {second:.3f} s")
+    third = timed(run(200, data=shuffled(train)))
+    report("MLE.run, new data of the same shape: 3rd / 1st call", f"{third / first:.3f}",
+           f"{first:.2f} s then {third:.3f} s")
 
     m, params = learner.ugm, learner.get_params(state)
-    first = timed(lambda: ugm.sample(m, params, jax.random.PRNGKey(0), 200, num_chains=10))
-    second = timed(lambda: ugm.sample(m, params, jax.random.PRNGKey(1), 200, num_chains=10,
-                                      num_warmup=50))
-    report("ugm.sample: 2nd / 1st call", f"{second / first:.3f}",
-           f"{first:.2f} s then {second:.3f} s")
+    ising = ugm.UGM(periodic_ising, 64)
+    ising.blocks  # structure analysis is setup, not the call
+    first = timed(lambda: ugm.sample(ising, {}, jax.random.PRNGKey(0), 100, num_chains=4))
+    second = timed(lambda: ugm.sample(ising, {}, jax.random.PRNGKey(1), 100, num_chains=4,
+                                      num_warmup=20))
+    report("ugm.sample, 64x64 Ising, another key and warm-up: 2nd / 1st call",
+           f"{second / first:.3f}", f"{first:.2f} s then {second:.3f} s")
 
     half = jax.tree.map(lambda v: 0.5 * v, params)
     first = timed(lambda: ugm.pseudo_log_likelihood(m, params, train))
     second = timed(lambda: ugm.pseudo_log_likelihood(m, half, train))
     report("pseudo_log_likelihood: 2nd / 1st call", f"{second / first:.3f}",
            f"{first:.2f} s then {second:.3f} s (structure already analysed)")
+
+    for name, fit in (("exact.fit", ugm.exact.fit),
+                      ("fit_pseudo_likelihood", fit_pseudo_likelihood)):
+        first = timed(lambda: fit(m, train, num_steps=20).params)
+        second = timed(lambda: fit(m, shuffled(train), num_steps=18).params)
+        report(f"{name}, new data of the same shape and another step count: 2nd / 1st call",
+               f"{second / first:.3f}", f"{first:.2f} s then {second:.3f} s")
 
     compile_s = {}
     for num in (10_000, 1_000_000):

@@ -467,6 +467,13 @@ def test_exact_samples_follow_the_marginals(potts):
     freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
     p = np.asarray(exact.marginals(m, params)["x"])
     assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
+    # a second call (another key, other parameters) reuses the compiled draw
+    other = exact.sample(m, jax.tree.map(lambda v: -v, params), jax.random.PRNGKey(1), 4000,
+                         chunk_size=100)
+    assert not np.array_equal(other["x"], draws["x"])
+    from numpyro_ugm.evaluate.enumeration import _index_dtype
+    run, _ = m.cached(("exact.sample", 4000, 100, _index_dtype()), lambda: (None, None))
+    assert run is not None and run._cache_size() == 1
     for settings in ({"num_samples": 40.5}, {"num_samples": 40, "chunk_size": 2.5}):
         with pytest.raises(ValueError, match="^exact.sample: (num_samples|chunk_size) must"):
             exact.sample(m, params, jax.random.PRNGKey(0), **settings)

@@ -182,6 +182,22 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     chunk_size = max(1, min(check_count("exact.sample", "chunk_size", chunk_size),
                             2 ** 24 // num_samples))
     _check_size(plan, chunk_size, "sample")
+    key = ("exact.sample", num_samples, chunk_size, _index_dtype())
+    run, configuration = m.cached(key, lambda: _sampler(m, plan, num_samples, chunk_size))
+
+    draws, bad, impossible = run(params, rng_key)
+    if int(bad) >= 0:
+        m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
+                       lambda i: f"configuration {int(bad)}")
+    if bool(impossible):
+        raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
+                                 "under the given params (Z = 0): there is nothing to draw")
+    return m.to_data(draws)
+
+
+def _sampler(m, plan, num_samples, chunk_size):
+    """The compiled Gumbel-max draw of :func:`sample` (``run(params, key)``) and the map
+    from configuration indices to states, built once per model, sample count and chunk."""
     domains, base = m.state_sites, m.reference_state()
     chunk, num_chunks = _chunks(plan, chunk_size)
     itype = _index_dtype()
@@ -217,11 +233,4 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
                                              jnp.arange(num_chunks, dtype=itype))
         return configuration(index), bad, jnp.all(best == -jnp.inf)
 
-    draws, bad, impossible = run(params, rng_key)
-    if int(bad) >= 0:
-        m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
-                       lambda i: f"configuration {int(bad)}")
-    if bool(impossible):
-        raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
-                                 "under the given params (Z = 0): there is nothing to draw")
-    return m.to_data(draws)
+    return run, configuration

@@ -10,6 +10,7 @@ joint at each β. The estimate of log Z is log Z_q + log mean_c w_c over chains;
 standard error is the delta-method std(w) / (mean(w) √C).
 """
 
+import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -230,6 +231,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     model_data = observed.validate_data(data)
     kwargs.setdefault("data", data if "base_log_probs" not in kwargs else None)
     result = log_partition(observed, params, rng_key, num_chains, betas, **kwargs)
-    params_f = jax.jit(jax.vmap(free_energy, (None, None, 0)), static_argnums=0)
-    positive = jnp.mean(params_f(observed, params, model_data))
+    free_energies = observed.cached(("ais.free_energies",), lambda: jax.jit(
+        jax.vmap(functools.partial(free_energy, observed), (None, 0))))
+    positive = jnp.mean(free_energies(params, model_data))
     return AISResult(positive - result.log_z, result.stderr, result.log_weights)

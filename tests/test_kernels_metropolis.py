@@ -165,7 +165,7 @@ def test_acceptance_is_reported():
 
 
 def test_state_and_reverse():
-    m, params = potts5()
+    m, _ = potts5()
     kernel = METROPOLIS.build(m)
     state = kernel.init(m.random_state(jax.random.PRNGKey(0)), None)
     assert isinstance(state, ugm.kernels.MetropolisState) and state._fields == ("position",)

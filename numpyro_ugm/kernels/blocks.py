@@ -11,7 +11,7 @@ sites, sweeps, counting acceptances — lives here.
 """
 
 import dataclasses
-from typing import ClassVar, NamedTuple, Optional
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -120,7 +120,7 @@ class _Block(NamedTuple):
 
     index: dict
     merge: dict
-    real: Optional[dict] = None
+    real: dict | None = None
 
 
 def block_sweep(m, draw, scan, backward, max_unrolled):

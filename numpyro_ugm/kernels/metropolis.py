@@ -64,8 +64,9 @@ class metropolis(BlockKernelSpec):
         label = domain.labels(current)
         proposal = (label + jax.random.randint(propose_key, label.shape, 1, num_values)) \
             % num_values
-        at = lambda lab: jnp.take_along_axis(logits, lab[..., None], -1)[..., 0]  # noqa: E731
-        accepted = _accept(accept_key, at(proposal) - at(label))
+        gain = (jnp.take_along_axis(logits, proposal[..., None], -1)
+                - jnp.take_along_axis(logits, label[..., None], -1))[..., 0]
+        accepted = _accept(accept_key, gain)
         label = jnp.where(accepted, proposal, label)
         return domain.label_to_model(label, current.dtype), accepted
 

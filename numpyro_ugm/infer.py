@@ -489,8 +489,9 @@ class UGMSampler(MCMCKernel):
 
     def refresh(self, state, model_args, model_kwargs):
         """Carry the kernel state over to a new conditioning (composite ``Gibbs``):
-        kernels that cache log-density values (Metropolis) recompute them at the current
-        position; the position is unchanged."""
+        a kernel state that holds values of the old target is rebuilt (``init``) or
+        refreshed (``Kernel.refresh``) at the current position; the position is
+        unchanged."""
         if self._kernel is None:
             raise RuntimeError("UGMSampler: `init` must be called before `refresh`")
         logdensity = self._logdensity(model_args, model_kwargs)

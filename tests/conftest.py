@@ -29,6 +29,7 @@ LONGEST_FIRST = [
     "test_estimators_base.py",
     "test_evaluate_exact.py",
     "test_kernels_gibbs.py",
+    "test_kernels_metropolis.py",
     "test_models_ergm.py",
     "test_learn.py",
     "test_learn_crf.py",
@@ -48,7 +49,6 @@ LONGEST_FIRST = [
     "test_model.py",
     "test_checks.py",
     "test_sampling.py",
-    "test_kernels_metropolis.py",  # ~3 s
 ]
 
 

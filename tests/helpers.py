@@ -11,7 +11,9 @@ before they were shared:
 * small models with their parameters: ``spins3`` (3 spins with a known log Z, for the
   checks of bad input), ``vbm8`` (8 spins, the kernels' target), ``potts5`` (a
   5-variable 3-label Potts ring), ``small_rbm`` (RBM 12x6 with 300 exact draws),
-  ``vbm8_path`` (8 spins, θ_0 and θ_1 of the estimators' parameter path);
+  ``vbm8_path`` (8 spins, θ_0 and θ_1 of the estimators' parameter path), ``binary3``
+  (a 7-variable binary ring with third-order factors, blocks of several sizes), ``abs7``
+  (7 spins with a potential that is not multilinear in code);
 * the estimators' Monte Carlo checks: ``schedule``, ``path``, ``mean_and_se``,
   ``check_close``, ``at`` and their constants;
 * data: ``spins`` (40 random ±1 rows of 6), the CRF images (``crf_data``).
@@ -205,6 +207,43 @@ def vbm8():
 def potts5():
     m = ugm.UGM(potts_ring, 5, 3)
     return m, random_params(m, 3, {"J": 0.9, "h": 0.5})
+
+
+def binary_third_order(n, triples):
+    """Binary ring with pairwise couplings, fields and third-order factors."""
+    W = numpyro.param("W", jnp.zeros(n))
+    b = numpyro.param("b", jnp.zeros(n))
+    T = numpyro.param("T", jnp.zeros(len(triples)))
+    x = numpyro.sample("x", ugm.Binary(n))
+    numpyro.factor("ring", jnp.sum(W * x * jnp.roll(x, -1)))
+    numpyro.factor("fields", b @ x)
+    i, j, k = (np.array(t) for t in zip(*triples))
+    numpyro.factor("triples", jnp.sum(T * x[i] * x[j] * x[k]))
+
+
+def abs_model(n):
+    """Spins with |.| on chain bonds and the square of a sum (not multilinear in code,
+    though the square is a sum of pairs on the domain)."""
+    J = numpyro.param("J", jnp.zeros(n - 1))
+    a = numpyro.param("a", jnp.zeros(n - 1))
+    c = numpyro.param("c", jnp.zeros(()))
+    b = numpyro.param("b", jnp.zeros(n))
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("bonds", jnp.sum(J * jnp.abs(x[:-1] + x[1:] + a)))
+    numpyro.factor("square", c * (x[0] + x[3] + x[n - 1]) ** 2)
+    numpyro.factor("fields", b @ x)
+
+
+@functools.lru_cache(maxsize=None)
+def binary3():
+    m = ugm.UGM(binary_third_order, 7, ((0, 2, 4), (1, 3, 5), (2, 5, 6), (0, 1, 2)))
+    return m, random_params(m, 2, {"W": 1.0, "b": 0.6, "T": 1.5})
+
+
+@functools.lru_cache(maxsize=None)
+def abs7():
+    m = ugm.UGM(abs_model, 7)
+    return m, random_params(m, 4, {"J": 0.8, "a": 0.6, "c": 0.3, "b": 0.4})
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,49 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from helpers import (GIBBS, GIBBS_2, GIBBS_RANDOM, METROPOLIS, all_states, check_tv,
-                     exact_log_probs, potts5, random_params, run_chains, vbm8)
+from helpers import (GIBBS, GIBBS_2, GIBBS_RANDOM, METROPOLIS, abs7, all_states, binary3,
+                     check_tv, exact_log_probs, potts5, random_params, run_chains, vbm8)
 
 import numpyro_ugm as ugm
 
 # --- models ---------------------------------------------------------------------------
-
-
-def binary_third_order(n, triples):
-    """Binary ring with pairwise couplings, fields and third-order factors."""
-    W = numpyro.param("W", jnp.zeros(n))
-    b = numpyro.param("b", jnp.zeros(n))
-    T = numpyro.param("T", jnp.zeros(len(triples)))
-    x = numpyro.sample("x", ugm.Binary(n))
-    numpyro.factor("ring", jnp.sum(W * x * jnp.roll(x, -1)))
-    numpyro.factor("fields", b @ x)
-    i, j, k = (np.array(t) for t in zip(*triples))
-    numpyro.factor("triples", jnp.sum(T * x[i] * x[j] * x[k]))
-
-
-def abs_model(n):
-    """Spins with |.| on chain bonds and the square of a sum (not multilinear in code,
-    though the square is a sum of pairs on the domain)."""
-    J = numpyro.param("J", jnp.zeros(n - 1))
-    a = numpyro.param("a", jnp.zeros(n - 1))
-    c = numpyro.param("c", jnp.zeros(()))
-    b = numpyro.param("b", jnp.zeros(n))
-    x = numpyro.sample("x", ugm.Spin(n))
-    numpyro.factor("bonds", jnp.sum(J * jnp.abs(x[:-1] + x[1:] + a)))
-    numpyro.factor("square", c * (x[0] + x[3] + x[n - 1]) ** 2)
-    numpyro.factor("fields", b @ x)
-
-
-@functools.lru_cache(maxsize=None)
-def binary3():
-    m = ugm.UGM(binary_third_order, 7, ((0, 2, 4), (1, 3, 5), (2, 5, 6), (0, 1, 2)))
-    return m, random_params(m, 2, {"W": 1.0, "b": 0.6, "T": 1.5})
-
-
-@functools.lru_cache(maxsize=None)
-def abs7():
-    m = ugm.UGM(abs_model, 7)
-    return m, random_params(m, 4, {"J": 0.8, "a": 0.6, "c": 0.3, "b": 0.4})
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,13 +1,173 @@
-"""The Metropolis kernel (kernels/metropolis.py). Its draws are checked against exact
-enumeration beside Gibbs's in test_kernels_gibbs.py (``test_spin_vbm``,
-``test_categorical_potts``) and test_kernels_base.py; here what is its own."""
+"""The block Metropolis kernel (kernels/metropolis.py).
 
-from helpers import GIBBS, METROPOLIS, run_chains, vbm8
+Its draws are checked against exact enumeration here on every kind of model (Spin,
+Binary with blocks of several sizes, Categorical with K = 3, a potential that is not
+multilinear) and both scan orders — the systematic-scan runs on the spin VBM and the
+Potts ring sit beside Gibbs's in test_kernels_gibbs.py — and inside ``ugm.sample`` and
+``ugm.PCD``. Its acceptance rate is checked exactly: every proposal changes its variable,
+so the rate of a systematic sweep is the fraction of variables that changed, and from
+exact draws its mean is the stationary expectation computed by enumeration.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from helpers import (GIBBS, METROPOLIS, abs7, all_states, binary3, check_tv, config_index,
+                     exact_log_probs, potts5, run_chains, total_variation, tv_threshold,
+                     vbm8)
+
+import numpyro_ugm as ugm
+
+METROPOLIS_RANDOM = ugm.kernels.metropolis(scan="random")
+#: systematic scan through the padded index tables (the path random scan takes)
+METROPOLIS_PADDED = ugm.kernels.metropolis(max_unrolled=0)
 
 
-def test_metropolis_acceptance_is_reported():
+def one_step(m, params, spec, position, seed=0):
+    """One step of ``spec`` from each of a batch of positions: (new positions, acceptance
+    rate per chain)."""
+    kernel = spec.build(m)
+
+    def logdensity(x):
+        return m.log_potential(params, x)
+
+    @jax.jit
+    def run(rng_key, position):
+        states = jax.vmap(kernel.init, (0, None))(position, logdensity)
+        keys = jax.random.split(rng_key, jax.tree.leaves(position)[0].shape[0])
+        states, info = jax.vmap(lambda k, s: kernel.step(k, s, logdensity))(keys, states)
+        return states.position, info.acceptance_rate
+
+    new, rate = run(jax.random.PRNGKey(seed), position)
+    return jax.device_get(new), np.asarray(rate)
+
+
+def exact_draws(m, params, num, seed=0):
+    """``num`` i.i.d. draws from p (model representation), by enumeration."""
+    p = np.exp(exact_log_probs(m, params))
+    pick = np.random.default_rng(seed).choice(len(p), size=num, p=p)
+    return {s: v[pick] for s, v in all_states(m).items()}
+
+
+# --- the distribution ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model,spec,steps", [
+    (binary3, METROPOLIS, 40),
+    (binary3, METROPOLIS_RANDOM, 60),
+    (potts5, METROPOLIS_RANDOM, 60),
+    (abs7, METROPOLIS, 40),
+    (abs7, METROPOLIS_RANDOM, 60),
+], ids=["binary-systematic", "binary-random", "categorical-random",
+        "not-multilinear-systematic", "not-multilinear-random"])
+def test_samples_the_exact_distribution(model, spec, steps):
+    m, params = model()
+    if model is binary3:  # real blocks, of several sizes
+        assert len({len(b["x"]) for b in m.blocks}) > 1
+    if model is abs7:  # conditionals by evaluating f at each value
+        assert not m.structure.multilinear
+    check_tv(m, params, spec, 20000, steps, wrong_beta=0.75)
+
+
+def test_inside_ugm_sample():
+    m, params = vbm8()
+    p = np.exp(exact_log_probs(m, params))
+    num = 20000
+    draws = ugm.sample(m, params, jax.random.PRNGKey(0), 1, num_chains=num, num_warmup=60,
+                       kernel=METROPOLIS_RANDOM)
+    tv = total_variation(p, config_index(m, draws))
+    assert tv < tv_threshold(p, num), tv
+    few = ugm.sample(m, params, jax.random.PRNGKey(0), 1, num_chains=num, num_warmup=1,
+                     kernel=METROPOLIS_RANDOM)
+    assert total_variation(p, config_index(m, few)) > tv_threshold(p, num)  # not blind
+
+
+def test_inside_pcd():
+    """PCD's persistent particles at fixed parameters (zero learning rate) end up
+    distributed as p."""
+    m, params = vbm8()
+    p = np.exp(exact_log_probs(m, params))
+    num = 4000
+    data = {"x": np.random.default_rng(0).choice(np.array([-1, 1], np.int8), size=(20, 8))}
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(num, kernel=ugm.kernels.metropolis()),
+                      optax.sgd(0.0))
+    for steps, inside in ((60, True), (1, False)):  # the short run shows the test can fail
+        result = learner.run(jax.random.PRNGKey(1), steps, data, 8, init_params=params,
+                             progress_bar=False)
+        np.testing.assert_array_equal(result.params["W"], params["W"])
+        tv = total_variation(p, config_index(m, learner.particles(result.state)))
+        assert (tv < tv_threshold(p, num)) == inside, (steps, tv)
+
+
+# --- the acceptance rate ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model,spec", [(vbm8, METROPOLIS), (binary3, METROPOLIS),
+                                        (binary3, METROPOLIS_PADDED),
+                                        (potts5, METROPOLIS_PADDED)],
+                         ids=["spin", "binary", "binary-padded", "categorical-padded"])
+def test_acceptance_is_the_fraction_of_variables_changed(model, spec):
+    """A systematic sweep visits each variable once and every proposal changes its
+    variable: the rate is the fraction changed, chain by chain (padded index entries
+    are not counted)."""
+    m, params = model()
+    position = jax.device_get(m.random_state(jax.random.PRNGKey(2), (500,)))
+    new, rate = one_step(m, params, spec, position)
+    changed = position["x"] != new["x"]
+    if m.state_sites["x"].event_shape:  # one-hot: a variable changed if any entry did
+        changed = changed.any(-1)
+    np.testing.assert_allclose(rate, changed.reshape(len(rate), -1).mean(-1), rtol=1e-6)
+    assert np.all((rate >= 0) & (rate <= 1)) and 0 < rate.mean() < 1
+
+
+def exact_acceptance(m, params, accept=lambda ratio: np.minimum(1.0, ratio)):
+    """Stationary mean acceptance of a systematic sweep: the mean over variables i of
+    E_p[mean over labels l ≠ x_i of accept(p(x with x_i = l) / p(x))], by enumeration
+    (Metropolis: accept(r) = min(1, r))."""
+    log_p = exact_log_probs(m, params)
+    (site, domain), = m.state_sites.items()
+    states = all_states(m)[site]
+    labels = np.asarray(domain.labels(states))  # (num_states, n)
+    num_values, n = domain.num_values, labels.shape[1]
+    per_variable = np.zeros(n)
+    for i in range(n):
+        for shift in range(1, num_values):
+            other = labels.copy()
+            other[:, i] = (other[:, i] + shift) % num_values
+            moved = np.asarray(domain.label_to_model(jnp.asarray(other)))
+            ratio = np.exp(log_p[config_index(m, {site: moved})] - log_p)
+            per_variable[i] += np.exp(log_p) @ accept(ratio) / (num_values - 1)
+    return per_variable.mean()
+
+
+@pytest.mark.parametrize("model,spec", [(potts5, METROPOLIS), (binary3, METROPOLIS_PADDED)],
+                         ids=["categorical", "binary-padded"])
+def test_acceptance_from_exact_draws_is_the_stationary_expectation(model, spec):
+    m, params = model()
+    num = 20000
+    _, rate = one_step(m, params, spec, exact_draws(m, params, num))
+    expected = exact_acceptance(m, params)
+    se = rate.std() / np.sqrt(num)
+    assert abs(rate.mean() - expected) < 5 * se, (rate.mean(), expected, se)
+    # not blind: Barker's rule r / (1 + r) in place of min(1, r) would be detected
+    barker = exact_acceptance(m, params, lambda ratio: ratio / (1.0 + ratio))
+    assert abs(barker - expected) > 5 * se, (barker, expected, se)
+
+
+def test_acceptance_is_reported():
     m, params = vbm8()
     *_, acceptance = run_chains(m, params, METROPOLIS, 20000, 60)
     assert 0.05 < acceptance < 0.95
     *_, acceptance = run_chains(m, params, GIBBS, 20000, 30)
     assert acceptance == 1.0
+
+
+def test_state_and_reverse():
+    m, _ = potts5()
+    kernel = METROPOLIS.build(m)
+    state = kernel.init(m.random_state(jax.random.PRNGKey(0)), None)
+    assert isinstance(state, ugm.kernels.MetropolisState) and state._fields == ("position",)
+    assert METROPOLIS.reverse() == ugm.kernels.metropolis(backward=True)
+    assert METROPOLIS_RANDOM.reverse() is METROPOLIS_RANDOM

@@ -1,92 +1,78 @@
-"""Single-site Metropolis: propose a new value for one random variable, accept with
-probability min(1, p(x') / p(x))."""
+"""Block Metropolis: for every variable of a block of conditionally independent
+variables, propose a different value and accept it with probability min(1, p(x') / p(x)),
+all in parallel, from the block's conditionals (local energy differences)."""
 
 import dataclasses
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from blackjax.mcmc.proposal import static_binomial_sampling
 
-from .._checks import check_count
 from .._deprecation import renamed_arguments
-from ..conditionals import scatter
-from .base import Kernel, KernelInfo, KernelSpec
+from .blocks import BlockKernelSpec
 
 
 class MetropolisState(NamedTuple):
-    """Position of one chain and its log-density."""
+    """State of one Metropolis chain: the position (dict of site -> model values)."""
 
     position: dict
-    logdensity: jax.Array
 
 
 @renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
-class metropolis(KernelSpec):
-    """Single-site Metropolis over all state variables (accept/reject by blackjax's
-    ``static_binomial_sampling``).
+class metropolis(BlockKernelSpec):
+    """Metropolis sampler over the model's coloring (``m.blocks``), one block at a time.
 
-    One ``step`` makes ``num_mcmc_steps × num_variables`` proposals; each picks a
-    variable uniformly and proposes a different value uniformly (a flip for spins and
-    binaries).
+    A block's variables are conditionally independent given the rest, so they are
+    proposed and accepted in parallel: each variable gets a uniformly drawn *different*
+    value (a flip for spins and binaries, another of the K labels for categoricals),
+    accepted independently with probability min(1, exp(ℓ[new] − ℓ[current])), where ℓ
+    are its conditional log-probabilities (the block's local energy differences: one
+    gradient for multilinear potentials, evaluation at each value otherwise, or the
+    log-density's own ``conditional_logits``). This is the product of exact
+    Metropolis-Hastings kernels for the block's conditional, so p(x) is invariant.
+    ``info.acceptance_rate`` is the fraction of proposals accepted in the step.
 
     Parameters
     ----------
+    scan : {"systematic", "random"}
+        ``"systematic"``: one step visits every block in order. ``"random"``: one step
+        updates ``num_blocks`` blocks drawn uniformly at random (reversible).
     num_mcmc_steps : int
-        Proposals per step, in units of the number of variables (sweeps; formerly
-        ``sweeps``).
+        Number of such sweeps per ``step`` (formerly ``sweeps``).
+    max_unrolled : int
+        With systematic scan, models with at most this many blocks get each block's
+        update compiled separately; more blocks, and random scan, are updated in a
+        ``lax.scan`` over padded index tables (as :class:`~.gibbs.gibbs`).
+    backward : bool
+        Systematic scan visits the blocks in reverse order (see :meth:`reverse`).
     """
 
-    num_mcmc_steps: int = 1
+    state = MetropolisState
 
-    def __post_init__(self):
-        object.__setattr__(self, "num_mcmc_steps",
-                           check_count("metropolis", "num_mcmc_steps", self.num_mcmc_steps))
+    def draw(self, rng_key, logits, domain, current):
+        """Propose a different value for each variable; accept each with probability
+        min(1, exp(logits[new] − logits[current]))."""
+        if logits.shape[-1] == 2 and not domain.event_shape:
+            low, high = domain.values
+            log_odds = logits[..., 1] - logits[..., 0]  # log p(high) / p(low)
+            gain = jnp.where(current > low, -log_odds, log_odds)
+            accepted = _accept(rng_key, gain)
+            return jnp.where(accepted, (low + high) - current, current), accepted
+        num_values = logits.shape[-1]
+        propose_key, accept_key = jax.random.split(rng_key)
+        label = domain.labels(current)
+        proposal = (label + jax.random.randint(propose_key, label.shape, 1, num_values)) \
+            % num_values
+        gain = (jnp.take_along_axis(logits, proposal[..., None], -1)
+                - jnp.take_along_axis(logits, label[..., None], -1))[..., 0]
+        accepted = _accept(accept_key, gain)
+        label = jnp.where(accepted, proposal, label)
+        return domain.label_to_model(label, current.dtype), accepted
 
-    def build(self, m) -> Kernel:
-        domains = m.state_sites
-        sites = tuple(domains)
-        sizes = np.array([d.num_variables for d in domains.values()])
-        offsets = jnp.asarray(np.concatenate([[0], np.cumsum(sizes)[:-1]]))
-        total = int(sizes.sum())
-        num_proposals = int(self.num_mcmc_steps) * total
 
-        def propose_in(s):
-            d = domains[s]
-
-            def propose(rng_key, position, local):
-                current = d.labels(position[s].reshape((d.num_variables,) + d.event_shape)
-                                   [local])
-                shift = jax.random.randint(rng_key, (), 1, d.num_values)
-                label = (current + shift) % d.num_values
-                value = d.label_to_model(label[None], position[s].dtype)
-                return {**position, s: scatter(position[s], d, local[None], value)}
-
-            return propose
-
-        branches = [propose_in(s) for s in sites]
-
-        def proposal(rng_key, state, logdensity_fn):
-            pick, value_key, accept_key = jax.random.split(rng_key, 3)
-            j = jax.random.randint(pick, (), 0, total)
-            k = jnp.searchsorted(offsets, j, side="right") - 1
-            position = jax.lax.switch(k, branches, value_key, state.position, j - offsets[k])
-            logdensity = logdensity_fn(position)
-            new, (accept, _, _) = static_binomial_sampling(
-                accept_key, logdensity - state.logdensity, state,
-                MetropolisState(position, logdensity))
-            return new, accept
-
-        def init(position, logdensity_fn):
-            return MetropolisState(dict(position), logdensity_fn(position))
-
-        def step(rng_key, state, logdensity_fn, **unused):
-            def body(state, key):
-                return proposal(key, state, logdensity_fn)
-
-            state, accepted = jax.lax.scan(body, state, jax.random.split(rng_key, num_proposals))
-            return state, KernelInfo(jnp.mean(accepted.astype(jnp.float32)))
-
-        return Kernel(init, step)
+def _accept(rng_key, log_ratio):
+    """Metropolis decisions: True with probability min(1, exp(log_ratio)), one uniform
+    each."""
+    u = jax.random.uniform(rng_key, log_ratio.shape, log_ratio.dtype)
+    return u < jnp.exp(log_ratio)

@@ -1,0 +1,271 @@
+"""Block updates shared by the block kernels (:mod:`.gibbs`, :mod:`.metropolis`).
+
+A block of ``m.structure.blocks`` holds variables that are conditionally independent
+given the rest, so any kernel that updates each of them from its own conditional
+(:func:`~numpyro_ugm.conditionals.block_logits`) updates the block in parallel and leaves
+p(x) invariant. The kernels differ only in the rule that turns a block's conditional
+log-probabilities into new values (a *draw rule*): Gibbs draws from them, Metropolis
+proposes a different value and accepts it with the Metropolis-Hastings probability.
+Everything else — the scan over blocks, index tables, merging the new values into the
+sites, sweeps, counting acceptances — lives here.
+"""
+
+import dataclasses
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_count
+from ..conditionals import block_logits, gather
+from .base import Kernel, KernelInfo, KernelSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockKernelSpec(KernelSpec):
+    """Base of kernels that update the model's blocks (``m.blocks``) one at a time, each
+    block's variables in parallel by :meth:`draw` (subclasses define it and ``state``).
+
+    Parameters
+    ----------
+    scan : {"systematic", "random"}
+        ``"systematic"``: one step visits every block in order. ``"random"``: one step
+        updates ``num_blocks`` blocks drawn uniformly at random (reversible).
+    num_mcmc_steps : int
+        Number of such sweeps per ``step`` (formerly ``sweeps``).
+    max_unrolled : int
+        With systematic scan, models with at most this many blocks get each block's
+        update compiled separately (gradients only with respect to the sites the block
+        touches, static index tables); more blocks, and random scan, are updated in a
+        ``lax.scan`` over padded index tables.
+    backward : bool
+        Systematic scan visits the blocks in reverse order (see :meth:`reverse`).
+    """
+
+    scan: str = "systematic"
+    num_mcmc_steps: int = 1
+    max_unrolled: int = 16
+    backward: bool = False
+
+    #: the kernel's state type: a NamedTuple holding only ``position``
+    state: ClassVar[type] = None
+
+    def draw(self, rng_key, logits, domain, current):
+        """New values of a block's variables of one site (the draw rule).
+
+        Parameters
+        ----------
+        rng_key : jax PRNGKey
+        logits : array (n, K)
+            Their conditional log-probabilities (up to a constant per variable).
+        domain : Domain
+        current : array (n, *event)
+            Their current values (model representation).
+
+        Returns
+        -------
+        values : array (n, *event)
+            New values, dtype of ``current``.
+        accepted : bool array (n,) or None
+            Which variables took a proposed value (``None``: all of them, as in Gibbs);
+            counted in ``KernelInfo.acceptance_rate``.
+        """
+        raise NotImplementedError
+
+    def reverse(self) -> "BlockKernelSpec":
+        """The reverse operator: systematic scan with the block order reversed (random
+        scan is reversible, so itself)."""
+        if self.scan == "random":
+            return self
+        return dataclasses.replace(self, backward=not self.backward)
+
+    def __post_init__(self):
+        name = type(self).__name__
+        if self.scan not in ("systematic", "random"):
+            raise ValueError(f"{name}: scan must be 'systematic' or 'random', got {self.scan!r}")
+        object.__setattr__(self, "num_mcmc_steps",
+                           check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
+
+    def build(self, m) -> Kernel:
+        sweep = block_sweep(m, self.draw, self.scan, self.backward, self.max_unrolled)
+        sweeps, state = int(self.num_mcmc_steps), self.state
+
+        def init(position, logdensity_fn=None):
+            return state(dict(position))
+
+        def step(rng_key, kernel_state, logdensity_fn, **unused):
+            position = kernel_state.position
+            if sweeps == 1:
+                position, accepted, proposed = sweep(rng_key, position, logdensity_fn)
+            else:
+                def body(i, carry):
+                    position, accepted, proposed = carry
+                    position, a, p = sweep(jax.random.fold_in(rng_key, i), position,
+                                           logdensity_fn)
+                    return position, accepted + a, proposed + p
+
+                zero = jnp.zeros((), jnp.float32)
+                position, accepted, proposed = jax.lax.fori_loop(
+                    0, sweeps, body, (position, zero, zero))
+            return state(position), KernelInfo(accepted / proposed)
+
+        return Kernel(init, step)
+
+
+class _Block(NamedTuple):
+    """One block's update tables: per site, flat indices of its variables (``None``: the
+    whole site), the merge table (see :func:`_merge_table`) and the mask of real entries
+    among padded indices (``None``: all real)."""
+
+    index: dict
+    merge: dict
+    real: dict | None = None
+
+
+def block_sweep(m, draw, scan, backward, max_unrolled):
+    """``sweep(rng_key, position, logdensity_fn) -> (position, accepted, proposed)``:
+    one sweep over the blocks of ``m`` (see :class:`BlockKernelSpec` for ``scan``,
+    ``backward`` and ``max_unrolled``), each block's variables updated by ``draw``; the
+    numbers of accepted and proposed updates are float32 scalars."""
+    structure, domains = m.structure, m.state_sites
+
+    def update(rng_key, position, logdensity_fn, block):
+        zero = _batch_aligned_zero(position)
+        index = {s: None if i is None else i + zero for s, i in block.index.items()}
+        logits = block_logits(logdensity_fn, position, domains, index, structure.multilinear)
+        new = dict(position)
+        accepted = proposed = jnp.zeros((), jnp.float32)
+        for key, s in zip(jax.random.split(rng_key, len(index)), index):
+            d = domains[s]
+            # the block's current values (unused by Gibbs, dropped by XLA); gathered by
+            # the indices as given: batching them costs more here (64x64 Ising grid,
+            # block Metropolis: 7 % slower) than it saves
+            values, ok = draw(key, logits[s], d, gather(position[s], d, block.index[s]))
+            table = None if block.merge[s] is None else block.merge[s] + zero
+            new[s] = _merge(position[s], d, values, table)
+            real = None if block.real is None else block.real[s]
+            count = (jnp.sum(real, dtype=jnp.float32) if real is not None
+                     else float(values.shape[0]))
+            proposed = proposed + count
+            if ok is None:
+                accepted = accepted + count
+            else:
+                ok = ok if real is None else ok & real
+                accepted = accepted + jnp.sum(ok, dtype=jnp.float32)
+        return new, accepted, proposed
+
+    blocks = structure.blocks[::-1] if backward else structure.blocks
+    num_blocks = len(blocks)
+    if scan == "systematic" and num_blocks <= max_unrolled:
+        unrolled = [_Block(b, {s: _merge_table(domains[s], i) for s, i in b.items()})
+                    for b in blocks]
+
+        def sweep(rng_key, position, logdensity_fn):
+            accepted = proposed = jnp.zeros((), jnp.float32)
+            for key, block in zip(jax.random.split(rng_key, num_blocks), unrolled):
+                position, a, p = update(key, position, logdensity_fn, block)
+                accepted, proposed = accepted + a, proposed + p
+            return position, accepted, proposed
+
+        return sweep
+
+    # One update for any color, from padded index tables. Random scan always goes this
+    # way: under vmap each chain draws its own color, and a lax.switch over per-block
+    # updates would run every branch for every chain.
+    index_tables, merge_tables, lengths = _padded_tables(blocks, domains)
+
+    def update_color(rng_key, color, position, logdensity_fn):
+        block = _Block({s: t[color] for s, t in index_tables.items()},
+                       {s: t[color] for s, t in merge_tables.items()},
+                       {s: jnp.arange(index_tables[s].shape[1]) < n[color]
+                        for s, n in lengths.items()})
+        return update(rng_key, position, logdensity_fn, block)
+
+    if scan == "systematic":
+        def choose(key, i):
+            return key, i
+
+        colors = jnp.arange(num_blocks)
+    else:
+        def choose(key, unused):
+            key, pick = jax.random.split(key)
+            return key, jax.random.randint(pick, (), 0, num_blocks)
+
+        colors = jnp.zeros(num_blocks, jnp.int32)
+
+    def sweep(rng_key, position, logdensity_fn):
+        def body(carry, xs):
+            position, accepted, proposed = carry
+            key, color = choose(*xs)
+            position, a, p = update_color(key, color, position, logdensity_fn)
+            return (position, accepted + a, proposed + p), None
+
+        zero = jnp.zeros((), jnp.float32)
+        keys = jax.random.split(rng_key, num_blocks)
+        return jax.lax.scan(body, (position, zero, zero), (keys, colors))[0]
+
+    return sweep
+
+
+def _batch_aligned_zero(position):
+    """An int32 zero that depends on ``position``, to add to static gather indices.
+
+    Under ``vmap`` over chains, a gather whose indices are not batched is laid out by XLA
+    with the index dimension first and the chain dimension last, and transposing back
+    costs more than the gather itself; indices that are batched (this zero is, whenever
+    the position is) give a chain-major gather. ``where(v == v, 0, 0)`` is 0 for any v
+    (NaN included) and XLA folds it away.
+    """
+    v = jax.tree.leaves(position)[0].reshape(-1)[0]
+    return jnp.where(v == v, 0, 0).astype(jnp.int32)
+
+
+def _merge_table(domain, idx):
+    """Gather table that merges new values of the variables ``idx`` into a site.
+
+    Entry i is i for a variable outside the block and ``num_variables + j`` for the j-th
+    variable of the block, so that ``concat([old, new])[table]`` is the updated site.
+    ``None`` when the block is the whole site.
+    """
+    if idx is None:
+        return None
+    n = domain.num_variables
+    table = np.arange(n)
+    table[np.asarray(idx)] = n + np.arange(len(idx))
+    return table.astype(np.int32)
+
+
+def _merge(x, domain, values, table):
+    """The site ``x`` with the block's variables set to ``values`` (see _merge_table)."""
+    if table is None:
+        return values.reshape(x.shape).astype(x.dtype)
+    flat = x.reshape((domain.num_variables,) + domain.event_shape)
+    both = jnp.concatenate([flat, values.astype(x.dtype)], axis=0)
+    return both.at[table].get(mode="promise_in_bounds",
+                              unique_indices=True).reshape(x.shape)
+
+
+def _padded_tables(blocks, domains):
+    """Per site, a (num_blocks, max_block_size) table of flat indices (padded with 0, a
+    valid index whose draws the merge ignores), a (num_blocks, num_variables) merge
+    table (see :func:`_merge_table`; identity on blocks that do not touch the site) and
+    the (num_blocks,) numbers of real (unpadded) entries."""
+    index_tables, merge_tables, lengths = {}, {}, {}
+    for s, d in domains.items():
+        rows = []
+        for block in blocks:
+            idx = block.get(s, np.zeros(0, np.int64))
+            rows.append(np.arange(d.num_variables) if idx is None else np.asarray(idx))
+        width = max(len(r) for r in rows)
+        if width == 0:
+            continue
+        index = np.zeros((len(blocks), width), np.int32)
+        merge = np.tile(np.arange(d.num_variables, dtype=np.int32), (len(blocks), 1))
+        for c, r in enumerate(rows):
+            index[c, :len(r)] = r
+            merge[c, r] = d.num_variables + np.arange(len(r))
+        index_tables[s] = jnp.asarray(index)
+        merge_tables[s] = jnp.asarray(merge)
+        lengths[s] = jnp.asarray([len(r) for r in rows], jnp.int32)
+    return index_tables, merge_tables, lengths

@@ -4,7 +4,10 @@ For a log-potential f that is multilinear in each variable, the conditional log-
 every variable of a block follow from one gradient (:func:`conditional_logits`);
 :func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
 variables that do not interact can be summed out in closed form (:func:`sum_out`), which
-gives the free energy of a model with latent sites (:func:`free_energy`).
+gives the free energy of a model with latent sites (:func:`free_energy`). A
+log-density may know its own conditionals (:class:`LogDensity`, e.g. an ERGM's change
+statistics); :func:`block_logits` is where every sampler gets a block's conditionals, and
+:func:`linear_combination` / :func:`scaled` keep them through tempering and bridges.
 
 Everything here works on a log-density function and the domains; only
 :func:`free_energy` takes a model, through its public surface (``latent_sites``,

@@ -372,7 +372,8 @@ def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structu
     """The :class:`Structure` of a coloring the model declares (see
     :func:`numpyro_ugm.factor`): per site, a color for each variable (flat order).
     Its interaction graph is unknown (``edges`` is ``None``, so
-    :meth:`Structure.independent` answers conservatively)."""
+    :meth:`Structure.independent` answers conservatively) unless there is one color
+    (no interactions)."""
     sizes = [d.num_variables for d in domains.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     flat = []
@@ -383,7 +384,9 @@ def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structu
                              f"non-negative integers, got shape {c.shape}")
         flat.append(c)
     _, dense = np.unique(np.concatenate(flat), return_inverse=True)  # colors 0..C−1
-    return _with_blocks(domains, offsets, None, dense.astype(np.int64), multilinear)
+    # one color: every variable independent of the others, so the graph is known (empty)
+    edges = np.zeros((0, 2), np.int64) if dense.size and dense.max() == 0 else None
+    return _with_blocks(domains, offsets, edges, dense.astype(np.int64), multilinear)
 
 
 # --- conditional models: one structure for every example ---------------------------------

@@ -77,7 +77,8 @@ class gibbs(KernelSpec):
             new = dict(position)
             for key, s in zip(jax.random.split(rng_key, len(block)), block):
                 values = sample_values(key, logits[s], domains[s], position[s].dtype)
-                table = None if merge[s] is None else merge[s] + zero
+                table = (None if merge[s] is None else merge[s] if isinstance(
+                    merge[s], _Scatter) else merge[s] + zero)
                 new[s] = _merge(position[s], domains[s], values, table)
             return new
 
@@ -101,7 +102,8 @@ class gibbs(KernelSpec):
 
             def update_color(rng_key, color, position, logdensity_fn):
                 block = {s: t[color] for s, t in index_tables.items()}
-                merge = {s: t[color] for s, t in merge_tables.items()}
+                merge = {s: _Scatter(t.index[color]) if isinstance(t, _Scatter) else t[color]
+                         for s, t in merge_tables.items()}
                 return update(rng_key, position, logdensity_fn, block, merge)
 
             if self.scan == "systematic":
@@ -169,19 +171,37 @@ def _merge_table(domain, idx):
 
 
 def _merge(x, domain, values, table):
-    """The site ``x`` with the block's variables set to ``values`` (see _merge_table)."""
+    """The site ``x`` with the block's variables set to ``values`` (see _merge_table;
+    a ``_Scatter`` holds the block's indices instead, padded out of bounds)."""
     if table is None:
         return values.reshape(x.shape).astype(x.dtype)
+    if isinstance(table, _Scatter):
+        flat = x.reshape((domain.num_variables,) + domain.event_shape)
+        flat = flat.at[table.index].set(values.astype(x.dtype), mode="drop")
+        return flat.reshape(x.shape)
     flat = x.reshape((domain.num_variables,) + domain.event_shape)
     both = jnp.concatenate([flat, values.astype(x.dtype)], axis=0)
     return both.at[table].get(mode="promise_in_bounds",
                               unique_indices=True).reshape(x.shape)
 
 
+#: largest (num_blocks × num_variables) merge table; above it blocks merge by scatter
+MAX_MERGE_TABLE = 2 ** 24
+
+
+class _Scatter(NamedTuple):
+    """Flat indices a block's new values are scattered to (out of bounds: dropped)."""
+
+    index: jax.Array
+
+
 def _padded_tables(blocks, domains):
     """Per site, a (num_blocks, max_block_size) table of flat indices (padded with 0, a
     valid index whose draws the merge ignores) and a (num_blocks, num_variables) merge
-    table (see :func:`_merge_table`; identity on blocks that do not touch the site)."""
+    table (see :func:`_merge_table`; identity on blocks that do not touch the site), or,
+    when that would exceed :data:`MAX_MERGE_TABLE` entries (many blocks: an ERGM's
+    single-dyad blocks), a (num_blocks, max_block_size) scatter index padded with an
+    out-of-bounds index."""
     index_tables, merge_tables = {}, {}
     for s, d in domains.items():
         rows = []
@@ -192,6 +212,13 @@ def _padded_tables(blocks, domains):
         if width == 0:
             continue
         index = np.zeros((len(blocks), width), np.int32)
+        if len(blocks) * d.num_variables > MAX_MERGE_TABLE:
+            scatter = np.full((len(blocks), width), d.num_variables, np.int32)
+            for c, r in enumerate(rows):
+                index[c, :len(r)] = scatter[c, :len(r)] = r
+            index_tables[s] = jnp.asarray(index)
+            merge_tables[s] = _Scatter(jnp.asarray(scatter))
+            continue
         merge = np.tile(np.arange(d.num_variables, dtype=np.int32), (len(blocks), 1))
         for c, r in enumerate(rows):
             index[c, :len(r)] = r

@@ -6,15 +6,27 @@ An undirected graph on ``n`` nodes is one :class:`~numpyro_ugm.domains.Binary` s
 log-potential is θ·s(y) for a vector of graph statistics s (:data:`STATISTICS`), with one
 parameter per statistic in the site ``"theta"``.
 
-Every statistic except the geometrically weighted ones is written **multilinearly**:
-each term is a product of distinct edge variables (2-stars as
+The samplers never differentiate the whole graph's statistics: the model's factor gives
+its own conditionals (:func:`numpyro_ugm.factor`), the **change statistics** θ·Δ_e s of
+a block of pairs, computed from the adjacency rows of the block's nodes (degrees, and
+shared partners A_i·A_j): O(n) per pair for edges, twostars, threestars, triangles,
+isolates and gwdegree, so O(n²) for a block that is a perfect matching and O(n³) per
+sweep. ``gwesp`` also needs the shared partners of the pair's neighbouring edges: it
+gathers the rows of the pair's c common neighbours, O(n·(c + 1)) per pair (under
+``vmap`` over chains, c is the largest in the batch), so a sweep of a sparse graph costs
+O(n³) too, with one pair per update. All pairs at once (:func:`change_statistics`, the
+MPLE) come from matrix products: O(n³) work, O(n²) memory.
+
+The model also declares its Gibbs blocks, so no structure analysis runs at setup: pairs
+interact only through a shared node for every statistic but gwesp, so the blocks are
+**edge matchings** (the round-robin schedule: n − 1 perfect matchings for even n, n for
+odd n); with ``edges`` alone, one block; with ``gwesp`` any two pairs interact (through
+the shared partners of their neighbours), so each pair is its own block. The statistics
+themselves (for the log-potential and learning) are written **multilinearly** where they
+can be — each term a product of distinct edge variables (2-stars as
 ((Σ_j y_ij)² − Σ_j y_ij²)/2 per node, triangles as trace(A³)/6 with A the symmetric
-adjacency built from the site, ...). The conditional log-odds of every edge (its change
-statistics θ·Δ_e s) then come from one gradient, and :mod:`numpyro_ugm.structure` finds
-that two edges interact only when they share a node, so block Gibbs updates **edge
-matchings** (sets of node-disjoint edges) together. ``gwesp`` and ``gwdegree`` are not
-multilinear (they hold (1 − e^{−α})^k for counts k): with them the sampler falls back to
-exact conditionals, one edge at a time, which is correct but slower.
+adjacency built from the site, ...) — so their gradient is the change statistics too;
+``gwesp`` and ``gwdegree`` hold (1 − e^{−α})^k for counts k and are not multilinear.
 
 Helpers: :func:`graph_to_edges` / :func:`edges_to_adjacency` / :func:`edges_to_graph`
 convert between graphs (networkx or adjacency arrays) and data; :func:`ergm_statistics`
@@ -89,6 +101,18 @@ def _adjacency(y, n):
     """Symmetric adjacency ``(..., n, n)`` (zero diagonal) from edge variables ``(..., E)``,
     by one gather (differentiable in ``y``)."""
     return _padded(y)[..., _tables(n)[0]]
+
+
+def _colors(n, names):
+    """The Gibbs coloring of the pairs: one color when the statistics are dyad
+    independent (edges only), one color per pair with gwesp (any two pairs interact
+    through the shared partners of their neighbours), else matchings (pairs interact
+    only through a shared node)."""
+    if set(names) <= {"edges"}:
+        return np.zeros(num_pairs(n), np.int64)
+    if "gwesp" in names:
+        return np.arange(num_pairs(n))
+    return _matching_colors(n)
 
 
 @functools.lru_cache(maxsize=8)
@@ -186,21 +210,44 @@ def _all_dyads(y, n):
     return _Dyads(y, d[i] - y, d[j] - y, sp[i, j], partner_terms)
 
 
+#: common neighbours whose adjacency rows gwesp's change statistic gathers at a time
+PARTNER_CHUNK = 8
+
+
 def _block_dyads(y, n, idx):
     """:class:`_Dyads` of the pairs ``idx`` (b,) of the graph ``y`` (E,), from the
-    adjacency rows of their nodes: O(b·n) (gwesp's partner terms: O(b·n²), the rows of
-    the neighbours' neighbours)."""
+    adjacency rows of their nodes: O(b·n). gwesp's partner terms also gather the rows
+    of the pair's common neighbours, :data:`PARTNER_CHUNK` at a time: O(b·n·(c + 1))
+    for c common neighbours (under ``vmap`` the largest c of the batch), instead of
+    O(n²) for the whole adjacency."""
     pair, nodes_i, nodes_j = _tables(n)
+    pair = jnp.asarray(pair)
     padded = _padded(y)
     i, j = jnp.asarray(nodes_i)[idx], jnp.asarray(nodes_j)[idx]
-    row_i, row_j = padded[jnp.asarray(pair)[i]], padded[jnp.asarray(pair)[j]]  # (b, n)
+    row_i, row_j = padded[pair[i]], padded[pair[j]]  # (b, n)
     value = padded[idx]
 
     def partner_terms(r):
-        A = _adjacency(y, n)
-        sp_i, sp_j = row_i @ A, row_j @ A  # (b, n): sp_ik, sp_jk for every k
-        off = value[:, None]
-        return jnp.sum(row_i * row_j * (r ** (sp_i - off) + r ** (sp_j - off)), -1)
+        chunk = PARTNER_CHUNK
+        width = -(-n // chunk) * chunk
+
+        def one(row_i, row_j, v):
+            common = row_i * row_j
+            count = jnp.sum(common > 0)
+            order = jnp.nonzero(common > 0, size=width, fill_value=0)[0]
+
+            def body(carry):
+                start, total = carry
+                ks = jax.lax.dynamic_slice(order, (start,), (chunk,))
+                weight = jnp.where(start + jnp.arange(chunk) < count, common[ks], 0)
+                rows = padded[pair[ks]]  # (chunk, n): the common neighbours' rows
+                sp_i, sp_j = rows @ row_i - v, rows @ row_j - v  # pair (i, j) off
+                return start + chunk, total + jnp.sum(weight * (r ** sp_i + r ** sp_j))
+
+            zero = jnp.zeros((), row_i.dtype)
+            return jax.lax.while_loop(lambda c: c[0] < count, body, (0, zero))[1]
+
+        return jax.vmap(one)(row_i, row_j, value)
 
     return _Dyads(value, jnp.sum(row_i, -1) - value, jnp.sum(row_j, -1) - value,
                   jnp.sum(row_i * row_j, -1), partner_terms)
@@ -393,9 +440,8 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
       e^α Σ_k (1 − (1 − e^{−α})^k) EP_k (statnet's ``gwesp(α, fixed=TRUE)``);
     * ``"gwdegree"``: geometrically weighted degree, e^α Σ_i (1 − (1 − e^{−α})^{d_i}).
 
-    All but the last two are written multilinearly (see the module docstring), so Gibbs
-    updates edge matchings from one gradient; ``gwesp`` and ``gwdegree`` use the exact
-    (slower) fallback. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
+    Gibbs takes each block's conditionals from its change statistics (see the module
+    docstring): blocks are edge matchings, single pairs with ``gwesp``. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
     ``statistics=("edges", "twostars", "triangles")``.
 
     Parameters
@@ -424,10 +470,9 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
     else:
         theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand((k,)).to_event(1))
     y = numpyro.sample("y", Binary(num_pairs(n)))
-    dyadic = all(name != "gwesp" for name, _ in parsed)  # interact only through nodes
     factor("statistics", theta @ _statistics(y, n, parsed),
            conditionals=_conditionals(y, theta, n, parsed),
-           colors={"y": _matching_colors(n) if dyadic else np.arange(num_pairs(n))},
+           colors={"y": _colors(n, tuple(name for name, _ in parsed))},
            multilinear=all(_STATISTICS[name][2] for name, _ in parsed))
 
 

@@ -441,7 +441,8 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
     * ``"gwdegree"``: geometrically weighted degree, e^α Σ_i (1 − (1 − e^{−α})^{d_i}).
 
     Gibbs takes each block's conditionals from its change statistics (see the module
-    docstring): blocks are edge matchings, single pairs with ``gwesp``. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
+    docstring): blocks are edge matchings, single pairs with ``gwesp``. The PF paper's
+    triad model (Asuncion et al. 2010, sec. 4.2) is
     ``statistics=("edges", "twostars", "triangles")``.
 
     Parameters

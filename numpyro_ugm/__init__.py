@@ -7,6 +7,7 @@ The layers and the data flow are described in the documentation's architecture p
 from . import checkpoint, estimators, infer, kernels, models
 from .domains import Binary, Categorical, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
+from .factors import factor
 from .evaluate import ais, exact, pseudo_log_likelihood
 from .learn import LearnerCore, LearnState, MLE, NonFiniteError, RunResult
 from .model import UGM, as_ugm
@@ -15,6 +16,6 @@ from .sampling import sample
 
 __version__ = "0.1.0"
 __all__ = ["checkpoint", "estimators", "infer", "kernels", "models", "Binary", "Categorical",
-           "Spin", "UGM", "as_ugm", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
+           "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
            "Prediction", "sample", "ais", "exact", "pseudo_log_likelihood"]

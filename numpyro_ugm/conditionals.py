@@ -4,7 +4,10 @@ For a log-potential f that is multilinear in each variable, the conditional log-
 every variable of a block follow from one gradient (:func:`conditional_logits`);
 :func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
 variables that do not interact can be summed out in closed form (:func:`sum_out`), which
-gives the free energy of a model with latent sites (:func:`free_energy`).
+gives the free energy of a model with latent sites (:func:`free_energy`). A
+log-density may know its own conditionals (:class:`LogDensity`, e.g. an ERGM's change
+statistics); :func:`block_logits` is where every sampler gets a block's conditionals, and
+:func:`linear_combination` / :func:`scaled` keep them through tempering and bridges.
 
 Everything here works on a log-density function and the domains; only
 :func:`free_energy` takes a model, through its public surface (``latent_sites``,
@@ -106,6 +109,86 @@ def block_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
         return own(state, domains, block)
     logits = conditional_logits if multilinear else exact_conditional_logits
     return logits(logdensity_fn, state, domains, block)
+
+
+# --- log-densities that know their conditionals ---------------------------------------
+
+
+class LogDensity:
+    """A log-density ``state -> scalar`` that also gives its variables' conditionals.
+
+    It is called like the function it wraps, so every use of a log-density (blackjax
+    kernels, ``jax.vmap``, gradients) keeps working; :func:`block_logits` takes the
+    conditionals of a block from :meth:`conditional_logits` instead of a gradient of the
+    whole log-density (e.g. a model's change statistics, at a cost proportional to the
+    block). Conditionals are linear in the log-density, so sums and multiples keep them
+    (:func:`linear_combination`, :func:`scaled`).
+
+    Parameters
+    ----------
+    fn : callable
+        state dict -> scalar.
+    conditionals : callable
+        ``(state, domains, block) -> {site: (num_block_variables, K)}``: conditional
+        log-probabilities (up to a constant per variable) of the block's variables, as
+        :func:`conditional_logits` returns them.
+    """
+
+    def __init__(self, fn: Callable[[dict], jax.Array], conditionals: Callable):
+        self._fn, self._conditionals = fn, conditionals
+
+    def __call__(self, state: dict) -> jax.Array:
+        return self._fn(state)
+
+    def conditional_logits(self, state: dict, domains: Mapping[str, Domain],
+                           block: Mapping) -> dict:
+        """Conditional log-probabilities of the block's variables (see the class)."""
+        return self._conditionals(state, domains, block)
+
+
+def linear_combination(*terms: tuple) -> Callable[[dict], jax.Array]:
+    """Σ_k c_k f_k(state) for ``(c_k, f_k)`` pairs (coefficients may be traced).
+
+    A :class:`LogDensity` whose conditionals are Σ_k c_k times those of f_k when every
+    f_k gives its own conditionals; otherwise a plain function (the samplers then take
+    gradients of, or evaluate, the sum).
+    """
+    def value(state):
+        total = 0.0
+        for c, f in terms:
+            total = total + c * f(state)
+        return total
+
+    if not all(callable(getattr(f, "conditional_logits", None)) for _, f in terms):
+        return value
+
+    def conditionals(state, domains, block):
+        out = {}
+        for c, f in terms:
+            for s, logits in f.conditional_logits(state, domains, block).items():
+                out[s] = c * logits if s not in out else out[s] + c * logits
+        return out
+
+    return LogDensity(value, conditionals)
+
+
+def scaled(logdensity_fn: Callable[[dict], jax.Array], factor: Any
+           ) -> Callable[[dict], jax.Array]:
+    """``factor`` · logdensity_fn, keeping its own conditionals (tempering by β)."""
+    return linear_combination((factor, logdensity_fn))
+
+
+def constant_log_density(value: Any = 0.0) -> LogDensity:
+    """The log-density equal to ``value`` everywhere (a uniform distribution), whose
+    conditionals are zero."""
+    def conditionals(state, domains, block):
+        dtype = jnp.result_type(value, float)
+        return {s: jnp.zeros((domains[s].num_variables if idx is None else jnp.shape(idx)[0],
+                              domains[s].num_values), dtype)
+                for s, idx in block.items()}
+
+    return LogDensity(lambda state: jnp.asarray(value, jnp.result_type(value, float)),
+                      conditionals)
 
 
 def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,

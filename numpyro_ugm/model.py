@@ -40,11 +40,14 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
-from .conditionals import conditional_logits, exact_conditional_logits
+from .conditionals import (LogDensity, block_logits, conditional_logits,
+                           exact_conditional_logits)
 from .domains import Domain
+from .factors import COLORS, CONDITIONALS, MULTILINEAR
 from .structure import Structure
 from .structure import analyze as _analyze
 from .structure import cover as _cover
+from .structure import from_colors as _from_colors
 
 __all__ = ["UGM", "ParamSite", "as_ugm"]
 
@@ -182,6 +185,13 @@ class UGM:
             raise ValueError("the model has no state site: declare discrete variables with "
                              "numpyro.sample(name, domain), the domain ugm.Spin(shape), "
                              "ugm.Binary(shape) or ugm.Categorical(shape, num_categories=K)")
+        self._hooked = tuple(name for name, site in trace.items()
+                             if site["type"] == "sample" and site["is_observed"]
+                             and CONDITIONALS in (site.get("infer") or {}))
+        self._declared = {name: (site["infer"][COLORS], site["infer"][MULTILINEAR])
+                          for name, site in trace.items()
+                          if site["type"] == "sample" and site["is_observed"]
+                          and COLORS in (site.get("infer") or {})}
         self.latent_sites = ()
         self._compiled = {}  # see cached(); shared with observe() copies only
         self._structure = _StructureCell()  # shared with every copy (see replace())
@@ -385,9 +395,32 @@ class UGM:
         Returns
         -------
         Structure
+            The coloring a factor declares (:func:`numpyro_ugm.factor`), when one does,
+            it covers every state site and every other factor is constant in the state;
+            otherwise the one found from the log-potential.
         """
+        declared = self._declared_structure()
+        if declared is not None:
+            return declared
         return _analyze(self.log_potential, self.state_sites, self._probe_params,
                         rng_key=rng_key, **options)
+
+    def _declared_structure(self):
+        """The structure a factor declares, or None (see :meth:`analyze`)."""
+        if len(self._declared) != 1:
+            return None
+        (name, (colors, multilinear)), = self._declared.items()
+        if set(colors) != set(self.state_sites):
+            return None
+        params = self.init_params(jax.random.PRNGKey(0))
+        rest = [{n: term for n, _, term in self._terms(params, state) if n != name}
+                for state in (self.reference_state(),
+                              *(self.random_state(jax.random.PRNGKey(k)) for k in (1, 2)))]
+        for other in rest[1:]:  # the other factors must not depend on the state
+            if any(not np.allclose(np.asarray(other[n]), np.asarray(v), rtol=1e-6,
+                                   atol=1e-6) for n, v in rest[0].items()):
+                return None
+        return _from_colors(self.state_sites, colors, multilinear)
 
     @property
     def blocks(self) -> list:
@@ -533,10 +566,8 @@ class UGM:
 
     def _conditionals(self, params, state):
         """Conditional log-odds of every variable at ``state``, as the samplers get them."""
-        logits = (conditional_logits if self.structure.multilinear
-                  else exact_conditional_logits)
-        return logits(self.logdensity_fn(params), state, self.state_sites,
-                      {s: None for s in self.state_sites})
+        return block_logits(self.logdensity_fn(params), state, self.state_sites,
+                            {s: None for s in self.state_sites}, self.structure.multilinear)
 
     def potential_is_finite(self, params: dict, state: dict) -> jax.Array:
         """Whether f(state; params) and the conditional log-odds of every variable at
@@ -587,8 +618,55 @@ class UGM:
         -------
         callable
             ``state -> f(state; params)`` (one configuration, model representation).
+            When factors of the model give their own conditionals
+            (:func:`numpyro_ugm.factor`), a :class:`~numpyro_ugm.conditionals.LogDensity`
+            whose ``conditional_logits`` sums them with the conditionals of the other
+            factors (from their gradient if the model is multilinear, else by
+            evaluation).
         """
-        return lambda state: self.log_potential(params, state)
+        fn = lambda state: self.log_potential(params, state)  # noqa: E731
+        if not self._hooked:
+            return fn
+        return LogDensity(fn, lambda state, domains, block:
+                          self._hooked_conditionals(params, state, domains, block))
+
+    def _hooked_conditionals(self, params, state, domains, block):
+        """Conditional log-probabilities of a block: the hooked factors' own, plus those
+        of the other factors' sum (gradient or evaluation)."""
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
+        out, others = {}, False
+        for name, site in trace.items():
+            if site["type"] != "sample" or not site["is_observed"]:
+                continue
+            if name not in self._hooked:
+                others = True
+                continue
+            own = site["infer"][CONDITIONALS]
+            for s, idx in block.items():
+                logits = own(s, idx)
+                if logits is None:
+                    continue
+                if site.get("scale") is not None:
+                    logits = logits * site["scale"]
+                out[s] = logits if s not in out else out[s] + logits
+        if others:
+            def rest(x):
+                total = 0.0
+                for name, _, term in self._terms(params, x):
+                    if name not in self._hooked:
+                        total = total + term
+                return total
+
+            logits_fn = (conditional_logits if self.structure.multilinear
+                         else exact_conditional_logits)
+            for s, logits in logits_fn(rest, state, domains, block).items():
+                out[s] = logits if s not in out else out[s] + logits
+        for s, idx in block.items():
+            if s not in out:
+                d = domains[s]
+                count = d.num_variables if idx is None else jnp.shape(idx)[0]
+                out[s] = jnp.zeros((count, d.num_values), jnp.result_type(float))
+        return out
 
     def log_prior(self, params: dict) -> jax.Array:
         """Sum of the log prior densities of the parameters with a prior (0 if none)."""

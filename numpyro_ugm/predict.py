@@ -28,7 +28,7 @@ from ._checks import as_key, check_count
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
-from .conditionals import conditional_logits, site_variables
+from .conditionals import block_logits, scaled, site_variables
 
 __all__ = ["predict", "Prediction"]
 
@@ -114,7 +114,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
         """Per site (num_variables, K): conditional probabilities given the rest
         (Rao-Blackwellized) or the indicator of the current value."""
         if rao_blackwell:
-            logits = conditional_logits(f, x, domains, whole)
+            logits = block_logits(f, x, domains, whole, True)
             return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
         return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
                 for s, d in domains.items()}
@@ -157,7 +157,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
         def body(carry, xs):
             states, best, best_values = carry
             key, beta = xs
-            tempered = lambda x: beta * f(x)  # noqa: E731
+            tempered = scaled(f, beta)
             if kernel.refresh is None:
                 states = jax.vmap(lambda s: kernel.init(s.position, tempered))(states)
             else:

@@ -344,15 +344,49 @@ def _colored(domains, offsets, edges, multilinear):
         colors = np.arange(num_variables)
     else:
         colors = greedy_coloring(num_variables, edges)
+    return _with_blocks(domains, offsets, edges, colors, multilinear)
+
+
+def _with_blocks(domains, offsets, edges, colors, multilinear):
+    """The :class:`Structure` of a coloring (colors 0..C−1): the blocks of each color,
+    grouped with one sort (linear in the number of variables and colors)."""
+    num_colors = int(colors.max()) + 1 if len(colors) else 0
+    per_site = []
+    for k in range(len(domains)):
+        local = colors[offsets[k]:offsets[k + 1]]
+        order = np.argsort(local, kind="stable")
+        bounds = np.searchsorted(local[order], np.arange(num_colors + 1))
+        per_site.append((order, bounds, len(local)))
     blocks = []
-    for c in range(int(colors.max()) + 1 if num_variables else 0):
+    for c in range(num_colors):
         block = {}
-        for k, s in enumerate(domains):
-            local = np.nonzero(colors[offsets[k]:offsets[k + 1]] == c)[0]
+        for s, (order, bounds, size) in zip(domains, per_site):
+            local = order[bounds[c]:bounds[c + 1]]
             if local.size:
-                block[s] = None if local.size == offsets[k + 1] - offsets[k] else local
+                block[s] = None if local.size == size else local
         blocks.append(block)
     return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear)
+
+
+def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structure:
+    """The :class:`Structure` of a coloring the model declares (see
+    :func:`numpyro_ugm.factor`): per site, a color for each variable (flat order).
+    Its interaction graph is unknown (``edges`` is ``None``, so
+    :meth:`Structure.independent` answers conservatively) unless there is one color
+    (no interactions)."""
+    sizes = [d.num_variables for d in domains.values()]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    flat = []
+    for s, d in domains.items():
+        c = np.asarray(colors[s], np.int64).reshape(-1)
+        if c.shape != (d.num_variables,) or (c.size and c.min() < 0):
+            raise ValueError(f"declared colors of site {s!r}: expected {d.num_variables} "
+                             f"non-negative integers, got shape {c.shape}")
+        flat.append(c)
+    _, dense = np.unique(np.concatenate(flat), return_inverse=True)  # colors 0..C−1
+    # one color: every variable independent of the others, so the graph is known (empty)
+    edges = np.zeros((0, 2), np.int64) if dense.size and dense.max() == 0 else None
+    return _with_blocks(domains, offsets, edges, dense.astype(np.int64), multilinear)
 
 
 # --- conditional models: one structure for every example ---------------------------------

@@ -13,6 +13,9 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
+from numpyro_ugm import structure
+from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
+                                      exact_conditional_logits, linear_combination)
 from numpyro_ugm.evaluate import exact
 from numpyro_ugm.models.ergm import (STATISTICS, DegeneracyWarning, change_statistics,
                                      check_degeneracy, edges_to_adjacency, edges_to_graph,
@@ -148,19 +151,124 @@ def _assert_matchings(m, n):
     assert sorted(covered) == list(range(len(i)))
 
 
-def test_gibbs_blocks_are_edge_matchings(triad6_problem):
-    n = 6
-    m = triad6_problem[0]
-    st = m.structure
-    assert st.multilinear
-    # interacting pairs are exactly the pairs of edges sharing a node
+def _found_structure(n, statistics):
+    """The structure the generic analysis finds from the log-potential alone (what the
+    model's declared coloring must respect)."""
+    m = model(n, statistics)
+    k = len(statistics)
+    return structure.analyze(m.log_potential, m.state_sites,
+                             lambda key, rng: {"theta": jnp.asarray(rng.normal(size=k))})
+
+
+def _share_a_node(n):
     i, j = np.triu_indices(n, 1)
-    share = {(a, b) for a, b in itertools.combinations(range(len(i)), 2)
-             if {i[a], j[a]} & {i[b], j[b]}}
-    assert set(map(tuple, st.edges.tolist())) == share
+    return {(a, b) for a, b in itertools.combinations(range(len(i)), 2)
+            if {i[a], j[a]} & {i[b], j[b]}}
+
+
+@pytest.mark.parametrize("statistics", [TRIAD, ("edges", "threestars", "isolates",
+                                                 ("gwdegree", 0.4))])
+def test_declared_matchings_hold_under_the_found_interactions(statistics):
+    n = 5
+    m = model(n, statistics)
+    # the model declares round-robin matchings (no Hessian probes at setup) ...
+    assert m.structure.edges is None and len(m.blocks) == n  # n odd: n colors
+    assert m.structure.multilinear == ("gwdegree" not in str(statistics))
     _assert_matchings(m, n)
-    # edges alone: no interactions, one block
-    assert len(model(4, ("edges",)).blocks) == 1
+    # ... and the analysis of the potential finds exactly the pairs sharing a node, so
+    # the matchings are conditionally independent blocks
+    found = _found_structure(n, statistics)
+    assert set(map(tuple, found.edges.tolist())) == _share_a_node(n)
+    assert len(model(6, TRIAD).blocks) == 5  # n even: n - 1 perfect matchings
+    assert len(model(4, ("edges",)).blocks) == 1  # dyad independent: one block
+
+
+def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
+    statistics = ("edges", ("gwesp", 0.7))
+    m = model(5, statistics)
+    assert len(m.blocks) == 10 and not m.structure.multilinear
+    found = _found_structure(5, statistics)
+    assert len(found.edges) == 10 * 9 // 2  # any two dyads interact
+
+
+@pytest.mark.parametrize("statistics", [
+    STATISTICS,
+    ("edges", ("gwesp", 0.25), ("gwesp", 1.5), ("gwdegree", 0.1), "triangle"),
+])
+def test_block_change_statistics_and_hooked_conditionals_match_brute_force(statistics):
+    n = 7
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, (3, 21)).astype(np.int8)
+    y[2] = rng.random(21) < 0.8  # a dense graph too
+    m = model(n, statistics)
+    theta = jnp.asarray(rng.normal(size=len(statistics)))
+    f = m.logdensity_fn({"theta": theta})
+    assert isinstance(f, LogDensity)
+    all_changes = np.asarray(change_statistics(y, statistics))
+    for g in range(3):
+        brute = []
+        for e in range(21):
+            on, off = y[g].copy(), y[g].copy()
+            on[e], off[e] = 1, 0
+            brute.append(np.array([1, -1]) @ np.asarray(
+                ergm_statistics(np.stack([on, off]), statistics), np.float64))
+        brute = np.array(brute)
+        np.testing.assert_allclose(all_changes[g], brute, rtol=1e-5, atol=1e-4)
+        state = {"y": jnp.asarray(y[g], jnp.float32)}
+        exact_logits = exact_conditional_logits(lambda x: m.log_potential(
+            {"theta": theta}, x), state, m.state_sites, {"y": None})["y"]
+        exact_odds = np.asarray(exact_logits[:, 1] - exact_logits[:, 0])
+        for idx in (None, np.array([4, 0, 17]), np.array([20])):
+            got = np.asarray(f.conditional_logits(state, m.state_sites, {"y": idx})["y"])
+            rows = slice(None) if idx is None else idx
+            np.testing.assert_allclose(got[:, 1] - got[:, 0], brute[rows] @ np.asarray(theta),
+                                       rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(got[:, 1] - got[:, 0], exact_odds[rows], rtol=1e-4,
+                                       atol=1e-4)
+        if m.structure.multilinear:  # the gradient gives the same conditionals
+            grad = conditional_logits(lambda x: m.log_potential({"theta": theta}, x), state,
+                                      m.state_sites, {"y": None})["y"]
+            np.testing.assert_allclose(np.asarray(grad[:, 1] - grad[:, 0]), exact_odds,
+                                       rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("statistics,theta", [
+    (TRIAD, (-0.4, 0.15, 0.3)),
+    (("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)),
+])
+def test_gibbs_with_change_statistics_samples_the_exact_distribution(statistics, theta):
+    n = 5  # 10 dyads, 1024 graphs
+    m = model(n, statistics)
+    samples = ugm.sample(m, {"theta": jnp.asarray(theta)}, jax.random.PRNGKey(0), 100,
+                         num_chains=100, num_warmup=10, thinning=2)
+    S = np.asarray(ergm_statistics(samples["y"], statistics))
+    _, mean, cov = brute_moments(n, statistics, theta)
+    se = np.sqrt(np.diag(cov) / len(S)) * 2  # x2: autocorrelation within chains
+    assert np.all(np.abs(S.mean(0) - mean) < 4 * se), (S.mean(0), mean, se)
+
+
+def test_tempered_samplers_keep_the_change_statistics():
+    statistics, theta = ("edges", "gwesp", "gwdegree"), jnp.asarray([-0.8, 0.6, -0.3])
+    m = model(4, statistics)
+    f = m.logdensity_fn({"theta": theta})
+    state = {"y": jnp.asarray([1, 0, 1, 1, 0, 1], jnp.float32)}
+    block = {"y": np.array([1, 4])}
+    # tempering and bridges keep the hook, with linearly combined conditionals
+    tempered = linear_combination((0.3, f), (-0.5, m.logdensity_fn({"theta": -theta})))
+    assert isinstance(tempered, LogDensity)
+    got = tempered.conditional_logits(state, m.state_sites, block)["y"]
+    want = exact_conditional_logits(tempered, state, m.state_sites, block)["y"]
+    np.testing.assert_allclose(np.asarray(got[:, 1] - got[:, 0]),
+                               np.asarray(want[:, 1] - want[:, 0]), rtol=1e-5, atol=1e-5)
+    # PSMC (adaptive tempering from uniform, then a bridge θ0 -> θ1) estimates log Z
+    psmc = ugm.PSMC(400, keep_fraction=1.0)
+    key = jax.random.PRNGKey(1)
+    first = psmc.init(key, m, {"theta": theta}, None)
+    second, _, _ = psmc.update(jax.random.fold_in(key, 1), first, m,
+                               {"theta": theta + 0.5}, None)
+    for st, th in ((first, theta), (second, theta + 0.5)):
+        log_z = brute_moments(4, statistics, np.asarray(th))[0]
+        assert abs(float(st.log_z) - log_z) < 0.1, (float(st.log_z), log_z)
 
 
 # --- exact evaluation against brute force ------------------------------------------------
@@ -184,25 +292,13 @@ def test_log_partition_and_expectations_match_brute_force(statistics, theta):
     grad = jax.grad(lambda p: exact.log_likelihood(m, p, {"y": graphs[rows]}))(params)
     np.testing.assert_allclose(np.asarray(grad["theta"]), S[rows].mean(0) - mean,
                                rtol=1e-3, atol=1e-4)
-    # the structure: multilinear statistics give matchings, gw* the exact fallback
+    # the structure: matchings, except gwesp (one dyad per block)
     if "gwesp" in statistics:
         assert not m.structure.multilinear
         assert len(m.blocks) == 6  # one edge per block
     else:
         assert m.structure.multilinear
         _assert_matchings(m, 4)
-
-
-@pytest.mark.slow  # the exact-conditional fallback sampler: by default in test_kernels_gibbs
-def test_gwesp_fallback_sampler_matches_exact():
-    statistics, theta = ("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)
-    m = model(4, statistics)
-    samples = ugm.sample(m, {"theta": jnp.asarray(theta)}, jax.random.PRNGKey(0), 200,
-                         num_chains=100, num_warmup=20, thinning=2)
-    S = np.asarray(ergm_statistics(samples["y"], statistics))
-    _, mean, cov = brute_moments(4, statistics, theta)
-    se = np.sqrt(np.diag(cov) / len(S)) * 2  # x2: autocorrelation within chains
-    assert np.all(np.abs(S.mean(0) - mean) < 4 * se), (S.mean(0), mean, se)
 
 
 # --- stochastic gradients against exact ----------------------------------------------------

@@ -27,7 +27,7 @@ from blackjax.smc.ess import ess
 
 from .._checks import check_count
 from .._deprecation import mapping_access
-from ..conditionals import conditional_logits, free_energy, scatter
+from ..conditionals import block_logits, free_energy, scatter
 from ..kernels import gibbs
 from ..kernels.base import Kernel, KernelSpec, as_spec, sample_labels, step_chains
 
@@ -305,7 +305,8 @@ def sample_latent(m, params: dict, rng_key: jax.Array, position: dict) -> dict:
     block = {s: None for s in m.latent_sites}
 
     def one(key, x):
-        logits = conditional_logits(m.logdensity_fn(params), x, domains, block)
+        logits = block_logits(m.logdensity_fn(params), x, domains, block,
+                              m.structure.multilinear)
         keys = jax.random.split(key, len(block))
         for k, s in zip(keys, block):
             labels = sample_labels(k, logits[s])

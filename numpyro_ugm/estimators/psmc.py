@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
 from .._deprecation import renamed_arguments
+from ..conditionals import linear_combination
 from .base import Particles, resample
 from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform, temper
 
@@ -104,14 +105,11 @@ class PSMC(TemperingEstimator):
             position = jax.tree.map(
                 lambda new, old: jnp.where(redraw.reshape((-1,) + (1,) * (old.ndim - 1)),
                                            new, old), fresh, position)
-        previous = state.params
         dtype = state.log_weights.dtype
+        before, after = m.logdensity_fn(state.params), m.logdensity_fn(params)
         result = temper(
-            kernel, bridge_key, position, jnp.full((num,), 1.0 / num, dtype),
-            lambda x: m.log_potential(previous, x).astype(dtype),
-            lambda x: (m.log_potential(params, x) - m.log_potential(previous, x)
-                       ).astype(dtype),
-            **self.tempering())
+            kernel, bridge_key, position, jnp.full((num,), 1.0 / num, dtype), before,
+            linear_combination((1.0, after), (-1.0, before)), **self.tempering())
         log_z = state.log_z + result.log_z_increment
         log_z_var = state.log_z_var + result.log_z_var
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,

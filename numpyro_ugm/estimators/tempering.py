@@ -14,11 +14,12 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+from blackjax.smc import from_mcmc, solver, tempered
 from blackjax.smc import resampling as bj_resampling
-from blackjax.smc import solver, tempered
 from blackjax.smc.ess import ess_solver
 
 from .._deprecation import mapping_access
+from ..conditionals import constant_log_density, linear_combination
 from ..kernels.base import Kernel, KernelSpec
 from .base import Estimator, shard_particles
 
@@ -84,8 +85,18 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         fixed-size buffers of ``max_betas`` entries, NaN-padded); for diagnostics and
         tests.
     """
+    move = from_mcmc.build_kernel(kernel.step, kernel.init, getattr(bj_resampling, resampling))
+
+    def move_at_beta(rng_key, state, num_steps, parameters, unused_target, log_weights_fn):
+        # the kernel targets logprior + β loglikelihood as a linear combination, which
+        # keeps the log-densities' own conditionals (blackjax's closure would not)
+        target = linear_combination((1.0, logprior_fn),
+                                    (state.tempering_param, loglikelihood_fn))
+        return move(rng_key, state, num_steps, parameters, target, log_weights_fn)
+
     step = tempered.build_kernel(logprior_fn, loglikelihood_fn, kernel.step, kernel.init,
-                                 getattr(bj_resampling, resampling))
+                                 getattr(bj_resampling, resampling),
+                                 update_particles_fn=move_at_beta)
     batched_loglikelihood = jax.vmap(loglikelihood_fn)
     dtype, num = weights.dtype, weights.shape[0]
 
@@ -160,8 +171,8 @@ def anneal_from_uniform(m, kernel: Kernel, rng_key: jax.Array, params: dict,
     position = shard_particles(m.random_state(init_key, (num_particles,)))
     dtype = jnp.result_type(float)
     weights = jnp.full((num_particles,), 1.0 / num_particles, dtype)
-    result = temper(kernel, key, position, weights, lambda x: jnp.zeros((), dtype),
-                    lambda x: m.log_potential(params, x).astype(dtype),
+    result = temper(kernel, key, position, weights, constant_log_density(jnp.zeros((), dtype)),
+                    m.logdensity_fn(params),
                     target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                     resampling=resampling, max_betas=max_betas)
     return result._replace(log_z_increment=result.log_z_increment + m.log_num_states)

@@ -22,7 +22,7 @@ from .._checks import as_key, check_count
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
-from ..conditionals import free_energy, sum_out
+from ..conditionals import LogDensity, free_energy, linear_combination, sum_out
 from ..model import UGM
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
@@ -173,13 +173,17 @@ def _build_run(m, kernel, summed, num_chains):
 
     @jax.jit
     def run(params, logq, rng_key, betas):
-        def base(x):
+        def base_value(x):
             return sum(jnp.sum(_indicators(domains[s], x[s]) * logq[s]) for s in domains)
 
+        def base_conditionals(x, unused_domains, block):  # independent variables
+            return {s: logq[s] if idx is None else logq[s][idx] for s, idx in block.items()}
+
+        base = LogDensity(base_value, base_conditionals)
         f = m.logdensity_fn(params)
 
         def tempered(beta):
-            return lambda x: (1.0 - beta) * base(x) + beta * f(x)
+            return linear_combination((1.0 - beta, base), (beta, f))
 
         def marginal(beta, x):
             """log Σ_summed exp(tempered(beta)) — the weight's log-density at β."""

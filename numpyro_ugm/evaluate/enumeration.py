@@ -97,9 +97,14 @@ def _independent_set(m, sites, max_colors=8):
 
     Returns dict site -> sorted local flat indices (possibly empty)."""
     st = m.structure
-    if not st.multilinear or st.edges is None:
+    if not st.multilinear:
         return {}
     domains = m.state_sites
+    if st.edges is None:  # a declared coloring: its largest color class among sites
+        colors = np.concatenate([st.colors[st.global_indices(s)] for s in sites])
+        largest = np.bincount(colors).argmax() if colors.size else -1
+        return {s: np.nonzero(st.colors[st.global_indices(s)] == largest)[0]
+                for s in sites}
     num_variables = st.num_variables
     eligible = np.zeros(num_variables, bool)
     weight = np.zeros(num_variables)

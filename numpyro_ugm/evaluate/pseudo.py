@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import optax
 
 from ..model import UGM
-from ..conditionals import conditional_logits, exact_conditional_logits, free_energy
+from ..conditionals import block_logits, exact_conditional_logits, free_energy
 from ..runloop import minimize
 from .fitting import prepare_fit
 
@@ -27,8 +27,8 @@ def _pseudo_log_likelihood(m, params, x):
         logits_fn = exact_conditional_logits
         f = lambda y: free_energy(m, params, y)  # noqa: E731
     else:
-        logits_fn = (conditional_logits if m.structure.multilinear
-                     else exact_conditional_logits)
+        multilinear = m.structure.multilinear
+        logits_fn = lambda f, *a: block_logits(f, *a, multilinear)  # noqa: E731
         f = m.logdensity_fn(params)
 
     def one(example):

@@ -142,7 +142,8 @@ def block_sweep(m, draw, scan, backward, max_unrolled):
             # the indices as given: batching them costs more here (64x64 Ising grid,
             # block Metropolis: 7 % slower) than it saves
             values, ok = draw(key, logits[s], d, gather(position[s], d, block.index[s]))
-            table = None if block.merge[s] is None else block.merge[s] + zero
+            table = block.merge[s]
+            table = table if table is None or isinstance(table, _Scatter) else table + zero
             new[s] = _merge(position[s], d, values, table)
             real = None if block.real is None else block.real[s]
             count = (jnp.sum(real, dtype=jnp.float32) if real is not None
@@ -177,7 +178,8 @@ def block_sweep(m, draw, scan, backward, max_unrolled):
 
     def update_color(rng_key, color, position, logdensity_fn):
         block = _Block({s: t[color] for s, t in index_tables.items()},
-                       {s: t[color] for s, t in merge_tables.items()},
+                       {s: _Scatter(t.index[color]) if isinstance(t, _Scatter) else t[color]
+                        for s, t in merge_tables.items()},
                        {s: jnp.arange(index_tables[s].shape[1]) < n[color]
                         for s, n in lengths.items()})
         return update(rng_key, position, logdensity_fn, block)
@@ -237,20 +239,37 @@ def _merge_table(domain, idx):
 
 
 def _merge(x, domain, values, table):
-    """The site ``x`` with the block's variables set to ``values`` (see _merge_table)."""
+    """The site ``x`` with the block's variables set to ``values`` (see _merge_table;
+    a ``_Scatter`` holds the block's indices instead, padded out of bounds)."""
     if table is None:
         return values.reshape(x.shape).astype(x.dtype)
+    if isinstance(table, _Scatter):
+        flat = x.reshape((domain.num_variables,) + domain.event_shape)
+        flat = flat.at[table.index].set(values.astype(x.dtype), mode="drop")
+        return flat.reshape(x.shape)
     flat = x.reshape((domain.num_variables,) + domain.event_shape)
     both = jnp.concatenate([flat, values.astype(x.dtype)], axis=0)
     return both.at[table].get(mode="promise_in_bounds",
                               unique_indices=True).reshape(x.shape)
 
 
+#: largest (num_blocks × num_variables) merge table; above it blocks merge by scatter
+MAX_MERGE_TABLE = 2 ** 24
+
+
+class _Scatter(NamedTuple):
+    """Flat indices a block's new values are scattered to (out of bounds: dropped)."""
+
+    index: jax.Array
+
+
 def _padded_tables(blocks, domains):
     """Per site, a (num_blocks, max_block_size) table of flat indices (padded with 0, a
     valid index whose draws the merge ignores), a (num_blocks, num_variables) merge
     table (see :func:`_merge_table`; identity on blocks that do not touch the site) and
-    the (num_blocks,) numbers of real (unpadded) entries."""
+    the (num_blocks,) numbers of real (unpadded) entries. When the merge table would
+    exceed :data:`MAX_MERGE_TABLE` entries (many blocks: an ERGM's single-dyad blocks),
+    a (num_blocks, max_block_size) scatter index padded out of bounds replaces it."""
     index_tables, merge_tables, lengths = {}, {}, {}
     for s, d in domains.items():
         rows = []
@@ -261,11 +280,18 @@ def _padded_tables(blocks, domains):
         if width == 0:
             continue
         index = np.zeros((len(blocks), width), np.int32)
+        lengths[s] = jnp.asarray([len(r) for r in rows], jnp.int32)
+        if len(blocks) * d.num_variables > MAX_MERGE_TABLE:
+            scatter = np.full((len(blocks), width), d.num_variables, np.int32)
+            for c, r in enumerate(rows):
+                index[c, :len(r)] = scatter[c, :len(r)] = r
+            index_tables[s] = jnp.asarray(index)
+            merge_tables[s] = _Scatter(jnp.asarray(scatter))
+            continue
         merge = np.tile(np.arange(d.num_variables, dtype=np.int32), (len(blocks), 1))
         for c, r in enumerate(rows):
             index[c, :len(r)] = r
             merge[c, r] = d.num_variables + np.arange(len(r))
         index_tables[s] = jnp.asarray(index)
         merge_tables[s] = jnp.asarray(merge)
-        lengths[s] = jnp.asarray([len(r) for r in rows], jnp.int32)
     return index_tables, merge_tables, lengths

@@ -16,6 +16,7 @@ from blackjax.mcmc.proposal import static_binomial_sampling
 
 from .._checks import check_count
 from .._deprecation import renamed_arguments
+from ..conditionals import scaled
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
 
@@ -35,7 +36,8 @@ def _check_betas(owner, betas, default_low, default_num):
 
 
 def _tempered(logdensity_fn, beta):
-    return lambda x: beta * logdensity_fn(x)
+    """β · logdensity_fn, keeping the log-density's own conditionals."""
+    return scaled(logdensity_fn, beta)
 
 
 class TemperedTransitionsState(NamedTuple):

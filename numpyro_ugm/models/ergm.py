@@ -6,15 +6,27 @@ An undirected graph on ``n`` nodes is one :class:`~numpyro_ugm.domains.Binary` s
 log-potential is θ·s(y) for a vector of graph statistics s (:data:`STATISTICS`), with one
 parameter per statistic in the site ``"theta"``.
 
-Every statistic except the geometrically weighted ones is written **multilinearly**:
-each term is a product of distinct edge variables (2-stars as
+The samplers never differentiate the whole graph's statistics: the model's factor gives
+its own conditionals (:func:`numpyro_ugm.factor`), the **change statistics** θ·Δ_e s of
+a block of pairs, computed from the adjacency rows of the block's nodes (degrees, and
+shared partners A_i·A_j): O(n) per pair for edges, twostars, threestars, triangles,
+isolates and gwdegree, so O(n²) for a block that is a perfect matching and O(n³) per
+sweep. ``gwesp`` also needs the shared partners of the pair's neighbouring edges: it
+gathers the rows of the pair's c common neighbours, O(n·(c + 1)) per pair (under
+``vmap`` over chains, c is the largest in the batch), so a sweep of a sparse graph costs
+O(n³) too, with one pair per update. All pairs at once (:func:`change_statistics`, the
+MPLE) come from matrix products: O(n³) work, O(n²) memory.
+
+The model also declares its Gibbs blocks, so no structure analysis runs at setup: pairs
+interact only through a shared node for every statistic but gwesp, so the blocks are
+**edge matchings** (the round-robin schedule: n − 1 perfect matchings for even n, n for
+odd n); with ``edges`` alone, one block; with ``gwesp`` any two pairs interact (through
+the shared partners of their neighbours), so each pair is its own block. The statistics
+themselves (for the log-potential and learning) are written **multilinearly** where they
+can be — each term a product of distinct edge variables (2-stars as
 ((Σ_j y_ij)² − Σ_j y_ij²)/2 per node, triangles as trace(A³)/6 with A the symmetric
-adjacency built from the site, ...). The conditional log-odds of every edge (its change
-statistics θ·Δ_e s) then come from one gradient, and :mod:`numpyro_ugm.structure` finds
-that two edges interact only when they share a node, so block Gibbs updates **edge
-matchings** (sets of node-disjoint edges) together. ``gwesp`` and ``gwdegree`` are not
-multilinear (they hold (1 − e^{−α})^k for counts k): with them the sampler falls back to
-exact conditionals, one edge at a time, which is correct but slower.
+adjacency built from the site, ...) — so their gradient is the change statistics too;
+``gwesp`` and ``gwdegree`` hold (1 − e^{−α})^k for counts k and are not multilinear.
 
 Helpers: :func:`graph_to_edges` / :func:`edges_to_adjacency` / :func:`edges_to_graph`
 convert between graphs (networkx or adjacency arrays) and data; :func:`ergm_statistics`
@@ -25,7 +37,6 @@ warns when sampled graphs collapse to the empty or the complete graph.
 """
 
 import functools
-import itertools
 import math
 import warnings
 from collections.abc import Sequence
@@ -40,6 +51,7 @@ from jax.typing import ArrayLike
 
 from .._checks import check_count
 from ..domains import Binary
+from ..factors import factor
 
 __all__ = ["ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
            "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
@@ -69,112 +81,220 @@ def num_nodes_of(num_edge_variables):
 
 @functools.lru_cache(maxsize=None)
 def _tables(n):
-    """Constant tables of the n-node graph: the edge index of each ordered pair
-    (``n(n−1)/2`` on the diagonal, pointing at an appended zero), the node-edge incidence
-    matrix (E, n), and the edge triples of the C(n, 3) triangles."""
+    """Constant tables of the n-node graph: ``pair`` (n, n), the edge index of each
+    ordered pair (``n(n−1)/2`` on the diagonal, pointing at an appended zero), and the
+    two nodes of each edge variable (``numpy.triu_indices`` order)."""
     i, j = np.triu_indices(n, 1)
     e = len(i)
     pair = np.full((n, n), e, np.int32)
     pair[i, j] = np.arange(e)
     pair[j, i] = np.arange(e)
-    incidence = np.zeros((e, n), np.float32)
-    incidence[np.arange(e), i] = 1
-    incidence[np.arange(e), j] = 1
-    triples = np.array([[pair[a, b], pair[a, c], pair[b, c]]
-                        for a, b, c in itertools.combinations(range(n), 3)],
-                       np.int32).reshape(-1, 3)
-    return pair, incidence, triples
+    return pair, i.astype(np.int32), j.astype(np.int32)
+
+
+def _padded(y):
+    """``y`` (..., E) with a zero appended: the value of the diagonal pairs of ``_tables``."""
+    return jnp.concatenate([y, jnp.zeros(y.shape[:-1] + (1,), y.dtype)], axis=-1)
 
 
 def _adjacency(y, n):
     """Symmetric adjacency ``(..., n, n)`` (zero diagonal) from edge variables ``(..., E)``,
     by one gather (differentiable in ``y``)."""
-    padded = jnp.concatenate([y, jnp.zeros(y.shape[:-1] + (1,), y.dtype)], axis=-1)
-    return padded[..., _tables(n)[0]]
+    return _padded(y)[..., _tables(n)[0]]
 
 
-class _Graph:
-    """Edge variables ``y`` (..., E) of an n-node graph, with the quantities statistics
-    share (degrees, adjacency) computed once, on first use. Everything is a polynomial
-    in ``y`` written so that the multilinear statistics stay multilinear."""
-
-    def __init__(self, y, n):
-        self.y, self.n = y, n
-
-    @functools.cached_property
-    def incidence(self):
-        return jnp.asarray(_tables(self.n)[1], self.y.dtype)
-
-    @functools.cached_property
-    def degrees(self):
-        return self.y @ self.incidence  # (..., n): a linear map, cheap to differentiate
-
-    def power_degrees(self, k):
-        """Σ_{e ∋ i} y_e^k per node (equal to the degree on the domain, not as a
-        polynomial: the power sums of Newton's identities)."""
-        return (self.y ** k) @ self.incidence
-
-    @functools.cached_property
-    def adjacency(self):
-        return _adjacency(self.y, self.n)
+def _colors(n, names):
+    """The Gibbs coloring of the pairs: one color when the statistics are dyad
+    independent (edges only), one color per pair with gwesp (any two pairs interact
+    through the shared partners of their neighbours), else matchings (pairs interact
+    only through a shared node)."""
+    if set(names) <= {"edges"}:
+        return np.zeros(num_pairs(n), np.int64)
+    if "gwesp" in names:
+        return np.arange(num_pairs(n))
+    return _matching_colors(n)
 
 
-# --- statistics ----------------------------------------------------------------------
+@functools.lru_cache(maxsize=8)
+def _matching_colors(n):
+    """A color per edge variable such that each color is a matching (node-disjoint
+    pairs): the round-robin schedule, n − 1 colors for even n, n for odd n (the fewest
+    possible). Pairs (i, j) of the first m − 1 nodes (m = n rounded up to even) get
+    (i + j) mod (m − 1); pairs with node m − 1 get 2i mod (m − 1)."""
+    m = n + n % 2
+    i, j = np.triu_indices(n, 1)
+    return np.where(j == m - 1, 2 * i, i + j) % (m - 1)
 
 
-def _edges(g, decay):
-    return jnp.sum(g.y, -1)
+# --- statistics s(y) ------------------------------------------------------------------
+# Each is a function of the adjacency A (..., n, n) built from y and the decay. Those
+# marked multilinear are sums of products of distinct edge variables as written, so a
+# gradient in y gives their change statistics too (the structure analysis relies on it).
 
 
-def _twostars(g, decay):
-    # Σ_i C(d_i, 2) written multilinearly: ((Σ_j y_ij)² − Σ_j y_ij²) / 2 per node
-    d = g.degrees
-    return jnp.sum(d * d - g.power_degrees(2), -1) / 2
+def _edges(A, decay):
+    return jnp.sum(A, axis=(-2, -1)) / 2
 
 
-def _threestars(g, decay):
+def _twostars(A, decay):
+    # Σ_i C(d_i, 2) written multilinearly: ((Σ_j A_ij)² − Σ_j A_ij²) / 2 per node
+    d = jnp.sum(A, -1)
+    return jnp.sum(d * d - jnp.sum(A * A, -1), -1) / 2
+
+
+def _threestars(A, decay):
     # Σ_i C(d_i, 3) as the elementary symmetric polynomial e3 = (p1³ − 3 p1 p2 + 2 p3)/6
-    p1, p2, p3 = g.degrees, g.power_degrees(2), g.power_degrees(3)
+    p1, p2, p3 = (jnp.sum(A ** k, -1) for k in (1, 2, 3))
     return jnp.sum(p1 ** 3 - 3 * p1 * p2 + 2 * p3, -1) / 6
 
 
-def _triangles(g, decay):
-    # Σ over node triples of y_ab y_ac y_bc (= trace(A³)/6), a product of distinct edges
-    t = _tables(g.n)[2]
-    y = g.y
-    return jnp.sum(y[..., t[:, 0]] * y[..., t[:, 1]] * y[..., t[:, 2]], -1)
+def _triangles(A, decay):
+    # trace(A³)/6: with a zero diagonal every term A_ab A_bc A_ca has three distinct
+    # pairs, so this is a product of distinct edges (O(n³) by one matrix product)
+    return jnp.sum((A @ A) * A, axis=(-2, -1)) / 6
 
 
-def _isolates(g, decay):
+def _isolates(A, decay):
     # Π_j (1 − A_ij) is a product of distinct edges (the diagonal contributes 1)
-    return jnp.sum(jnp.prod(1 - g.adjacency, -1), -1)
+    return jnp.sum(jnp.prod(1 - A, -1), -1)
 
 
-def _gwesp(g, decay):
+def _gwesp(A, decay):
     # e^α Σ_{i<j} y_ij (1 − (1 − e^{−α})^{sp_ij}), sp_ij = shared partners (statnet's
     # gwesp(decay, fixed=TRUE)); not multilinear
-    A = g.adjacency
     r = -jnp.expm1(-decay)
-    sp = A @ A
-    return jnp.exp(decay) * jnp.sum(A * (1 - r ** sp), axis=(-2, -1)) / 2
+    return jnp.exp(decay) * jnp.sum(A * (1 - r ** (A @ A)), axis=(-2, -1)) / 2
 
 
-def _gwdegree(g, decay):
+def _gwdegree(A, decay):
     # e^α Σ_i (1 − (1 − e^{−α})^{d_i}) (statnet's gwdegree(decay, fixed=TRUE));
     # not multilinear
     r = -jnp.expm1(-decay)
-    return jnp.exp(decay) * jnp.sum(1 - r ** g.degrees, -1)
+    return jnp.exp(decay) * jnp.sum(1 - r ** jnp.sum(A, -1), -1)
 
 
-#: statistic name -> (function of a _Graph, multilinear as written, uses a decay)
+# --- change statistics Δ_e s(y) = s(y, e on) − s(y, e off) ----------------------------
+
+
+class _Dyads:
+    """What the change statistics of some dyads (i, j) need, at the current graph:
+    ``value`` y_ij, ``degree_i`` / ``degree_j`` the degrees of i and j without the pair,
+    ``shared`` the number of shared partners of i and j, and, for gwesp,
+    :meth:`partner_terms`. Built by :func:`_all_dyads` (every pair, from matrix products)
+    or :func:`_block_dyads` (a block, from the adjacency rows of its nodes)."""
+
+    def __init__(self, value, degree_i, degree_j, shared, partner_terms):
+        self.value, self.degree_i, self.degree_j = value, degree_i, degree_j
+        self.shared, self._partner_terms = shared, partner_terms
+
+    def partner_terms(self, r):
+        """Σ_k A_ik A_jk (r^{sp_ik} + r^{sp_jk}), the shared partners' counts sp of the
+        pairs (i, k) and (j, k) taken with the pair (i, j) off."""
+        return self._partner_terms(r)
+
+
+def _all_dyads(y, n):
+    """:class:`_Dyads` of every pair of the graph ``y`` (E,): O(n²) memory, O(n³) work
+    (A @ A, and one more product for gwesp)."""
+    _, i, j = _tables(n)
+    A = _adjacency(y, n)
+    d = jnp.sum(A, -1)
+    sp = A @ A
+
+    def partner_terms(r):
+        # B = A ∘ r^{sp}; (B A)_ij + (B A)_ji sums r^{sp_ik} (resp. r^{sp_jk}) over the
+        # common neighbours k; with y_ij on, each sp counts the pair once too many
+        BA = ((A * r ** sp) @ A)
+        return (BA[i, j] + BA[j, i]) * r ** (-y)
+
+    return _Dyads(y, d[i] - y, d[j] - y, sp[i, j], partner_terms)
+
+
+#: common neighbours whose adjacency rows gwesp's change statistic gathers at a time
+PARTNER_CHUNK = 8
+
+
+def _block_dyads(y, n, idx):
+    """:class:`_Dyads` of the pairs ``idx`` (b,) of the graph ``y`` (E,), from the
+    adjacency rows of their nodes: O(b·n). gwesp's partner terms also gather the rows
+    of the pair's common neighbours, :data:`PARTNER_CHUNK` at a time: O(b·n·(c + 1))
+    for c common neighbours (under ``vmap`` the largest c of the batch), instead of
+    O(n²) for the whole adjacency."""
+    pair, nodes_i, nodes_j = _tables(n)
+    pair = jnp.asarray(pair)
+    padded = _padded(y)
+    i, j = jnp.asarray(nodes_i)[idx], jnp.asarray(nodes_j)[idx]
+    row_i, row_j = padded[pair[i]], padded[pair[j]]  # (b, n)
+    value = padded[idx]
+
+    def partner_terms(r):
+        chunk = PARTNER_CHUNK
+        width = -(-n // chunk) * chunk
+
+        def one(row_i, row_j, v):
+            common = row_i * row_j
+            count = jnp.sum(common > 0)
+            order = jnp.nonzero(common > 0, size=width, fill_value=0)[0]
+
+            def body(carry):
+                start, total = carry
+                ks = jax.lax.dynamic_slice(order, (start,), (chunk,))
+                weight = jnp.where(start + jnp.arange(chunk) < count, common[ks], 0)
+                rows = padded[pair[ks]]  # (chunk, n): the common neighbours' rows
+                sp_i, sp_j = rows @ row_i - v, rows @ row_j - v  # pair (i, j) off
+                return start + chunk, total + jnp.sum(weight * (r ** sp_i + r ** sp_j))
+
+            zero = jnp.zeros((), row_i.dtype)
+            return jax.lax.while_loop(lambda c: c[0] < count, body, (0, zero))[1]
+
+        return jax.vmap(one)(row_i, row_j, value)
+
+    return _Dyads(value, jnp.sum(row_i, -1) - value, jnp.sum(row_j, -1) - value,
+                  jnp.sum(row_i * row_j, -1), partner_terms)
+
+
+def _change_edges(g, decay):
+    return jnp.ones_like(g.value)
+
+
+def _change_twostars(g, decay):
+    return g.degree_i + g.degree_j
+
+
+def _change_threestars(g, decay):
+    return (g.degree_i * (g.degree_i - 1) + g.degree_j * (g.degree_j - 1)) / 2
+
+
+def _change_triangles(g, decay):
+    return g.shared
+
+
+def _change_isolates(g, decay):
+    return -((g.degree_i == 0).astype(g.value.dtype) + (g.degree_j == 0))
+
+
+def _change_gwesp(g, decay):
+    # the pair's own term e^α (1 − r^{sp_ij}), and each common neighbour k gives the
+    # pairs (i, k), (j, k) one more shared partner: e^α (r^s − r^{s+1}) = r^s each
+    r = -jnp.expm1(-decay)
+    return jnp.exp(decay) * (1 - r ** g.shared) + g.partner_terms(r)
+
+
+def _change_gwdegree(g, decay):
+    # a node of degree d (without the pair) gains e^α (r^d − r^{d+1}) = r^d
+    r = -jnp.expm1(-decay)
+    return r ** g.degree_i + r ** g.degree_j
+
+
+#: name -> (statistic of A, its change statistics, multilinear as written, uses a decay)
 _STATISTICS = {
-    "edges": (_edges, True, False),
-    "twostars": (_twostars, True, False),
-    "threestars": (_threestars, True, False),
-    "triangles": (_triangles, True, False),
-    "isolates": (_isolates, True, False),
-    "gwesp": (_gwesp, False, True),
-    "gwdegree": (_gwdegree, False, True),
+    "edges": (_edges, _change_edges, True, False),
+    "twostars": (_twostars, _change_twostars, True, False),
+    "threestars": (_threestars, _change_threestars, True, False),
+    "triangles": (_triangles, _change_triangles, True, False),
+    "isolates": (_isolates, _change_isolates, True, False),
+    "gwesp": (_gwesp, _change_gwesp, False, True),
+    "gwdegree": (_gwdegree, _change_gwdegree, False, True),
 }
 _ALIASES = {"edge": "edges", "kstar2": "twostars", "2-stars": "twostars",
             "2stars": "twostars", "kstar3": "threestars", "3-stars": "threestars",
@@ -204,7 +324,7 @@ def _parse(statistics, decay):
         key = _ALIASES.get(name.lower(), name.lower())
         if key not in _STATISTICS:
             raise ValueError(f"ergm: unknown statistic {name!r}; known: {list(STATISTICS)}")
-        uses_decay = _STATISTICS[key][2]
+        uses_decay = _STATISTICS[key][3]
         if value is not None and not uses_decay:
             raise ValueError(f"ergm: statistic {name!r} takes no decay, got {value!r}")
         if uses_decay:
@@ -221,8 +341,15 @@ def _parse(statistics, decay):
 
 def _statistics(y, n, parsed):
     """s(y) (..., num_statistics) from edge variables (..., E)."""
-    g = _Graph(y, n)
-    return jnp.stack([_STATISTICS[name][0](g, value) for name, value in parsed], axis=-1)
+    A = _adjacency(y, n)
+    return jnp.stack([_STATISTICS[name][0](A, value) for name, value in parsed], axis=-1)
+
+
+def _change_statistics(y, n, parsed, idx=None):
+    """Δ s (b, num_statistics) of the pairs ``idx`` (all pairs if None) of one graph
+    ``y`` (E,)."""
+    g = _all_dyads(y, n) if idx is None else _block_dyads(y, n, idx)
+    return jnp.stack([_STATISTICS[name][1](g, value) for name, value in parsed], axis=-1)
 
 
 def ergm_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triangles"), *,
@@ -255,7 +382,9 @@ def change_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triang
     """Change statistics Δ_e s(y) = s(y with e on) − s(y with e off), for every pair e.
 
     The conditional log-odds of edge e given the rest is θ·Δ_e s(y), so the MPLE is the
-    logistic regression of the observed y_e on these rows (:func:`mple`).
+    logistic regression of the observed y_e on these rows (:func:`mple`). Computed as
+    the samplers compute them (O(n³) work and O(n²) memory per graph, from matrix
+    products of the adjacency).
 
     Parameters
     ----------
@@ -270,12 +399,22 @@ def change_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triang
     """
     parsed = _parse(statistics, decay)
     y = jnp.asarray(edges, jnp.result_type(float))
-    num = y.shape[-1]
-    n = num_nodes_of(num)
-    eye = jnp.eye(num, dtype=y.dtype)
-    on = jnp.maximum(y[..., None, :], eye)  # (..., E, E): row e has edge e on
-    off = y[..., None, :] * (1 - eye)
-    return _statistics(on, n, parsed) - _statistics(off, n, parsed)
+    n = num_nodes_of(y.shape[-1])
+    flat = y.reshape((-1, y.shape[-1]))
+    out = jax.vmap(lambda g: _change_statistics(g, n, parsed))(flat)
+    return out.reshape(y.shape + (len(parsed),))
+
+
+def _conditionals(y, theta, n, parsed):
+    """The ``conditionals(site, idx)`` hook of the model's factor: log-probabilities
+    (b, 2) of the pairs ``idx`` being off / on, [0, θ·Δ s]."""
+    def conditionals(site, idx):
+        if site != "y":
+            return None
+        log_odds = _change_statistics(y, n, parsed, idx) @ theta
+        return jnp.stack([jnp.zeros_like(log_odds), log_odds], axis=-1)
+
+    return conditionals
 
 
 # --- the model -----------------------------------------------------------------------
@@ -301,9 +440,9 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
       e^α Σ_k (1 − (1 − e^{−α})^k) EP_k (statnet's ``gwesp(α, fixed=TRUE)``);
     * ``"gwdegree"``: geometrically weighted degree, e^α Σ_i (1 − (1 − e^{−α})^{d_i}).
 
-    All but the last two are written multilinearly (see the module docstring), so Gibbs
-    updates edge matchings from one gradient; ``gwesp`` and ``gwdegree`` use the exact
-    (slower) fallback. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
+    Gibbs takes each block's conditionals from its change statistics (see the module
+    docstring): blocks are edge matchings, single pairs with ``gwesp``. The PF paper's
+    triad model (Asuncion et al. 2010, sec. 4.2) is
     ``statistics=("edges", "twostars", "triangles")``.
 
     Parameters
@@ -332,7 +471,10 @@ def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
     else:
         theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand((k,)).to_event(1))
     y = numpyro.sample("y", Binary(num_pairs(n)))
-    numpyro.factor("statistics", theta @ _statistics(y, n, parsed))
+    factor("statistics", theta @ _statistics(y, n, parsed),
+           conditionals=_conditionals(y, theta, n, parsed),
+           colors={"y": _colors(n, tuple(name for name, _ in parsed))},
+           multilinear=all(_STATISTICS[name][2] for name, _ in parsed))
 
 
 # --- graphs <-> data -----------------------------------------------------------------

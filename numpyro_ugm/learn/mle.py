@@ -108,9 +108,19 @@ class _History:
         state the history ends at (same PRNG key); else start afresh."""
         if self.key is None or not np.array_equal(np.asarray(state.rng_key), self.key):
             self.pieces = []
+            return
+        # pieces are recorded in step order without overlap, so only the last ones can
+        # reach beyond ``step``: trimming from the end keeps a long run of update() calls
+        # linear in its length (rebuilding every piece made each call cost O(steps))
         step = int(state.step)
-        self.pieces = [(first, {k: v[:step - first] for k, v in d.items()})
-                       for first, d in self.pieces if first < step]
+        while self.pieces:
+            first, d = self.pieces[-1]
+            if first >= step:
+                self.pieces.pop()
+                continue
+            if first + len(next(iter(d.values()))) > step:
+                self.pieces[-1] = (first, {k: v[:step - first] for k, v in d.items()})
+            break
 
     def add(self, first, diagnostics, state):
         """Record the diagnostics of the steps from ``first`` on, which led to ``state``."""
@@ -421,7 +431,7 @@ class MLE:
         else:
             batch = (batch if isinstance(batch, PreparedBatch) else self.prepare(batch)).batch
         new_state, info = self._update_jit(state, batch)
-        recorded = jax.tree.map(lambda v: np.asarray(v)[None], info)
+        recorded = {k: np.asarray(v)[None] for k, v in jax.device_get(info).items()}
         self._history.resume(state)
         self._history.add(int(state.step), recorded, new_state)
         self._raise_if_failed(new_state, recorded)

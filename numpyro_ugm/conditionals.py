@@ -131,8 +131,16 @@ def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     value, grads = jax.value_and_grad(lambda v: logdensity_fn({**ref, **v}))(sub)
     for s, idx in summed.items():
         logits = domains[s].conditional_logits(gather(grads[s], domains[s], idx))
-        value = value + jnp.sum(jax.nn.logsumexp(logits, axis=-1) - logits[..., 0])
+        value = value + jnp.sum(_log_normalizer(logits))
     return value
+
+
+def _log_normalizer(logits):
+    """log Σ_k exp(logits_k) − logits_0 per variable: a softplus of the log-odds for two
+    values (no (..., 2) intermediate to reduce), a logsumexp otherwise."""
+    if logits.shape[-1] == 2:
+        return jax.nn.softplus(logits[..., 1] - logits[..., 0])
+    return jax.nn.logsumexp(logits, axis=-1) - logits[..., 0]
 
 
 # --- latent sites ----------------------------------------------------------------------

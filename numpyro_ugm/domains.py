@@ -145,7 +145,11 @@ class Domain(Distribution):
         ``grad`` has shape ``(..., *event)``; the result has shape (..., K) and is defined up
         to an additive constant per variable.
         """
-        return grad[..., None] * self.model_values(grad.dtype)
+        # one product per value, stacked: XLA folds the slices consumers take of a stack
+        # (the log-odds of a two-valued domain); a product with the stacked values would
+        # become an iota whose slices stop elementwise work that follows from vectorizing
+        # (6x slower softplus of an RBM's hidden units on the CPU)
+        return jnp.stack([grad * value for value in self.values], axis=-1)
 
     def reference(self, shape=(), dtype=None):
         """A fixed point of the domain in the model representation (first value)."""

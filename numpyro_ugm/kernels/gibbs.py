@@ -10,7 +10,7 @@ import numpy as np
 from .._checks import check_count
 from .._deprecation import renamed_arguments
 from ..conditionals import block_logits
-from .base import Kernel, KernelInfo, KernelSpec, sample_values
+from .base import Kernel, KernelInfo, KernelSpec, values_from_uniforms
 
 
 class GibbsState(NamedTuple):
@@ -26,9 +26,10 @@ class gibbs(KernelSpec):
 
     Each block holds conditionally independent variables, updated together from their
     exact conditionals: read off one gradient for multilinear potentials, or computed by
-    evaluating the log-density at each value otherwise. Random numbers are drawn for the
-    block's variables only, and the new values are merged into the site by one gather
-    through a precomputed table (cheaper than a scatter).
+    evaluating the log-density at each value otherwise. One uniform is drawn per updated
+    variable, for a whole sweep at once (and, with systematic scan, for all chains at
+    once when the chains step together: ``Kernel.batch_step``); the new values are merged
+    into the site by one gather through a precomputed table (cheaper than a scatter).
 
     Parameters
     ----------
@@ -67,7 +68,8 @@ class gibbs(KernelSpec):
     def build(self, m) -> Kernel:
         structure, domains = m.structure, m.state_sites
 
-        def update(rng_key, position, logdensity_fn, block, merge):
+        def update(uniforms, position, logdensity_fn, block, merge):
+            # uniforms: site -> one uniform per variable of the block;
             # block: site -> flat indices of the block's variables (None: whole site);
             # merge: site -> gather table into concat(old, new) (None: whole site)
             zero = _batch_aligned_zero(position)
@@ -75,11 +77,21 @@ class gibbs(KernelSpec):
             logits = block_logits(logdensity_fn, position, domains, block,
                                   structure.multilinear)
             new = dict(position)
-            for key, s in zip(jax.random.split(rng_key, len(block)), block):
-                values = sample_values(key, logits[s], domains[s], position[s].dtype)
+            for s in block:
+                values = values_from_uniforms(uniforms[s], logits[s], domains[s],
+                                              position[s].dtype)
                 table = None if merge[s] is None else merge[s] + zero
                 new[s] = _merge(position[s], domains[s], values, table)
             return new
+
+        def over(chains, fn):
+            """``fn`` on one chain, or vmapped over a leading axis of ``chains``."""
+            return fn if chains is None else jax.vmap(fn)
+
+        def draw(rng_key, chains, width, position):
+            """Uniforms for ``width`` variables (of each of ``chains`` chains)."""
+            shape = (width,) if chains is None else (chains, width)
+            return jax.random.uniform(rng_key, shape, _uniform_dtype(position))
 
         blocks = structure.blocks[::-1] if self.backward else structure.blocks
         num_blocks = len(blocks)
@@ -87,33 +99,43 @@ class gibbs(KernelSpec):
         if self.scan == "systematic" and unrolled:
             merges = [{s: _merge_table(domains[s], idx) for s, idx in b.items()}
                       for b in blocks]
+            slices, width = _uniform_slices(blocks, domains)
 
-            def sweep(rng_key, position, logdensity_fn):
-                keys = jax.random.split(rng_key, num_blocks)
-                for key, block, merge in zip(keys, blocks, merges):
-                    position = update(key, position, logdensity_fn, block, merge)
+            def sweep(rng_key, position, logdensity_fn, chains=None):
+                # one uniform per variable of the sweep, drawn at once
+                u = draw(rng_key, chains, width, position)
+                for block, merge, where in zip(blocks, merges, slices):
+                    position = over(chains, lambda u, x, block=block, merge=merge: update(
+                        u, x, logdensity_fn, block, merge))(
+                        {s: u[..., a:b] for s, (a, b) in where.items()}, position)
                 return position
         else:
             # One update for any color, from padded index tables. Random scan always
             # goes this way: under vmap each chain draws its own color, and a lax.switch
             # over per-block updates would run every branch for every chain.
             index_tables, merge_tables = _padded_tables(blocks, domains)
+            widths = {s: t.shape[1] for s, t in index_tables.items()}
+            offsets = np.cumsum([0] + list(widths.values()))
 
-            def update_color(rng_key, color, position, logdensity_fn):
+            def update_color(rng_key, color, position, logdensity_fn, chains=None):
+                u = draw(rng_key, chains, int(offsets[-1]), position)
                 block = {s: t[color] for s, t in index_tables.items()}
                 merge = {s: t[color] for s, t in merge_tables.items()}
-                return update(rng_key, position, logdensity_fn, block, merge)
+                uniforms = {s: u[..., a:b] for s, a, b in zip(widths, offsets, offsets[1:])}
+                return over(chains, lambda u, x: update(u, x, logdensity_fn, block, merge))(
+                    uniforms, position)
 
             if self.scan == "systematic":
-                def sweep(rng_key, position, logdensity_fn):
+                def sweep(rng_key, position, logdensity_fn, chains=None):
                     def body(position, xs):
                         key, color = xs
-                        return update_color(key, color, position, logdensity_fn), None
+                        return update_color(key, color, position, logdensity_fn,
+                                            chains), None
 
                     keys = jax.random.split(rng_key, num_blocks)
                     return jax.lax.scan(body, position, (keys, jnp.arange(num_blocks)))[0]
             else:
-                def sweep(rng_key, position, logdensity_fn):
+                def sweep(rng_key, position, logdensity_fn, chains=None):
                     def body(position, key):
                         key, pick = jax.random.split(key)
                         color = jax.random.randint(pick, (), 0, num_blocks)
@@ -124,20 +146,52 @@ class gibbs(KernelSpec):
 
         sweeps = int(self.num_mcmc_steps)
 
+        def sweeps_of(rng_key, position, logdensity_fn, chains=None):
+            if sweeps == 1:
+                return sweep(rng_key, position, logdensity_fn, chains)
+            return jax.lax.fori_loop(
+                0, sweeps, lambda i, x: sweep(jax.random.fold_in(rng_key, i), x,
+                                              logdensity_fn, chains), position)
+
         def init(position, logdensity_fn=None):
             return GibbsState(dict(position))
 
         def step(rng_key, state, logdensity_fn, **unused):
-            position = state.position
-            if sweeps == 1:
-                position = sweep(rng_key, position, logdensity_fn)
-            else:
-                position = jax.lax.fori_loop(
-                    0, sweeps, lambda i, x: sweep(jax.random.fold_in(rng_key, i), x,
-                                                  logdensity_fn), position)
+            position = sweeps_of(rng_key, state.position, logdensity_fn)
             return GibbsState(position), KernelInfo(jnp.ones(()))
 
-        return Kernel(init, step)
+        def batch_step(rng_key, states, logdensity_fn):
+            """Every chain of ``states`` (leading axis) steps with uniforms drawn for all
+            of them at once from ``rng_key`` (no key per chain)."""
+            chains = jax.tree.leaves(states.position)[0].shape[0]
+            position = sweeps_of(rng_key, states.position, logdensity_fn, chains)
+            return GibbsState(position), KernelInfo(jnp.ones((chains,)))
+
+        # random scan draws a color per chain: its chains step one by one (vmapped)
+        return Kernel(init, step,
+                      batch_step=None if self.scan == "random" else batch_step)
+
+
+def _uniform_dtype(position):
+    """The floating-point dtype of the state (uniforms are drawn in it)."""
+    for leaf in jax.tree.leaves(position):
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            return leaf.dtype
+    return jnp.result_type(float)
+
+
+def _uniform_slices(blocks, domains):
+    """Where each block's variables take their uniforms in one draw for a sweep: per
+    block, site -> (start, stop); and the draw's width (one per variable of each block)."""
+    slices, start = [], 0
+    for block in blocks:
+        where = {}
+        for s, idx in block.items():
+            count = domains[s].num_variables if idx is None else len(idx)
+            where[s] = (start, start + count)
+            start += count
+        slices.append(where)
+    return slices, start
 
 
 def _batch_aligned_zero(position):

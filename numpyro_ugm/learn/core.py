@@ -56,24 +56,35 @@ class LearnState(NamedTuple):
 def all_finite(tree, allow_minus_inf=False):
     """Whether every floating-point value of ``tree`` is finite (or −inf, if allowed:
     the log of a zero particle weight)."""
-    leaves = [x for x in jax.tree.leaves(tree)
-              if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    leaves = _float_leaves(tree)
     if not leaves:
         return jnp.array(True)
     if allow_minus_inf:
         return jnp.all(jnp.stack([jnp.all(~jnp.isnan(x) & (x < jnp.inf)) for x in leaves]))
-    # x − x is 0 for finite x and NaN otherwise, so one floating-point sum per leaf
-    # says whether all are finite: a plain reduction, cheaper than reducing a boolean
-    # array (and x·0 would make XLA materialize a broadcast zero)
-    return ~jnp.isnan(sum(jnp.sum(x - x) for x in leaves))
+    # a finite sum means finite values; only a sum that is not (a non-finite value, or
+    # an overflow) needs the elementwise check, which lax.cond then runs alone
+    return _finite_unless(sum(jnp.sum(x) for x in leaves), leaves)
+
+
+def _float_leaves(tree):
+    return [x for x in jax.tree.leaves(tree)
+            if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+
+
+def _finite_unless(total, leaves):
+    """True when ``total`` (a sum over ``leaves`` that any non-finite value makes
+    non-finite) is finite; else whether every value of ``leaves`` is finite."""
+    return jax.lax.cond(jnp.isfinite(total), lambda: jnp.array(True),
+                        lambda: jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                   for x in leaves])))
 
 
 def _norm_and_finite(tree):
     """The global 2-norm of ``tree`` and whether all its values are finite, from one
-    sum per leaf: Σ(x² + (x − x)) is Σx² when every x is finite and NaN otherwise (a norm
-    that overflows to +inf still counts as finite values)."""
-    total = sum(jnp.sum(x * x + (x - x)) for x in jax.tree.leaves(tree))
-    return jnp.sqrt(total), ~jnp.isnan(total)
+    pass over the values in the usual case (see :func:`all_finite`)."""
+    leaves = _float_leaves(tree)
+    total = sum(jnp.sum(x * x) for x in leaves)
+    return jnp.sqrt(total), _finite_unless(total, leaves)
 
 
 def free_energies(m, params, positions, inputs=None):

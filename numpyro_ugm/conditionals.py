@@ -70,10 +70,15 @@ def conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     -------
     dict of str -> array (num_block_variables, K)
     """
-    sub = {s: state[s] for s in block}
-    grads = jax.grad(lambda v: logdensity_fn({**state, **v}))(sub)
+    grads = _block_gradients(logdensity_fn, state, block)
     return {s: domains[s].conditional_logits(gather(grads[s], domains[s], idx))
             for s, idx in block.items()}
+
+
+def _block_gradients(logdensity_fn, state, sites):
+    """The gradient of the log-density with respect to each of ``sites`` at ``state``."""
+    sub = {s: state[s] for s in sites}
+    return jax.grad(lambda v: logdensity_fn({**state, **v}))(sub)
 
 
 def exact_conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
@@ -213,8 +218,12 @@ def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     sub = {s: ref[s] for s in summed}
     value, grads = jax.value_and_grad(lambda v: logdensity_fn({**ref, **v}))(sub)
     for s, idx in summed.items():
-        logits = domains[s].conditional_logits(gather(grads[s], domains[s], idx))
-        value = value + jnp.sum(jax.nn.logsumexp(logits, axis=-1) - logits[..., 0])
+        domain, grad = domains[s], gather(grads[s], domains[s], idx)
+        if domain.two_valued:  # log(e^{f(low)} + e^{f(high)}) − f(low)
+            value = value + jnp.sum(jax.nn.softplus(domain.log_odds(grad)))
+        else:
+            logits = domain.conditional_logits(grad)
+            value = value + jnp.sum(jax.nn.logsumexp(logits, axis=-1) - logits[..., 0])
     return value
 
 
@@ -253,25 +262,26 @@ def free_energy(m: Any, params: dict, state: dict) -> jax.Array:
     full = {**state, **{s: domains[s].reference(domains[s].batch_shape)
                         for s in latent}}
     f = m.logdensity_fn(params)
-    logits = jax.lax.stop_gradient(
-        conditional_logits(f, full, domains, {s: None for s in latent}))
+    grads = jax.lax.stop_gradient(_block_gradients(f, full, latent))
     entropy = 0.0
     for s in latent:
-        mean, ent = _mean_and_entropy(domains[s], logits[s])
+        mean, ent = _mean_and_entropy(domains[s], site_variables(grads[s], domains[s]))
         full[s] = mean.reshape(full[s].shape)
         entropy = entropy + jnp.sum(ent)
     return f(full) + entropy
 
 
-def _mean_and_entropy(domain, logits):
-    """Mean (model representation) and entropy of independent variables with the given
-    conditional logits (..., K); two-valued scalar domains (Spin, Binary) use one sigmoid
-    per variable, one-hot domains (Categorical, any K) a softmax."""
-    if logits.shape[-1] == 2 and not domain.event_shape:
+def _mean_and_entropy(domain, grad):
+    """Mean (model representation) and entropy of independent variables whose
+    multilinear log-potential has gradient ``grad`` (num_variables, *event); two-valued
+    scalar domains (Spin, Binary) use one sigmoid of the log-odds per variable, one-hot
+    domains (Categorical, any K) a softmax of the logits."""
+    if domain.two_valued:
         low, high = domain.values
-        diff = logits[..., 1] - logits[..., 0]
+        diff = domain.log_odds(grad)
         p1 = jax.nn.sigmoid(diff)
         return low + (high - low) * p1, jax.nn.softplus(diff) - p1 * diff
+    logits = domain.conditional_logits(grad)
     probs = jax.nn.softmax(logits, axis=-1)
     entropy = jax.nn.logsumexp(logits, axis=-1) - jnp.sum(probs * logits, -1)
     return probs, entropy

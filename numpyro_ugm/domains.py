@@ -147,6 +147,21 @@ class Domain(Distribution):
         """
         return grad[..., None] * self.model_values(grad.dtype)
 
+    @property
+    def two_valued(self):
+        """Whether a variable is one scalar with two values (Spin, Binary): its
+        conditional is then one log-odds, :meth:`log_odds`."""
+        return self.num_values == 2 and not self.event_shape
+
+    def log_odds(self, grad):
+        """For a two-valued domain, f(x_i = high) − f(x_i = low) from the gradient of a
+        multilinear log-potential: ``grad · (high − low)``. Computing it directly, not as
+        a difference of :meth:`conditional_logits`, keeps the elementwise work after it
+        vectorized on the CPU (slices of a product with the values (0, 1), which XLA
+        turns into an iota, are not: a 6x slower softplus over an RBM's hidden units)."""
+        low, high = self.values
+        return grad * (high - low)
+
     def reference(self, shape=(), dtype=None):
         """A fixed point of the domain in the model representation (first value)."""
         return jnp.broadcast_to(self.model_values(dtype)[0], tuple(shape) + self.event_shape)
@@ -217,6 +232,12 @@ class Binary(Domain):
     """
 
     values = (0.0, 1.0)
+
+    def conditional_logits(self, grad):
+        # (0, grad): the product with the values (0, 1) would become an iota in XLA,
+        # whose slices (a sampler's log-odds) keep the elementwise work after them from
+        # vectorizing on the CPU (RBM AIS 784x500: 1.25x slower)
+        return jnp.stack([jnp.zeros_like(grad), grad], axis=-1)
 
 
 class Categorical(Domain):

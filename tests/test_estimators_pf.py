@@ -107,7 +107,7 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
         return np.asarray(pcd_update(key, state, params)[0].position["x"])
 
     pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
-    x, previous_params, differs_from_pcd = pcd_state.position["x"], start, 0
+    x, previous_params, differs_from_pcd, moved_steps = pcd_state.position["x"], start, 0, 0
     for t in range(PATH_STEPS):
         key = jax.random.fold_in(jax.random.PRNGKey(1), t)
         params = at(params_path, t)
@@ -115,9 +115,11 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
         expected = pcd_move(key, y, params)
         pf_state, particles, info = pf_update(key, pf_state, params)
         np.testing.assert_array_equal(np.asarray(particles.position["x"]), expected)
-        assert float(info.resampled) == 1.0 and bool(moved)
+        assert float(info.resampled) == 1.0
+        moved_steps += int(moved)
         # the resampling matters: plain PCD-n from the same particles and key differs
         differs_from_pcd += int(np.any(pcd_move(key, x, params) != expected))
         x, previous_params = expected, params
-    # (identical configurations among the 64 can make a resampling a no-op)
-    assert differs_from_pcd >= PATH_STEPS - 3
+    # (identical configurations among the 64, or weights close to uniform, can make a
+    # resampling a no-op)
+    assert moved_steps >= PATH_STEPS - 3 and differs_from_pcd >= PATH_STEPS - 3

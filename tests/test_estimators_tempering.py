@@ -72,11 +72,12 @@ def test_temper_beta_path_ends_at_one_with_ess_at_target():
                               rtol=1e-3)
         # every other step is solved to the target on the particles before their
         # resampling and move (blackjax's ess_solver); after them the ESS of the
-        # incremental weights scatters around it (measured: mean 0.811, sd 0.02 annealing
-        # and 0.04 bridging, range 0.71-0.88, 500 particles)
+        # incremental weights scatters around it (measured over several seeds: mean
+        # 0.81, sd 0.02-0.025 annealing and 0.04-0.05 bridging, range 0.64-0.89, 500
+        # particles; the bound is ~4 sd, for ~100 draws)
         inner = np.concatenate(inner)
         assert abs(inner.mean() - TARGET_ESS) < 0.03, (name, inner)
-        assert np.all(np.abs(inner - TARGET_ESS) < 0.15), (name, inner)
+        assert np.all(np.abs(inner - TARGET_ESS) < 0.2), (name, inner)
     # a tiny change is one step; a cap forces the last step to β = 1
     assert np.all(small.num_betas == 1) and np.all(small.betas[:, 0] == 1.0)
     assert np.all(capped.num_betas == 2) and np.all(capped.betas[:, 1] == 1.0)

@@ -137,3 +137,25 @@ def test_more_blocks_than_unrolled(spec):
         _, wrong, _ = run_chains(m, params, spec, num, 25, beta=0.75)
         assert np.max(np.abs(moment_z_scores(mean, second, wrong["x"]))) > 5.0
 
+
+
+def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypatch):
+    """Models with more blocks than a merge table can hold (an ERGM's single-dyad blocks)
+    merge new values by scatter: the draws are the same, bit for bit."""
+    from numpyro_ugm.kernels import blocks
+    from numpyro_ugm.kernels.base import step_chains
+
+    m, params, _, _ = vbm18()  # 18 blocks > max_unrolled: padded tables
+    start = m.random_state(jax.random.PRNGKey(0), (8,))
+
+    def draws():
+        kernel = ugm.kernels.gibbs().build(m)
+        states = jax.vmap(kernel.init)(start)
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.logdensity_fn(params)))
+        return np.asarray(step(jax.random.PRNGKey(1), states)[0].position["x"])
+
+    gathered = draws()
+    monkeypatch.setattr(blocks, "MAX_MERGE_TABLE", 0)
+    scattered = draws()
+    np.testing.assert_array_equal(gathered, scattered)
+    assert not np.array_equal(gathered, np.asarray(start["x"]))

@@ -114,3 +114,22 @@ def test_restart_estimator_switches_or_reseeds_mid_run(spins):
                                    position={"x": position["x"][:5]})
     with pytest.raises(TypeError, match="no kernel states"):
         cd.restart_estimator(state, jax.random.PRNGKey(1), position=position)
+
+
+def test_finiteness_checks_are_exact_when_sums_overflow_or_values_are_not_finite():
+    from numpyro_ugm.learn.core import _norm_and_finite, all_finite
+
+    big = jnp.full((4,), 3e38, jnp.float32)  # finite values whose sums overflow
+    cases = {"finite": (jnp.arange(6.0).reshape(2, 3), True), "overflow": (big, True),
+             "inf": (jnp.array([1.0, jnp.inf]), False),
+             "-inf": (jnp.array([-jnp.inf, 1.0]), False),
+             "nan": (jnp.array([jnp.nan, 1.0]), False),
+             "big and nan": (big.at[0].set(jnp.nan), False)}
+    for name, (x, expected) in cases.items():
+        tree = {"a": x, "b": jnp.ones(3), "n": jnp.arange(3)}  # integer leaves ignored
+        assert bool(jax.jit(all_finite)(tree)) is expected, name
+        norm, finite = jax.jit(_norm_and_finite)({"a": x, "b": jnp.ones(3)})
+        assert bool(finite) is expected, name
+        if name == "finite":
+            np.testing.assert_allclose(norm, optax.tree.norm({"a": x, "b": jnp.ones(3)}),
+                                       rtol=1e-6)

@@ -55,13 +55,14 @@ def default_betas() -> np.ndarray:
                            np.linspace(0.9, 1.0, 10000)])
 
 
-def _indicators(domain, x):
-    """(num_variables, K) indicator of each variable's value, multilinear in x."""
+def _base_log_prob(domain, x, log_probs):
+    """Σ_i log q_i(x_i) for independent variables with log-probabilities ``log_probs``
+    (num_variables, K), multilinear in x (a sum of products, no stacked indicators)."""
     if domain.event_shape:
-        return x.reshape((domain.num_variables, domain.num_values))
+        return jnp.sum(x.reshape((domain.num_variables, domain.num_values)) * log_probs)
     low, high = domain.values
     one = (x.reshape(-1) - low) / (high - low)
-    return jnp.stack([1.0 - one, one], axis=-1)
+    return jnp.sum(log_probs[:, 0]) + one @ (log_probs[:, 1] - log_probs[:, 0])
 
 
 def base_rate_log_probs(m: UGM, data: dict | None = None, smoothing: float = 1.0) -> dict:
@@ -174,7 +175,7 @@ def _build_run(m, kernel, summed, num_chains):
     @jax.jit
     def run(params, logq, rng_key, betas):
         def base_value(x):
-            return sum(jnp.sum(_indicators(domains[s], x[s]) * logq[s]) for s in domains)
+            return sum(_base_log_prob(domains[s], x[s], logq[s]) for s in domains)
 
         def base_conditionals(x, unused_domains, block):  # independent variables
             return {s: logq[s] if idx is None else logq[s][idx] for s, idx in block.items()}
@@ -201,18 +202,23 @@ def _build_run(m, kernel, summed, num_chains):
         x = shard_particles(x)
         states = jax.vmap(lambda y: kernel.init(y, tempered(betas[0])))(x)
 
+        def increment(position, previous, beta):
+            return (jax.vmap(lambda y: marginal(beta, y))(position)
+                    - jax.vmap(lambda y: marginal(previous, y))(position))
+
+        # The loop is rotated: step k moves the chains at β_k, then weights them from β_k
+        # to β_{k+1}, so that the weight and the sweep's last block update see the same
+        # state (XLA computes their shared products once, e.g. an RBM's v·W), and no
+        # move is made at β = 1 (its result was never used)
         def body(carry, xs):
             states, log_w = carry
-            key, previous, beta = xs
-            position = states.position
-            log_w = log_w + (jax.vmap(lambda y: marginal(beta, y))(position)
-                             - jax.vmap(lambda y: marginal(previous, y))(position))
+            key, beta, following = xs
             states = step_chains(kernel, key, states, tempered(beta))[0]
-            return (states, log_w), None
+            return (states, log_w + increment(states.position, beta, following)), None
 
-        steps = (jax.random.split(run_key, betas.shape[0] - 1), betas[:-1], betas[1:])
-        (_, log_w), _ = jax.lax.scan(body, (states, jnp.zeros(num_chains, betas.dtype)),
-                                     steps)
+        log_w = increment(states.position, betas[0], betas[1])
+        steps = (jax.random.split(run_key, betas.shape[0] - 1)[:-1], betas[1:-1], betas[2:])
+        (_, log_w), _ = jax.lax.scan(body, (states, log_w), steps)
         return log_w
 
     return run

@@ -78,11 +78,18 @@ def sample_labels(rng_key, logits):
     One uniform per variable: a comparison with the sigmoid of the log-odds if K = 2,
     otherwise inversion of the cumulative distribution (K exponentials, no Gumbel noise).
     """
+    return labels_from_uniforms(jax.random.uniform(rng_key, logits.shape[:-1], logits.dtype),
+                                logits)
+
+
+def labels_from_uniforms(uniforms, logits):
+    """Labels from per-variable logits (..., K), given one uniform in [0, 1) per variable
+    (shape ``logits.shape[:-1]``): the draw of :func:`sample_labels`."""
     if logits.shape[-1] == 2:
-        return _draw_second(rng_key, logits[..., 1] - logits[..., 0]).astype(jnp.int32)
+        return _second(uniforms, logits[..., 1] - logits[..., 0]).astype(jnp.int32)
     weights = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
     cumulative = jnp.cumsum(weights, axis=-1)
-    u = jax.random.uniform(rng_key, logits.shape[:-1], logits.dtype) * cumulative[..., -1]
+    u = uniforms * cumulative[..., -1]
     return jnp.sum(cumulative[..., :-1] <= u[..., None], axis=-1, dtype=jnp.int32)
 
 
@@ -101,16 +108,23 @@ def sample_values(rng_key, logits, domain, dtype):
     -------
     array ``(n, *domain.event_shape)``
     """
+    uniforms = jax.random.uniform(rng_key, logits.shape[:-1], logits.dtype)
+    return values_from_uniforms(uniforms, logits, domain, dtype)
+
+
+def values_from_uniforms(uniforms, logits, domain, dtype):
+    """The draw of :func:`sample_values` given its uniforms (one per variable, shape
+    ``logits.shape[:-1]``), so that a caller can draw the uniforms of many blocks, or of
+    many chains, at once."""
     if logits.shape[-1] == 2 and not domain.event_shape:
         low, high = (jnp.asarray(v, dtype) for v in domain.values)
-        return jnp.where(_draw_second(rng_key, logits[..., 1] - logits[..., 0]), high, low)
-    return domain.label_to_model(sample_labels(rng_key, logits), dtype)
+        return jnp.where(_second(uniforms, logits[..., 1] - logits[..., 0]), high, low)
+    return domain.label_to_model(labels_from_uniforms(uniforms, logits), dtype)
 
 
-def _draw_second(rng_key, log_odds):
-    """Bernoulli(sigmoid(log_odds)) draws, one uniform each."""
-    u = jax.random.uniform(rng_key, log_odds.shape, log_odds.dtype)
-    return u < jax.nn.sigmoid(log_odds)
+def _second(uniforms, log_odds):
+    """Bernoulli(sigmoid(log_odds)) draws from uniforms."""
+    return uniforms < jax.nn.sigmoid(log_odds)
 
 
 def as_spec(kernel: Optional["KernelSpec"], default: Optional["KernelSpec"]

@@ -6,11 +6,17 @@ given the rest, so any kernel that updates each of them from its own conditional
 p(x) invariant. The kernels differ only in the rule that turns a block's conditional
 log-probabilities into new values (a *draw rule*): Gibbs draws from them, Metropolis
 proposes a different value and accepts it with the Metropolis-Hastings probability.
-Everything else — the scan over blocks, index tables, merging the new values into the
-sites, sweeps, counting acceptances — lives here.
+Everything else — the scan over blocks, index tables, random numbers, merging the new
+values into the sites, sweeps, counting acceptances — lives here.
+
+Random numbers are uniforms, drawn once per sweep for every variable of every block
+(``num_uniforms`` per variable) and, with systematic scan, for all chains at once
+(``Kernel.batch_step``): one call of the random-number generator per sweep instead of a
+key split per block and per chain.
 """
 
 import dataclasses
+import functools
 from typing import ClassVar, NamedTuple
 
 import jax
@@ -51,12 +57,17 @@ class BlockKernelSpec(KernelSpec):
     #: the kernel's state type: a NamedTuple holding only ``position``
     state: ClassVar[type] = None
 
-    def draw(self, rng_key, logits, domain, current):
+    def num_uniforms(self, domain) -> int:
+        """Uniforms the draw rule takes per variable of ``domain`` (default one)."""
+        return 1
+
+    def draw(self, uniforms, logits, domain, current):
         """New values of a block's variables of one site (the draw rule).
 
         Parameters
         ----------
-        rng_key : jax PRNGKey
+        uniforms : array (n, num_uniforms(domain))
+            Independent uniforms on [0, 1), for this draw only.
         logits : array (n, K)
             Their conditional log-probabilities (up to a constant per variable).
         domain : Domain
@@ -88,29 +99,41 @@ class BlockKernelSpec(KernelSpec):
                            check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
 
     def build(self, m) -> Kernel:
-        sweep = block_sweep(m, self.draw, self.scan, self.backward, self.max_unrolled)
+        sweep = block_sweep(m, self.draw, self.num_uniforms, self.scan, self.backward,
+                            self.max_unrolled)
         sweeps, state = int(self.num_mcmc_steps), self.state
+
+        def run(rng_key, position, logdensity_fn, chains=None):
+            if sweeps == 1:
+                return sweep(rng_key, position, logdensity_fn, chains)
+
+            def body(i, carry):
+                position, accepted, proposed = carry
+                position, a, p = sweep(jax.random.fold_in(rng_key, i), position,
+                                       logdensity_fn, chains)
+                return position, accepted + a, proposed + p
+
+            zero = jnp.zeros(() if chains is None else (chains,), jnp.float32)
+            return jax.lax.fori_loop(0, sweeps, body, (position, zero, zero))
 
         def init(position, logdensity_fn=None):
             return state(dict(position))
 
         def step(rng_key, kernel_state, logdensity_fn, **unused):
-            position = kernel_state.position
-            if sweeps == 1:
-                position, accepted, proposed = sweep(rng_key, position, logdensity_fn)
-            else:
-                def body(i, carry):
-                    position, accepted, proposed = carry
-                    position, a, p = sweep(jax.random.fold_in(rng_key, i), position,
-                                           logdensity_fn)
-                    return position, accepted + a, proposed + p
-
-                zero = jnp.zeros((), jnp.float32)
-                position, accepted, proposed = jax.lax.fori_loop(
-                    0, sweeps, body, (position, zero, zero))
+            position, accepted, proposed = run(rng_key, kernel_state.position,
+                                               logdensity_fn)
             return state(position), KernelInfo(accepted / proposed)
 
-        return Kernel(init, step)
+        def batch_step(rng_key, states, logdensity_fn):
+            """Every chain of ``states`` (leading axis) steps, with the uniforms of all
+            chains drawn at once from ``rng_key``."""
+            chains = jax.tree.leaves(states.position)[0].shape[0]
+            position, accepted, proposed = run(rng_key, states.position, logdensity_fn,
+                                               chains)
+            return state(position), KernelInfo(accepted / proposed)
+
+        # random scan draws a color per chain: its chains step one by one (vmapped)
+        return Kernel(init, step, batch_step=None if self.scan == "random" else batch_step)
 
 
 class _Block(NamedTuple):
@@ -123,25 +146,29 @@ class _Block(NamedTuple):
     real: dict | None = None
 
 
-def block_sweep(m, draw, scan, backward, max_unrolled):
-    """``sweep(rng_key, position, logdensity_fn) -> (position, accepted, proposed)``:
-    one sweep over the blocks of ``m`` (see :class:`BlockKernelSpec` for ``scan``,
-    ``backward`` and ``max_unrolled``), each block's variables updated by ``draw``; the
-    numbers of accepted and proposed updates are float32 scalars."""
+def block_sweep(m, draw, num_uniforms, scan, backward, max_unrolled):
+    """``sweep(rng_key, position, logdensity_fn, chains=None) -> (position, accepted,
+    proposed)``: one sweep over the blocks of ``m`` (see :class:`BlockKernelSpec` for
+    ``scan``, ``backward`` and ``max_unrolled``), each block's variables updated by
+    ``draw`` with ``num_uniforms(domain)`` uniforms each. The numbers of accepted and
+    proposed updates are float32 scalars, or per chain when ``position`` holds
+    ``chains`` chains along a leading axis (systematic scan only)."""
     structure, domains = m.structure, m.state_sites
+    per_variable = {s: num_uniforms(d) for s, d in domains.items()}
 
-    def update(rng_key, position, logdensity_fn, block):
+    def update(uniforms, position, logdensity_fn, block):
         zero = _batch_aligned_zero(position)
         index = {s: None if i is None else i + zero for s, i in block.index.items()}
         logits = block_logits(logdensity_fn, position, domains, index, structure.multilinear)
         new = dict(position)
         accepted = proposed = jnp.zeros((), jnp.float32)
-        for key, s in zip(jax.random.split(rng_key, len(index)), index):
+        for s in index:
             d = domains[s]
             # the block's current values (unused by Gibbs, dropped by XLA); gathered by
             # the indices as given: batching them costs more here (64x64 Ising grid,
             # block Metropolis: 7 % slower) than it saves
-            values, ok = draw(key, logits[s], d, gather(position[s], d, block.index[s]))
+            values, ok = draw(uniforms[s], logits[s], d,
+                              gather(position[s], d, block.index[s]))
             table = block.merge[s]
             table = table if table is None or isinstance(table, _Scatter) else table + zero
             new[s] = _merge(position[s], d, values, table)
@@ -156,16 +183,24 @@ def block_sweep(m, draw, scan, backward, max_unrolled):
                 accepted = accepted + jnp.sum(ok, dtype=jnp.float32)
         return new, accepted, proposed
 
+    def updated(uniforms, position, logdensity_fn, block, chains):
+        """``update``, vmapped over the chains when there are several."""
+        fn = functools.partial(update, logdensity_fn=logdensity_fn, block=block)
+        return fn(uniforms, position) if chains is None else jax.vmap(fn)(uniforms, position)
+
     blocks = structure.blocks[::-1] if backward else structure.blocks
     num_blocks = len(blocks)
     if scan == "systematic" and num_blocks <= max_unrolled:
         unrolled = [_Block(b, {s: _merge_table(domains[s], i) for s, i in b.items()})
                     for b in blocks]
+        layout = _UniformLayout([{s: domains[s].num_variables if i is None else len(i)
+                                  for s, i in b.items()} for b in blocks], per_variable)
 
-        def sweep(rng_key, position, logdensity_fn):
+        def sweep(rng_key, position, logdensity_fn, chains=None):
+            uniforms = layout.draw(rng_key, chains, position)
             accepted = proposed = jnp.zeros((), jnp.float32)
-            for key, block in zip(jax.random.split(rng_key, num_blocks), unrolled):
-                position, a, p = update(key, position, logdensity_fn, block)
+            for u, block in zip(uniforms, unrolled):
+                position, a, p = updated(u, position, logdensity_fn, block, chains)
                 accepted, proposed = accepted + a, proposed + p
             return position, accepted, proposed
 
@@ -175,14 +210,17 @@ def block_sweep(m, draw, scan, backward, max_unrolled):
     # way: under vmap each chain draws its own color, and a lax.switch over per-block
     # updates would run every branch for every chain.
     index_tables, merge_tables, lengths = _padded_tables(blocks, domains)
+    layout = _UniformLayout([{s: t.shape[1] for s, t in index_tables.items()}],
+                            per_variable)
 
-    def update_color(rng_key, color, position, logdensity_fn):
+    def update_color(rng_key, color, position, logdensity_fn, chains):
         block = _Block({s: t[color] for s, t in index_tables.items()},
                        {s: _Scatter(t.index[color]) if isinstance(t, _Scatter) else t[color]
                         for s, t in merge_tables.items()},
                        {s: jnp.arange(index_tables[s].shape[1]) < n[color]
                         for s, n in lengths.items()})
-        return update(rng_key, position, logdensity_fn, block)
+        uniforms, = layout.draw(rng_key, chains, position)
+        return updated(uniforms, position, logdensity_fn, block, chains)
 
     if scan == "systematic":
         def choose(key, i):
@@ -196,18 +234,49 @@ def block_sweep(m, draw, scan, backward, max_unrolled):
 
         colors = jnp.zeros(num_blocks, jnp.int32)
 
-    def sweep(rng_key, position, logdensity_fn):
+    def sweep(rng_key, position, logdensity_fn, chains=None):
         def body(carry, xs):
             position, accepted, proposed = carry
             key, color = choose(*xs)
-            position, a, p = update_color(key, color, position, logdensity_fn)
+            position, a, p = update_color(key, color, position, logdensity_fn, chains)
             return (position, accepted + a, proposed + p), None
 
-        zero = jnp.zeros((), jnp.float32)
+        zero = jnp.zeros(() if chains is None else (chains,), jnp.float32)
         keys = jax.random.split(rng_key, num_blocks)
         return jax.lax.scan(body, (position, zero, zero), (keys, colors))[0]
 
     return sweep
+
+
+class _UniformLayout:
+    """Where the uniforms of a sequence of blocks sit in one draw: per block, site ->
+    (start, count, uniforms per variable)."""
+
+    def __init__(self, counts, per_variable):
+        self.slots, start = [], 0
+        for block in counts:
+            slot = {}
+            for s, n in block.items():
+                slot[s] = (start, n, per_variable[s])
+                start += n * per_variable[s]
+            self.slots.append(slot)
+        self.width = start
+
+    def draw(self, rng_key, chains, position):
+        """Per block, site -> uniforms ``([chains,] count, per_variable)``, from one
+        call of the generator, in the floating-point dtype of the state."""
+        lead = () if chains is None else (chains,)
+        u = jax.random.uniform(rng_key, lead + (self.width,), _float_dtype(position))
+        return [{s: u[..., a:a + n * k].reshape(lead + (n, k))
+                 for s, (a, n, k) in slot.items()} for slot in self.slots]
+
+
+def _float_dtype(position):
+    """The floating-point dtype of the state (its uniforms are drawn in it)."""
+    for leaf in jax.tree.leaves(position):
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            return leaf.dtype
+    return jnp.result_type(float)
 
 
 def _batch_aligned_zero(position):

@@ -4,7 +4,7 @@ import dataclasses
 from typing import NamedTuple
 
 from .._deprecation import renamed_arguments
-from .base import sample_values
+from .base import values_from_uniforms
 from .blocks import BlockKernelSpec
 
 
@@ -21,8 +21,9 @@ class gibbs(BlockKernelSpec):
 
     Each block holds conditionally independent variables, updated together from their
     exact conditionals: read off one gradient for multilinear potentials, or computed by
-    evaluating the log-density at each value otherwise. Random numbers are drawn for the
-    block's variables only, and the new values are merged into the site by one gather
+    evaluating the log-density at each value otherwise. One uniform is drawn per updated
+    variable, for a whole sweep at once (and, with systematic scan, for all chains at
+    once: ``Kernel.batch_step``); the new values are merged into the site by one gather
     through a precomputed table (cheaper than a scatter). ``info.acceptance_rate`` is 1.
 
     Parameters
@@ -43,6 +44,6 @@ class gibbs(BlockKernelSpec):
 
     state = GibbsState
 
-    def draw(self, rng_key, logits, domain, current):
+    def draw(self, uniforms, logits, domain, current):
         """Draw each variable from its conditional (every draw is kept)."""
-        return sample_values(rng_key, logits, domain, current.dtype), None
+        return values_from_uniforms(uniforms[:, 0], logits, domain, current.dtype), None

@@ -5,7 +5,6 @@ all in parallel, from the block's conditionals (local energy differences)."""
 import dataclasses
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from .._deprecation import renamed_arguments
@@ -50,29 +49,33 @@ class metropolis(BlockKernelSpec):
 
     state = MetropolisState
 
-    def draw(self, rng_key, logits, domain, current):
+    def num_uniforms(self, domain) -> int:
+        """One uniform per variable (the acceptance) for two values, two (proposal and
+        acceptance) for more."""
+        return 1 if _flips(domain) else 2
+
+    def draw(self, uniforms, logits, domain, current):
         """Propose a different value for each variable; accept each with probability
         min(1, exp(logits[new] − logits[current]))."""
-        if logits.shape[-1] == 2 and not domain.event_shape:
+        if _flips(domain):
             low, high = domain.values
             log_odds = logits[..., 1] - logits[..., 0]  # log p(high) / p(low)
             gain = jnp.where(current > low, -log_odds, log_odds)
-            accepted = _accept(rng_key, gain)
+            accepted = uniforms[:, 0] < jnp.exp(gain)
             return jnp.where(accepted, (low + high) - current, current), accepted
         num_values = logits.shape[-1]
-        propose_key, accept_key = jax.random.split(rng_key)
         label = domain.labels(current)
-        proposal = (label + jax.random.randint(propose_key, label.shape, 1, num_values)) \
-            % num_values
+        # a uniform shift in 1 .. K-1 from the first uniform
+        shift = 1 + jnp.minimum((uniforms[:, 0] * (num_values - 1)).astype(label.dtype),
+                                num_values - 2)
+        proposal = (label + shift) % num_values
         gain = (jnp.take_along_axis(logits, proposal[..., None], -1)
                 - jnp.take_along_axis(logits, label[..., None], -1))[..., 0]
-        accepted = _accept(accept_key, gain)
+        accepted = uniforms[:, 1] < jnp.exp(gain)
         label = jnp.where(accepted, proposal, label)
         return domain.label_to_model(label, current.dtype), accepted
 
 
-def _accept(rng_key, log_ratio):
-    """Metropolis decisions: True with probability min(1, exp(log_ratio)), one uniform
-    each."""
-    u = jax.random.uniform(rng_key, log_ratio.shape, log_ratio.dtype)
-    return u < jnp.exp(log_ratio)
+def _flips(domain):
+    """Whether a proposal is a flip: two values, no event dimension (Spin, Binary)."""
+    return domain.num_values == 2 and not domain.event_shape

@@ -56,12 +56,35 @@ class LearnState(NamedTuple):
 def all_finite(tree, allow_minus_inf=False):
     """Whether every floating-point value of ``tree`` is finite (or −inf, if allowed:
     the log of a zero particle weight)."""
-    def ok(x):
-        return (~jnp.isnan(x)) & (x < jnp.inf) if allow_minus_inf else jnp.isfinite(x)
+    leaves = _float_leaves(tree)
+    if not leaves:
+        return jnp.array(True)
+    if allow_minus_inf:
+        return jnp.all(jnp.stack([jnp.all(~jnp.isnan(x) & (x < jnp.inf)) for x in leaves]))
+    # a finite sum means finite values; only a sum that is not (a non-finite value, or
+    # an overflow) needs the elementwise check, which lax.cond then runs alone
+    return _finite_unless(sum(jnp.sum(x) for x in leaves), leaves)
 
-    leaves = [jnp.all(ok(x)) for x in jax.tree.leaves(tree)
-              if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+def _float_leaves(tree):
+    return [x for x in jax.tree.leaves(tree)
+            if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+
+
+def _finite_unless(total, leaves):
+    """True when ``total`` (a sum over ``leaves`` that any non-finite value makes
+    non-finite) is finite; else whether every value of ``leaves`` is finite."""
+    return jax.lax.cond(jnp.isfinite(total), lambda: jnp.array(True),
+                        lambda: jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                   for x in leaves])))
+
+
+def _norm_and_finite(tree):
+    """The global 2-norm of ``tree`` and whether all its values are finite, from one
+    pass over the values in the usual case (see :func:`all_finite`)."""
+    leaves = _float_leaves(tree)
+    total = sum(jnp.sum(x * x) for x in leaves)
+    return jnp.sqrt(total), _finite_unless(total, leaves)
 
 
 def free_energies(m, params, positions, inputs=None):
@@ -157,7 +180,8 @@ class LearnerCore:
                                state.step + 1, state.failed_at)
         # particles of zero weight (log weight −inf, e.g. underflow in a tempering step)
         # are not a failure
-        finite = (all_finite((grads, new_params))
+        grad_norm, grads_finite = _norm_and_finite(grads)
+        finite = (grads_finite & all_finite(new_params)
                   & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
         ok = finite & (state.failed_at < 0)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
@@ -165,7 +189,7 @@ class LearnerCore:
             (state.failed_at < 0) & ~finite, state.step, state.failed_at))
 
         diagnostics = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
-        diagnostics["grad_norm"] = optax.tree.norm(grads).astype(jnp.float32)
+        diagnostics["grad_norm"] = grad_norm.astype(jnp.float32)
         diagnostics["positive"] = positive.astype(jnp.float32)
         if "log_z" in diagnostics:
             diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(

@@ -103,20 +103,33 @@ class _History:
     def __init__(self):
         self.pieces, self.key = [], None  # [(first step, {name: array})], end state's key
 
-    def resume(self, state):
-        """Continue from ``state``: keep what led to it, up to its step, if it is the
-        state the history ends at (same PRNG key); else start afresh."""
-        if self.key is None or not np.array_equal(np.asarray(state.rng_key), self.key):
+    def resume(self, state, step=None):
+        """Continue from ``state`` (whose step is ``step``, when the caller knows it):
+        keep what led to it, up to its step, if it is the state the history ends at
+        (same PRNG key); else start afresh."""
+        key = state.rng_key
+        if self.key is None or (key is not self.key and not np.array_equal(
+                np.asarray(key), np.asarray(self.key))):
             self.pieces = []
-        step = int(state.step)
-        self.pieces = [(first, {k: v[:step - first] for k, v in d.items()})
-                       for first, d in self.pieces if first < step]
+            return
+        # pieces are recorded in step order without overlap, so only the last ones can
+        # reach beyond ``step``: trimming from the end keeps a long run of update() calls
+        # linear in its length (rebuilding every piece made each call cost O(steps))
+        step = int(state.step) if step is None else step
+        while self.pieces:
+            first, d = self.pieces[-1]
+            if first >= step:
+                self.pieces.pop()
+                continue
+            if first + len(next(iter(d.values()))) > step:
+                self.pieces[-1] = (first, {k: v[:step - first] for k, v in d.items()})
+            break
 
     def add(self, first, diagnostics, state):
         """Record the diagnostics of the steps from ``first`` on, which led to ``state``."""
         if diagnostics:
             self.pieces.append((first, diagnostics))
-        self.key = np.asarray(state.rng_key)
+        self.key = state.rng_key  # compared by identity first (no transfer)
 
     def arrays(self, *extra):
         """Everything recorded (and the ``(first, diagnostics)`` pieces ``extra``), as
@@ -289,7 +302,7 @@ class MLE:
         estimator = self.estimator if inputs is None else PerExample(self.estimator)
         self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
         self._batches = Minibatches(num_examples, batch)
-        self._update_jit = self._placement.run(jax.jit(self._core.update))
+        self._update_jit = self._placement.run(jax.jit(self._update_and_summary))
         self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=4))
         return data
 
@@ -420,11 +433,13 @@ class MLE:
                              "update(state) without a batch")
         else:
             batch = (batch if isinstance(batch, PreparedBatch) else self.prepare(batch)).batch
-        new_state, info = self._update_jit(state, batch)
-        recorded = jax.tree.map(lambda v: np.asarray(v)[None], info)
-        self._history.resume(state)
-        self._history.add(int(state.step), recorded, new_state)
-        self._raise_if_failed(new_state, recorded)
+        new_state, info, (counts, values) = self._update_jit(state, batch)
+        step, failed_at = np.asarray(counts).tolist()
+        values = np.asarray(values)
+        recorded = {k: values[i:i + 1] for i, k in enumerate(info)}
+        self._history.resume(state, step)
+        self._history.add(step, recorded, new_state)
+        self._raise_if_failed(new_state, recorded, failed_at)
         self.last_state = new_state
         return new_state, info
 
@@ -473,8 +488,16 @@ class MLE:
             fresh = fresh._replace(kernel_state=kernel_state._replace(position=position))
         return state._replace(estimator_state=fresh)
 
-    def _raise_if_failed(self, state, diagnostics):
-        failed_at = int(state.failed_at)
+    def _update_and_summary(self, state, batch):
+        """The core's update, and what :meth:`update` reads on the host packed in two
+        arrays (one transfer each, not one per scalar): the steps of ``state`` and of
+        the new state's ``failed_at``, and the diagnostics' values."""
+        new_state, info = self._core.update(state, batch)
+        return new_state, info, (jnp.stack([state.step, new_state.failed_at]),
+                                 jnp.stack([info[k] for k in info]))
+
+    def _raise_if_failed(self, state, diagnostics, failed_at=None):
+        failed_at = int(state.failed_at) if failed_at is None else failed_at
         if failed_at >= 0:
             raise NonFiniteError(
                 f"learning step {failed_at} produced non-finite gradients or parameters; "

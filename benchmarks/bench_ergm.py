@@ -29,6 +29,7 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
+from numpyro_ugm.kernels.base import step_chains
 from numpyro_ugm.models.ergm import (ergm, ergm_statistics, graph_to_edges, mple,
                                      num_pairs)
 
@@ -50,31 +51,38 @@ def matchings(n):
 
 
 def plain_sweep(n, table):
-    """``sweep(key, y, theta)``: one Gibbs sweep over the matchings of ``table``, the
-    conditionals of edges + twostars + triangles (θ of length 2 or 3) from the adjacency
-    rows of each matching's nodes."""
+    """``sweep(key, y, theta)``: one Gibbs sweep of every chain of ``y`` (chains, E) over
+    the matchings of ``table``, the conditionals of edges + twostars + triangles (θ of
+    length 2 or 3) from the adjacency rows of each matching's nodes. All chains at once
+    (no vmap), one draw of uniforms per sweep, the adjacency by one gather per matching,
+    new values merged by one gather."""
     i, j = np.triu_indices(n, 1)
-    pair = np.full((n, n), len(i), np.int32)
-    pair[i, j] = pair[j, i] = np.arange(len(i))
-    rows_i, rows_j = jnp.asarray(pair[i[table]]), jnp.asarray(pair[j[table]])
-    table = jnp.asarray(table)
+    num = len(i)
+    pair = np.full((n, n), num, np.int32)
+    pair[i, j] = pair[j, i] = np.arange(num)
+    merge = np.tile(np.arange(num, dtype=np.int32), (len(table), 1))
+    for c, idx in enumerate(table):
+        merge[c, idx] = num + np.arange(len(idx))
+    nodes_i, nodes_j = jnp.asarray(i[table]), jnp.asarray(j[table])
+    table, merge, pair = jnp.asarray(table), jnp.asarray(merge), jnp.asarray(pair)
 
     def sweep(key, y, theta):
+        u = jax.random.uniform(key, (table.shape[0], y.shape[0], table.shape[1]), y.dtype)
+
         def one(y, xs):
-            key, idx, ri, rj = xs
-            padded = jnp.concatenate([y, jnp.zeros(1, y.dtype)])
-            a, b, v = padded[ri], padded[rj], y[idx]
+            u, idx, ni, nj, mg = xs
+            adjacency = jnp.concatenate([y, jnp.zeros((y.shape[0], 1), y.dtype)], 1)[:, pair]
+            a, b, v = adjacency[:, ni], adjacency[:, nj], y[:, idx]
             shared = jnp.sum(a * b, -1)
             if theta.shape[0] == 2:  # edges + triangles
                 logit = theta[0] + theta[1] * shared
             else:  # edges + twostars + triangles
                 stars = jnp.sum(a, -1) + jnp.sum(b, -1) - 2 * v
                 logit = theta[0] + theta[1] * stars + theta[2] * shared
-            on = jax.random.uniform(key, logit.shape) < jax.nn.sigmoid(logit)
-            return y.at[idx].set(on.astype(y.dtype)), None
+            on = (u < jax.nn.sigmoid(logit)).astype(y.dtype)
+            return jnp.concatenate([y, on], 1)[:, mg], None
 
-        keys = jax.random.split(key, table.shape[0])
-        return jax.lax.scan(one, y, (keys, table, rows_i, rows_j))[0]
+        return jax.lax.scan(one, y, (u, table, nodes_i, nodes_j, merge))[0]
 
     return sweep
 
@@ -88,13 +96,13 @@ def plain_statistics(y, n):
 
 def plain_learner(n, num_chains, num_steps, optimizer):
     """PCD-1 on edges + triangles: ``run(key, data_stats, theta0) -> theta``."""
-    sweep = jax.vmap(plain_sweep(n, matchings(n)), (0, 0, None))
+    sweep = plain_sweep(n, matchings(n))
 
     @jax.jit
     def run(key, observed, theta):
         def step(carry, key):
             theta, opt_state, y = carry
-            y = sweep(jax.random.split(key, num_chains), y, theta)
+            y = sweep(key, y, theta)
             grad = -(observed - jnp.mean(plain_statistics(y, n), 0))  # minimize -loglik
             updates, opt_state = optimizer.update(grad, opt_state, theta)
             return (optax.apply_updates(theta, updates), opt_state, y), None
@@ -156,20 +164,17 @@ def row_b(n=100, num_chains=20, num_sweeps=20, repeats=5):
     def ours(key, y):
         states = jax.vmap(lambda x: kernel.init({"y": x}, f))(y)
 
-        def body(k, states):
-            keys = jax.random.split(jax.random.fold_in(key, k), num_chains)
-            return jax.vmap(lambda kk, s: kernel.step(kk, s, f)[0])(keys, states)
+        def body(k, states):  # the chains step together, as in ugm.sample and PCD
+            return step_chains(kernel, jax.random.fold_in(key, k), states, f)[0]
 
         return jax.lax.fori_loop(0, num_sweeps, body, states).position["y"]
 
-    sweep = jax.vmap(plain_sweep(n, matchings(n)), (0, 0, None))
+    sweep = plain_sweep(n, matchings(n))
 
     @jax.jit
     def plain(key, y):
         return jax.lax.fori_loop(
-            0, num_sweeps,
-            lambda k, y: sweep(jax.random.split(jax.random.fold_in(key, k), num_chains),
-                               y, theta), y)
+            0, num_sweeps, lambda k, y: sweep(jax.random.fold_in(key, k), y, theta), y)
 
     key = jax.random.PRNGKey(2)
     times = timeit_many({"ours": lambda: ours(key, y0).block_until_ready(),

@@ -28,18 +28,9 @@ class gibbs(BlockKernelSpec):
 
     Parameters
     ----------
-    scan : {"systematic", "random"}
-        ``"systematic"``: one step visits every block in order. ``"random"``: one step
-        updates ``num_blocks`` blocks drawn uniformly at random (reversible).
-    num_mcmc_steps : int
-        Number of such sweeps per ``step`` (formerly ``sweeps``).
-    max_unrolled : int
-        With systematic scan, models with at most this many blocks get each block's
-        update compiled separately (gradients only with respect to the sites the block
-        touches, static index tables); more blocks, and random scan, are updated in a
-        ``lax.scan`` over padded index tables.
-    backward : bool
-        Systematic scan visits the blocks in reverse order (see :meth:`reverse`).
+    scan, num_mcmc_steps, max_unrolled, backward
+        As in :class:`~numpyro_ugm.kernels.blocks.BlockKernelSpec` (``scan="systematic"``
+        or ``"random"``; ``num_mcmc_steps`` sweeps per step, formerly ``sweeps``).
     """
 
     state = GibbsState

@@ -71,12 +71,12 @@ class BlockKernelSpec(KernelSpec):
         logits : array (n, K)
             Their conditional log-probabilities (up to a constant per variable).
         domain : Domain
-        current : array (n, *event)
+        current : array ``(n, *event)``
             Their current values (model representation).
 
         Returns
         -------
-        values : array (n, *event)
+        values : array ``(n, *event)``
             New values, dtype of ``current``.
         accepted : bool array (n,) or None
             Which variables took a proposed value (``None``: all of them, as in Gibbs);

@@ -10,7 +10,8 @@ import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import ais, exact
 
 
-@pytest.mark.parametrize("use_data", [False, True], ids=["uniform-base", "base-rate"])
+@pytest.mark.parametrize("use_data", [pytest.param(False, marks=pytest.mark.slow), True],
+                         ids=["uniform-base", "base-rate"])
 def test_ais_log_z_within_three_standard_errors_of_exact(use_data):
     m, params, data = small_rbm()
     truth = float(exact.log_partition(m, params))

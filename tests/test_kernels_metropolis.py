@@ -56,10 +56,10 @@ def exact_draws(m, params, num, seed=0):
 
 @pytest.mark.parametrize("model,spec,steps", [
     (binary3, METROPOLIS, 40),
-    (binary3, METROPOLIS_RANDOM, 60),
+    pytest.param(binary3, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
     (potts5, METROPOLIS_RANDOM, 60),
     (abs7, METROPOLIS, 40),
-    (abs7, METROPOLIS_RANDOM, 60),
+    pytest.param(abs7, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
 ], ids=["binary-systematic", "binary-random", "categorical-random",
         "not-multilinear-systematic", "not-multilinear-random"])
 def test_samples_the_exact_distribution(model, spec, steps):

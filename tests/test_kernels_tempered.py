@@ -88,6 +88,7 @@ def test_bad_betas_are_rejected(bad):
         parallel_tempering(betas=bad)
 
 
+@pytest.mark.slow
 def test_trans_sap_batch_step_branches_once_for_all_chains():
     """With ``every`` > 1, stepping a batch of chains gives exactly what stepping each
     chain on its own gives, and the run-or-not decision stays a real branch (a ``cond``

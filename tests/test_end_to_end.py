@@ -54,7 +54,7 @@ def test_pcd_map_matches_exact_map(problem, exact_ml):
     _, _, train = problem
     best = exact.fit(m_prior, train, num_steps=100)
     assert float(best.grad_norm) < 1e-3  # with a Gaussian prior the optimum exists
-    steps = 1500
+    steps = 1000
     learner = ugm.MLE(ugm.models.vbm, ugm.PCD(300, num_mcmc_steps=1),
                       optax.adam(optax.exponential_decay(0.05, steps, 0.02)))
     result = learner.run(jax.random.PRNGKey(2), steps, train, N, fields=False,

@@ -71,6 +71,7 @@ def test_samples_the_exact_distribution(model, spec, steps):
     check_tv(m, params, spec, 20000, steps, wrong_beta=0.75)
 
 
+@pytest.mark.slow  # by default, Metropolis runs inside the learner (test_inside_pcd)
 def test_inside_ugm_sample():
     m, params = vbm8()
     p = np.exp(exact_log_probs(m, params))

@@ -166,8 +166,8 @@ def _share_a_node(n):
             if {i[a], j[a]} & {i[b], j[b]}}
 
 
-@pytest.mark.parametrize("statistics", [TRIAD, ("edges", "threestars", "isolates",
-                                                 ("gwdegree", 0.4))])
+@pytest.mark.parametrize("statistics", [TRIAD, pytest.param(
+    ("edges", "threestars", "isolates", ("gwdegree", 0.4)), marks=pytest.mark.slow)])
 def test_declared_matchings_hold_under_the_found_interactions(statistics):
     n = 5
     m = model(n, statistics)

@@ -212,6 +212,10 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
                                    np.float64), axis=2)[:, :, 0]
     exact_fn = jax.jit(lambda x: exact_conditional_logits(lambda z: m.log_potential(
         {"theta": theta}, z), x, m.state_sites, {"y": None})["y"])
+    hooked = {"all": jax.jit(lambda x: f.conditional_logits(x, m.state_sites, {"y": None})),
+              "some": jax.jit(lambda x, i: f.conditional_logits(x, m.state_sites, {"y": i}))}
+    gradient = jax.jit(lambda x: conditional_logits(lambda z: m.log_potential(
+        {"theta": theta}, z), x, m.state_sites, {"y": None})["y"])
     for g in range(3):
         brute = brute_all[g]
         np.testing.assert_allclose(all_changes[g], brute, rtol=1e-5, atol=1e-4)
@@ -219,15 +223,15 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
         exact_logits = exact_fn(state)
         exact_odds = np.asarray(exact_logits[:, 1] - exact_logits[:, 0])
         for idx in (None, np.array([4, 0, 17]), np.array([20])):
-            got = np.asarray(f.conditional_logits(state, m.state_sites, {"y": idx})["y"])
+            got = np.asarray((hooked["all"](state) if idx is None
+                              else hooked["some"](state, idx))["y"])
             rows = slice(None) if idx is None else idx
             np.testing.assert_allclose(got[:, 1] - got[:, 0], brute[rows] @ np.asarray(theta),
                                        rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(got[:, 1] - got[:, 0], exact_odds[rows], rtol=1e-4,
                                        atol=1e-4)
         if m.structure.multilinear:  # the gradient gives the same conditionals
-            grad = conditional_logits(lambda x: m.log_potential({"theta": theta}, x), state,
-                                      m.state_sites, {"y": None})["y"]
+            grad = gradient(state)
             np.testing.assert_allclose(np.asarray(grad[:, 1] - grad[:, 0]), exact_odds,
                                        rtol=1e-4, atol=1e-4)
 

@@ -186,14 +186,17 @@ def scaled(logdensity_fn: Callable[[dict], jax.Array], factor: Any
 def constant_log_density(value: Any = 0.0) -> LogDensity:
     """The log-density equal to ``value`` everywhere (a uniform distribution), whose
     conditionals are zero."""
-    def conditionals(state, domains, block):
-        dtype = jnp.result_type(value, float)
-        return {s: jnp.zeros((domains[s].num_variables if idx is None else jnp.shape(idx)[0],
-                              domains[s].num_values), dtype)
-                for s, idx in block.items()}
+    dtype = jnp.result_type(value, float)
+    return LogDensity(lambda state: jnp.asarray(value, dtype),
+                      lambda state, domains, block: zero_logits(domains, block, dtype))
 
-    return LogDensity(lambda state: jnp.asarray(value, jnp.result_type(value, float)),
-                      conditionals)
+
+def zero_logits(domains: Mapping[str, Domain], block: Mapping, dtype: Any) -> dict:
+    """Conditional log-probabilities of a block's variables under a log-density that does
+    not depend on them: zeros ``(num_block_variables, K)`` per site."""
+    return {s: jnp.zeros((domains[s].num_variables if idx is None else jnp.shape(idx)[0],
+                          domains[s].num_values), dtype)
+            for s, idx in block.items()}
 
 
 def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,

@@ -40,8 +40,7 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
-from .conditionals import (LogDensity, block_logits, conditional_logits,
-                           exact_conditional_logits)
+from .conditionals import LogDensity, block_logits, zero_logits
 from .domains import Domain
 from .factors import COLORS, CONDITIONALS, MULTILINEAR
 from .structure import Structure
@@ -657,16 +656,12 @@ class UGM:
                         total = total + term
                 return total
 
-            logits_fn = (conditional_logits if self.structure.multilinear
-                         else exact_conditional_logits)
-            for s, logits in logits_fn(rest, state, domains, block).items():
+            rest_logits = block_logits(rest, state, domains, block,
+                                       self.structure.multilinear)
+            for s, logits in rest_logits.items():
                 out[s] = logits if s not in out else out[s] + logits
-        for s, idx in block.items():
-            if s not in out:
-                d = domains[s]
-                count = d.num_variables if idx is None else jnp.shape(idx)[0]
-                out[s] = jnp.zeros((count, d.num_values), jnp.result_type(float))
-        return out
+        missing = {s: idx for s, idx in block.items() if s not in out}
+        return {**out, **zero_logits(domains, missing, jnp.result_type(float))}
 
     def log_prior(self, params: dict) -> jax.Array:
         """Sum of the log prior densities of the parameters with a prior (0 if none)."""

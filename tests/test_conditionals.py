@@ -9,12 +9,14 @@ import types
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import pytest
 from helpers import potts5, random_params, vbm8
 
 import numpyro_ugm as ugm
-from numpyro_ugm.conditionals import (conditional_logits, exact_conditional_logits,
-                                      free_energy, gather, scatter, sum_out)
+from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
+                                      exact_conditional_logits, free_energy, gather,
+                                      scatter, sum_out)
 
 
 def brute_logits(m, params, state, site, i):
@@ -141,3 +143,39 @@ def test_latent_categorical_is_summed_out_exactly(num_categories):
     # the test can fail: the sum is not f at one latent configuration
     assert np.min(np.abs(want - np.array([float(m.log_potential(params, {"v": v, "h": h}))
                                           for h in hs]))) > 0.05
+
+
+def _hooked_chain(with_field):
+    """A spin chain whose coupling factor gives its own conditionals (``ugm.factor``),
+    with or without ordinary factors beside it, and a site ``z`` the hook ignores."""
+    def model():
+        J = numpyro.param("J", 0.7)
+        x = numpyro.sample("x", ugm.Spin(4))
+        z = numpyro.sample("z", ugm.Spin(2))
+
+        def conditionals(site, idx):
+            if site != "x":
+                return None
+            zero = jnp.zeros(1, x.dtype)
+            grad = J * (jnp.concatenate([zero, x[:-1]]) + jnp.concatenate([x[1:], zero]))
+            return ugm.Spin(4).conditional_logits(grad if idx is None else grad[idx])
+
+        ugm.factor("chain", J * jnp.sum(x[:-1] * x[1:]), conditionals=conditionals)
+        if with_field:
+            numpyro.factor("field", 0.3 * jnp.sum(x) - 0.5 * z[0] * x[0])
+    return model
+
+
+@pytest.mark.parametrize("with_field", [True, False])
+def test_a_factors_own_conditionals_join_those_of_the_other_factors(with_field):
+    m = ugm.UGM(_hooked_chain(with_field))
+    params = {"J": jnp.asarray(0.7)}
+    f = m.logdensity_fn(params)
+    assert isinstance(f, LogDensity)
+    state = m.random_state(jax.random.PRNGKey(3))
+    for block in ({"x": None, "z": None}, {"x": np.array([2, 0]), "z": np.array([1])}):
+        got = f.conditional_logits(state, m.state_sites, block)
+        want = exact_conditional_logits(f, state, m.state_sites, block)
+        for s in block:
+            np.testing.assert_allclose(got[s][:, 1] - got[s][:, 0],
+                                       want[s][:, 1] - want[s][:, 0], rtol=1e-5, atol=1e-5)

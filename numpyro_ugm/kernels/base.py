@@ -116,7 +116,7 @@ def values_from_uniforms(uniforms, logits, domain, dtype):
     """The draw of :func:`sample_values` given its uniforms (one per variable, shape
     ``logits.shape[:-1]``), so that a caller can draw the uniforms of many blocks, or of
     many chains, at once."""
-    if logits.shape[-1] == 2 and not domain.event_shape:
+    if domain.two_valued:
         low, high = (jnp.asarray(v, dtype) for v in domain.values)
         return jnp.where(_second(uniforms, logits[..., 1] - logits[..., 0]), high, low)
     return domain.label_to_model(labels_from_uniforms(uniforms, logits), dtype)

@@ -44,12 +44,12 @@ class metropolis(BlockKernelSpec):
     def num_uniforms(self, domain) -> int:
         """One uniform per variable (the acceptance) for two values, two (proposal and
         acceptance) for more."""
-        return 1 if _flips(domain) else 2
+        return 1 if domain.two_valued else 2
 
     def draw(self, uniforms, logits, domain, current):
         """Propose a different value for each variable; accept each with probability
         min(1, exp(logits[new] − logits[current]))."""
-        if _flips(domain):
+        if domain.two_valued:  # a flip
             low, high = domain.values
             log_odds = logits[..., 1] - logits[..., 0]  # log p(high) / p(low)
             gain = jnp.where(current > low, -log_odds, log_odds)
@@ -67,7 +67,3 @@ class metropolis(BlockKernelSpec):
         label = jnp.where(accepted, proposal, label)
         return domain.label_to_model(label, current.dtype), accepted
 
-
-def _flips(domain):
-    """Whether a proposal is a flip: two values, no event dimension (Spin, Binary)."""
-    return domain.num_values == 2 and not domain.event_shape

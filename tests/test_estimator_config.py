@@ -217,11 +217,13 @@ INFO_FIELDS = {
     "MCMCMLE": (lambda: ugm.MCMCMLE(16, 2, reset_every=2), MCMCMLEInfo,
                 ("ess", "rejuvenated", "log_z", "log_z_se")),
     "PF": (lambda: ugm.PF(16), PFInfo,
-           ("ess", "resampled", "rejuvenated", "acceptance", "log_z", "log_z_se")),
+           ("ess", "resampled", "rejuvenated", "acceptance", "log_z", "log_z_se",
+            "equilibrium_z", "interval")),
     "SMC": (lambda: ugm.SMC(16), SMCInfo,
             ("ess", "num_betas", "acceptance", "log_z", "log_z_se")),
     "PSMC": (lambda: ugm.PSMC(16), PSMCInfo,
-             ("ess", "num_betas", "acceptance", "log_z", "log_z_se")),
+             ("ess", "num_betas", "acceptance", "log_z", "log_z_se", "fresh_num_betas",
+              "fresh_share")),
 }
 
 
@@ -240,9 +242,9 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     state = estimator.init(jax.random.PRNGKey(1), m, params, batch)
     state, particles, info = estimator.update(jax.random.PRNGKey(2), state, m, params, batch)
     assert type(info) is info_type and info._fields == fields
-    for value in info:
+    for field, value in zip(info._fields, info):
         assert jnp.shape(value) == () and not np.isnan(float(value)) or (
-            name == "PF" and value is info.acceptance)
+            name == "PF" and field in ("acceptance", "equilibrium_z"))
     assert 0 < float(info.ess) <= 16 + 1e-3
     # the old dict access keeps working for a release, with a warning
     with pytest.warns(DeprecationWarning, match="NamedTuple"):

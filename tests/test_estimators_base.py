@@ -121,9 +121,10 @@ def max_difference(a, b):
 #: estimator, number of still updates at θ_0 before the slow path, big jumps after it
 ESTIMATORS = {
     "PCD": (lambda: ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1), 30, ()),  # 30 still updates: burn-in
-    "MCMCMLE": (lambda: ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100), 1, ()),
+    "MCMCMLE": (lambda: ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100,
+                                    restart_threshold=0.1, gradient_tol=0.0), 1, ()),
     # a low threshold: no resampling along the path (the weights alone carry it)
-    "PF": (lambda: ugm.PF(NUM_PARTICLES, resample_threshold=0.1), 1, ()),
+    "PF": (lambda: ugm.PF(NUM_PARTICLES, resample_threshold=0.1, rejuvenate_every=None), 1, ()),
     "SMC": (lambda: ugm.SMC(NUM_PARTICLES), 1, ()),
     # the slow path takes one β per update; the jumps (to θ_0 + 3 (θ_1 − θ_0)) several
     "PSMC": (lambda: ugm.PSMC(NUM_PARTICLES, keep_fraction=1.0), 1, (2.0, 3.0)),

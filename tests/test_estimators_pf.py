@@ -47,7 +47,7 @@ def pf_from_pcd(m, pcd_state, params):
     num = jax.tree.leaves(position)[0].shape[0]
     return PFState(position, uniform_log_weights(num), free_energies(m, params, position),
                    jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros(()),
-                   uniform_log_weights(num))
+                   uniform_log_weights(num), jnp.ones((), jnp.int32))
 
 
 @functools.lru_cache(maxsize=None)

@@ -84,17 +84,22 @@ RESAMPLING = ("systematic", "stratified", "multinomial", "residual")
 
 
 def resample(rng_key: jax.Array, position: dict, log_weights: jax.Array,
-             method: str = "systematic") -> dict:
-    """Resample particles in proportion to their weights (blackjax's schemes).
+             method: str = "systematic", num_samples: Optional[int] = None) -> dict:
+    """Resample ``num_samples`` particles (default: as many as there are) in proportion
+    to their weights (blackjax's schemes).
 
-    Equally weighted particles are returned unchanged: resampling them would only add
-    noise (and this keeps PF with unit weights identical to PCD).
+    Equally weighted particles are returned unchanged (a random subset of
+    ``num_samples`` of them, if fewer): resampling them would only add noise (and this
+    keeps PF with unit weights identical to PCD).
     """
     num = log_weights.shape[0]
+    num_samples = num if num_samples is None else num_samples
     weights = jnp.exp(normalize(log_weights))
-    idx = getattr(bj_resampling, method)(rng_key, weights, num)
+    idx = getattr(bj_resampling, method)(rng_key, weights, num_samples)
     uniform = jnp.all(log_weights == log_weights[0])
-    idx = jnp.where(uniform, jnp.arange(num), idx)
+    kept = (jnp.arange(num) if num_samples == num
+            else jax.random.permutation(jax.random.fold_in(rng_key, 1), num)[:num_samples])
+    idx = jnp.where(uniform, kept, idx)
     return jax.tree.map(lambda a: a[idx], position)
 
 
@@ -138,6 +143,12 @@ class Estimator:
                batch: Optional[dict]) -> tuple[Any, "Particles", NamedTuple]:
         """Move and weight the particles for the parameters ``params``."""
         raise NotImplementedError
+
+    def observe(self, state: Any, grads: dict) -> Any:
+        """Hand the estimator the log-likelihood gradient its particles gave this update
+        (unconstrained space); the state after. Default: nothing is kept (MCMC-MLE uses
+        it to end a round at the importance-sampled optimum)."""
+        return state
 
     # --- validation, once, in __post_init__ --------------------------------------------
     def _owner(self) -> str:

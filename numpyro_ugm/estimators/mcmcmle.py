@@ -16,14 +16,15 @@ from .tempering import anneal_from_uniform
 
 class MCMCMLEState(NamedTuple):
     """The sample drawn at the anchor θ_0 of the current round, its free energies
-    F(x; θ_0), the running estimate of log Z(θ_0), updates since the draw, and the
-    estimate's variance."""
+    F(x; θ_0), the running estimate of log Z(θ_0), updates since the draw, the
+    estimate's variance, and the mean absolute gradient of the last update."""
 
     position: dict
     anchor_free_energy: jax.Array
     anchor_log_z: jax.Array
     since_reset: jax.Array
     anchor_log_z_var: jax.Array
+    gradient: jax.Array
 
 
 @mapping_access
@@ -52,8 +53,11 @@ class MCMCMLEInfo(NamedTuple):
 class MCMCMLE(Estimator):
     """MCMC-MLE: a fixed sample x_s from p(·; θ_0) and importance log-weights
     F(x_s; θ_t) − F(x_s; θ_0) (eq. 6). A new round starts — the chains, persisted,
-    run ``num_mcmc_steps`` kernel steps at the current θ, which becomes θ_0 — every
-    ``reset_every`` updates or when the ESS falls below ``restart_threshold``·S.
+    run ``num_mcmc_steps`` kernel steps at the current θ, which becomes θ_0 — by the
+    PF paper's criteria: when the optimizer has reached the importance-sampled
+    approximation's maximizer (the mean absolute gradient fell below
+    ``gradient_tol``), when the ESS falls below ``restart_threshold``·S (the sample no
+    longer represents p(·; θ_t)), or after ``reset_every`` updates.
 
     The first sample comes from tempering uniform draws to p(·; θ_0) (which also gives
     log Z(θ_0)) followed by ``num_mcmc_steps`` steps; ``log_z`` is then carried from
@@ -69,6 +73,9 @@ class MCMCMLE(Estimator):
     restart_threshold : float in [0, 1)
         Keyword only. Start a new round early when the ESS falls below this fraction of
         S (formerly ``ess_threshold``).
+    gradient_tol : float >= 0
+        Keyword only. Start a new round when the mean absolute value of the last
+        update's gradient (over all parameter entries) is below it (0: never).
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
     """
@@ -77,7 +84,8 @@ class MCMCMLE(Estimator):
     num_mcmc_steps: int = 10
     reset_every: int = 100
     _: dataclasses.KW_ONLY
-    restart_threshold: float = 0.1
+    restart_threshold: float = 0.5
+    gradient_tol: float = 0.01
     kernel: Optional[KernelSpec] = None
 
     def __post_init__(self):
@@ -88,6 +96,9 @@ class MCMCMLE(Estimator):
             raise ValueError(f"MCMCMLE: restart_threshold must be in [0, 1), got "
                              f"{self.restart_threshold}")
         self._set("restart_threshold", float(self.restart_threshold))
+        if not float(self.gradient_tol) >= 0:
+            raise ValueError(f"MCMCMLE: gradient_tol must be >= 0, got {self.gradient_tol}")
+        self._set("gradient_tol", float(self.gradient_tol))
         self._check_kernel()
 
     def _draw(self, kernel, rng_key, m, params, position):
@@ -102,7 +113,8 @@ class MCMCMLE(Estimator):
         position = resample(resample_key, result.position, result.log_weights)
         position, energy = self._draw(kernel, key, m, params, position)
         return MCMCMLEState(position, energy, result.log_z_increment,
-                            jnp.zeros((), jnp.int32), result.log_z_var)
+                            jnp.zeros((), jnp.int32), result.log_z_var,
+                            jnp.full((), jnp.finfo(energy.dtype).max, energy.dtype))
 
     def update(self, rng_key, state, m, params, batch
                ) -> tuple[MCMCMLEState, Particles, MCMCMLEInfo]:
@@ -112,17 +124,24 @@ class MCMCMLE(Estimator):
                        count=state.since_reset + 1, every=self.reset_every,
                        log_z_var=state.anchor_log_z_var)
         dtype = new.log_weights.dtype
+        triggered = new.triggered | (state.gradient < self.gradient_tol)
 
         def redraw(_):
             position, energy = self._draw(kernel, rng_key, m, params, state.position)
             return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
-                                 new.log_z_var),
+                                 new.log_z_var, state.gradient),
                     uniform_log_weights(self.num_particles).astype(dtype))
 
         def keep(_):
             return state._replace(since_reset=state.since_reset + 1), new.log_weights
 
-        new_state, weights = jax.lax.cond(new.triggered, redraw, keep, None)
-        info = MCMCMLEInfo(new.ess, new.triggered.astype(dtype), new.log_z,
+        new_state, weights = jax.lax.cond(triggered, redraw, keep, None)
+        info = MCMCMLEInfo(new.ess, triggered.astype(dtype), new.log_z,
                            jnp.sqrt(new.log_z_var))
         return new_state, Particles(new_state.position, weights), info
+
+    def observe(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:
+        leaves = jax.tree.leaves(grads)
+        size = sum(leaf.size for leaf in leaves)
+        mean_abs = sum(jnp.sum(jnp.abs(leaf)) for leaf in leaves) / max(size, 1)
+        return state._replace(gradient=mean_abs.astype(state.gradient.dtype))

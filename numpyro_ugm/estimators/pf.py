@@ -10,14 +10,15 @@ from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
 from .base import (Estimator, Particles, free_energies, move, resample, reweight,
                    uniform_log_weights)
+from ..conditionals import free_energy
 from .tempering import anneal_from_uniform
 
 
 class PFState(NamedTuple):
     """Weighted particles, their free energies F(x; θ) at the parameters the weights
     refer to, the running estimate of log Z(θ), updates since the last rejuvenation,
-    and (for the estimate's variance) that variance at the last rejuvenation and the
-    weights the particles had then."""
+    (for the estimate's variance) that variance at the last rejuvenation and the
+    weights the particles had then, and the current forced-rejuvenation interval."""
 
     position: dict
     log_weights: jax.Array
@@ -26,6 +27,7 @@ class PFState(NamedTuple):
     since_rejuvenation: jax.Array
     log_z_var: jax.Array
     segment_log_weights: jax.Array
+    interval: jax.Array
 
 
 @mapping_access
@@ -41,6 +43,9 @@ class PFInfo(NamedTuple):
     log_z : running estimate of log Z(θ_t)
     log_z_se : its approximate standard error (also that of the running
         log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
+    equilibrium_z : the rejuvenation's equilibrium check (see :func:`equilibrium_z`;
+        NaN when none ran)
+    interval : updates after which a rejuvenation is forced, as it stands after this one
     """
 
     ess: jax.Array
@@ -49,6 +54,39 @@ class PFInfo(NamedTuple):
     acceptance: jax.Array
     log_z: jax.Array
     log_z_se: jax.Array
+    equilibrium_z: jax.Array
+    interval: jax.Array
+
+
+def statistics(m, params: dict, position: dict) -> jax.Array:
+    """∇θ F(x_s; θ) of every particle, flattened: (S, number of parameter entries)."""
+    grads = jax.vmap(jax.grad(lambda p, x: free_energy(m, p, x)), (None, 0))(params,
+                                                                            position)
+    leaves = jax.tree.leaves(grads)
+    return jnp.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1)
+
+
+def equilibrium_z(log_weights: jax.Array, before: jax.Array, after: jax.Array) -> jax.Array:
+    """How far the kernel moved the particles' negative phase, as a mean squared z-score.
+
+    ``before``: ∇θ F(x_s; θ_t) of the weighted particles (:func:`statistics`);
+    ``after``: the same of the particles resampled from them and moved by the kernel at
+    θ_t. If the weighted particles represented p(·; θ_t), the kernel (which leaves it
+    invariant) would move each component of their weighted mean by noise only, and the
+    mean of the squared z-scores would be about 1 (less: the moved set is correlated
+    with the first). A large value shows they did not — typically because no particle
+    holds mass the parameters have moved to, which the ESS cannot see. Each set counts
+    as ESS independent draws; the standard error is floored at that of one particle
+    changing a statistic by one unit.
+    """
+    weights = jnp.exp(log_weights)
+    effective = 1.0 / jnp.sum(weights ** 2)
+    mean_before = weights @ before
+    var_before = weights @ (before - mean_before) ** 2
+    mean_after = jnp.mean(after, axis=0)
+    var_after = jnp.var(after, axis=0)
+    se = jnp.maximum(jnp.sqrt((var_before + var_after) / effective), 1.0 / before.shape[0])
+    return jnp.mean(((mean_after - mean_before) / se) ** 2)
 
 
 @renamed_arguments(
@@ -72,6 +110,20 @@ class PF(Estimator):
     "PCD with a sampling-importance-resampling step" (its Sec. 3.2); with unit weights
     too (``temperature=inf``) it is exactly PCD-n.
 
+    The ESS cannot see mass that moved to configurations no particle holds: weights that
+    stay even while the parameters travel leave PF estimating the negative phase from a
+    few stale configurations, and learning drifts or diverges without a sign in the ESS
+    (on the paper's VBM-15 at rate 0.1, skipping every other rejuvenation already costs
+    more than PCD-1; see the docs' "Choosing an estimator" page). So by default PF
+    also rejuvenates after every update (``rejuvenate_every=1``: the paper's "PCD with
+    a sampling-importance-resampling step", still reporting the ESS and a running
+    log Z). A longer ``rejuvenate_every`` lets it skip rejuvenations, as the paper
+    intends, and is then adaptive (``adaptive=True``): the forced interval starts at 1
+    and doubles up to ``rejuvenate_every`` after each rejuvenation whose check
+    (:func:`equilibrium_z`) finds the particles at equilibrium, and falls back to 1
+    when one does not. ``rejuvenate_every=None`` is the paper's PF: rejuvenate on a
+    low ESS only.
+
     Parameters
     ----------
     num_particles : int
@@ -85,9 +137,15 @@ class PF(Estimator):
     resampling : {"systematic", "stratified", "multinomial", "residual"}
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
-    rejuvenate_every : int, optional
+    rejuvenate_every : int or None
         Keyword only. Also resample and rejuvenate after this many updates without one
-        (the paper's VBM study: every 100 epochs).
+        (default 1: every update; the paper's VBM study: every 100 epochs; None: on a
+        low ESS only). With ``adaptive``, the longest forced interval.
+    adaptive : bool
+        Keyword only. Adapt the forced interval by the equilibrium check (when
+        ``rejuvenate_every > 1``). False: a fixed interval.
+    equilibrium_threshold : float > 0
+        Keyword only. z above which the check finds the particles off equilibrium.
     """
 
     num_particles: int
@@ -97,7 +155,9 @@ class PF(Estimator):
     resampling: str = "systematic"
     _: dataclasses.KW_ONLY
     kernel: Optional[KernelSpec] = None
-    rejuvenate_every: Optional[int] = None
+    rejuvenate_every: Optional[int] = 1
+    adaptive: bool = True
+    equilibrium_threshold: float = 2.0
 
     def __post_init__(self):
         self._check_count("num_particles")
@@ -112,21 +172,36 @@ class PF(Estimator):
         self._check_resampling()
         if self.rejuvenate_every is not None:
             self._check_count("rejuvenate_every")
+        self._set("adaptive", bool(self.adaptive))
+        if not float(self.equilibrium_threshold) > 0:
+            raise ValueError(f"PF: equilibrium_threshold must be > 0, got "
+                             f"{self.equilibrium_threshold}")
+        self._set("equilibrium_threshold", float(self.equilibrium_threshold))
         self._check_kernel()
+
+    @property
+    def checking(self) -> bool:
+        """Whether the forced interval adapts by the equilibrium check."""
+        return self.adaptive and (self.rejuvenate_every or 1) > 1
+
+    def _first_interval(self) -> int:
+        return 1 if self.checking else (self.rejuvenate_every or 0)
 
     def init(self, rng_key, m, params, batch) -> PFState:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
                                      self.num_particles)
         return PFState(result.position, result.log_weights,
                        free_energies(m, params, result.position), result.log_z_increment,
-                       jnp.zeros((), jnp.int32), result.log_z_var, result.log_weights)
+                       jnp.zeros((), jnp.int32), result.log_z_var, result.log_weights,
+                       jnp.asarray(self._first_interval(), jnp.int32))
 
     def update(self, rng_key, state, m, params, batch) -> tuple[PFState, Particles, PFInfo]:
         kernel = self.build_kernel(m)
         since = state.since_rejuvenation + 1
         new = reweight(m, params, state.position, state.free_energy, state.log_z,
                        threshold=self.resample_threshold, count=since,
-                       every=self.rejuvenate_every, log_weights=state.log_weights,
+                       every=None if self.rejuvenate_every is None else state.interval,
+                       log_weights=state.log_weights,
                        temperature=self.temperature, log_z_var=state.log_z_var,
                        segment_log_weights=state.segment_log_weights)
         dtype = new.free_energy.dtype
@@ -136,21 +211,31 @@ class PF(Estimator):
                                 new.log_weights, self.resampling)
             position, acceptance = move(kernel, rng_key, position,
                                         m.logdensity_fn(params), self.num_mcmc_steps)
+            energy = free_energies(m, params, position)
+            z = (equilibrium_z(new.log_weights, statistics(m, params, state.position),
+                               statistics(m, params, position)) if self.checking
+                 else jnp.full((), jnp.nan))
             return (position, uniform_log_weights(self.num_particles).astype(
-                        new.log_weights.dtype),
-                    free_energies(m, params, position), acceptance.astype(dtype))
+                        new.log_weights.dtype), energy, acceptance.astype(dtype),
+                    z.astype(dtype))
 
         def kept(_):
             return (state.position, new.log_weights, new.free_energy,
-                    jnp.full((), jnp.nan, dtype))
+                    jnp.full((), jnp.nan, dtype), jnp.full((), jnp.nan, dtype))
 
-        position, log_weights, energy, acceptance = jax.lax.cond(
+        position, log_weights, energy, acceptance, z = jax.lax.cond(
             new.triggered, rejuvenated, kept, None)
         renewed = lambda now, then: jnp.where(new.triggered, now, then)  # noqa: E731
+        interval = state.interval
+        if self.checking:
+            longer = jnp.minimum(2 * interval, self.rejuvenate_every)
+            interval = renewed(jnp.where(z > self.equilibrium_threshold, 1, longer),
+                               interval).astype(jnp.int32)
         new_state = PFState(position, log_weights, energy, new.log_z,
                             renewed(0, since).astype(jnp.int32),
                             renewed(new.log_z_var, state.log_z_var),
-                            renewed(log_weights, state.segment_log_weights))
+                            renewed(log_weights, state.segment_log_weights), interval)
         flag = new.triggered.astype(dtype)
-        info = PFInfo(new.ess, flag, flag, acceptance, new.log_z, jnp.sqrt(new.log_z_var))
+        info = PFInfo(new.ess, flag, flag, acceptance, new.log_z, jnp.sqrt(new.log_z_var),
+                      z, interval.astype(dtype))
         return new_state, Particles(position, log_weights), info

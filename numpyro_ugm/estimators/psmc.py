@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
-from .._deprecation import renamed_arguments
+from .._deprecation import mapping_access, renamed_arguments
 from ..conditionals import linear_combination
 from .base import Particles, resample
-from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform, temper
+from .tempering import TemperingEstimator, anneal_from_uniform, temper
 
 
 class PSMCState(NamedTuple):
@@ -29,8 +29,35 @@ class PSMCState(NamedTuple):
     log_z_var: jax.Array
 
 
-#: diagnostics of one PSMC update (``log_z`` is the running estimate of log Z(θ_t))
-PSMCInfo = TemperingInfo
+@mapping_access
+class PSMCInfo(NamedTuple):
+    """Diagnostics of one PSMC update.
+
+    Attributes
+    ----------
+    ess : effective sample size of the final (merged) weights
+    num_betas : tempering steps of the bridge from θ_{t−1} to θ_t
+    acceptance : mean kernel acceptance over the bridge
+    log_z : running estimate of log Z(θ_t)
+    log_z_se : its approximate standard error (see
+        :class:`~numpyro_ugm.estimators.tempering.TemperResult`)
+    fresh_num_betas : tempering steps of the fresh particles' path from the uniform
+        distribution (0 without one)
+    fresh_share : the share of the merged weight the fresh particles carry (NaN without
+        them); their normalizer estimate against the persistent one's
+    """
+
+    ess: jax.Array
+    num_betas: jax.Array
+    acceptance: jax.Array
+    log_z: jax.Array
+    log_z_se: jax.Array
+    fresh_num_betas: jax.Array
+    fresh_share: jax.Array
+
+
+#: how :class:`PSMC` re-draws the particles it does not keep
+REDRAWS = ("tempered", "uniform-heuristic")
 
 
 @renamed_arguments({"ess_threshold": "target_ess", "steps": "num_mcmc_steps"},
@@ -43,12 +70,23 @@ class PSMC(TemperingEstimator):
     Δβ·(f(x; θ_t) − f(x; θ_{t−1})) at ``target_ess``·S (the paper's eqs. 27–31 and
     Algorithms 3–4, with ``blackjax.smc``'s solver); resample and move at each β.
 
-    As in the paper, only ``keep_fraction`` of the particles are carried over; the rest
-    are re-drawn uniformly at the start of each update, to keep exploring modes. That
-    mixture start is a heuristic: with ``keep_fraction < 1`` the running ``log_z`` (the
-    sum of the bridges' normalizer increments) is biased; with ``keep_fraction=1`` it is
-    the standard SMC estimate. The initial particles and log Z(θ_0) come from tempering
-    uniform draws to p(·; θ_0).
+    As in the paper, only ``keep_fraction`` of the particles are carried over by the
+    bridge; the rest are drawn afresh to keep exploring modes that the persistent ones
+    may have lost. By default (``redraw="tempered"``) the fresh particles reach
+    p(·; θ_t) through their own tempered path from the uniform distribution (as
+    :class:`~numpyro_ugm.SMC` does), with their own estimate of Z(θ_t); the two sets are
+    merged with weights in proportion to their sizes times their normalizer estimates,
+    so that the merged set is properly weighted and the running Z estimate,
+    (n_keep Ẑ_bridge + n_fresh Ẑ_fresh) / S, stays unbiased. A set that lost mass
+    (persistent particles that cannot see a new mode) has a lower Ẑ and yields weight
+    to the other.
+
+    ``redraw="uniform-heuristic"`` is the paper's scheme: uniform draws join the kept
+    particles at the start of the bridge as if they were distributed as p(·; θ_{t−1}).
+    It biases the negative phase toward the uniform distribution and the running
+    ``log_z`` (measured in the docs' "Choosing an estimator" page); with
+    ``keep_fraction=1`` both schemes are the plain SMC bridge. The initial particles
+    and log Z(θ_0) come from tempering uniform draws to p(·; θ_0).
 
     Parameters
     ----------
@@ -66,13 +104,18 @@ class PSMC(TemperingEstimator):
         Keyword only. Cap on the number of β per update (the last step then jumps to 1).
     kernel : KernelSpec, optional
         Keyword only. Move at each β (default: systematic-scan block Gibbs).
+    redraw : {"tempered", "uniform-heuristic"}
+        Keyword only. How the particles not kept are re-drawn (see above).
     """
 
     keep_fraction: float = 0.5
+    redraw: str = dataclasses.field(default="tempered", kw_only=True)
 
     def __post_init__(self):
         super().__post_init__()
         self._check_fraction("keep_fraction", high_open=False)
+        if self.redraw not in REDRAWS:
+            raise ValueError(f"PSMC: redraw must be one of {REDRAWS}, got {self.redraw!r}")
         if self.num_keep < 1:
             raise ValueError(
                 f"PSMC: keep_fraction={self.keep_fraction} of num_particles="
@@ -92,27 +135,63 @@ class PSMC(TemperingEstimator):
                          result.log_z_increment, result.log_z_var)
 
     def update(self, rng_key, state, m, params, batch
-               ) -> tuple[PSMCState, Particles, TemperingInfo]:
+               ) -> tuple[PSMCState, Particles, PSMCInfo]:
         kernel = self.build_kernel(m)
         resample_key, fresh_key, pick_key, bridge_key = jax.random.split(rng_key, 4)
-        num = self.num_particles
+        num, num_keep = self.num_particles, self.num_keep
+        dtype = state.log_weights.dtype
+        tempered_redraw = self.redraw == "tempered" and num_keep < num
+        bridged = num_keep if tempered_redraw else num
         position = resample(resample_key, state.position, state.log_weights,
-                            self.resampling)
-        num_keep = self.num_keep
-        if num_keep < num:
+                            self.resampling, bridged)
+        if self.redraw == "uniform-heuristic" and num_keep < num:
             fresh = m.random_state(fresh_key, (num,))
             redraw = jax.random.permutation(pick_key, num) >= num_keep
             position = jax.tree.map(
                 lambda new, old: jnp.where(redraw.reshape((-1,) + (1,) * (old.ndim - 1)),
                                            new, old), fresh, position)
-        dtype = state.log_weights.dtype
         before, after = m.logdensity_fn(state.params), m.logdensity_fn(params)
-        result = temper(
-            kernel, bridge_key, position, jnp.full((num,), 1.0 / num, dtype), before,
-            linear_combination((1.0, after), (-1.0, before)), **self.tempering())
-        log_z = state.log_z + result.log_z_increment
-        log_z_var = state.log_z_var + result.log_z_var
-        info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
-                             log_z, jnp.sqrt(log_z_var))
-        new_state = PSMCState(result.position, result.log_weights, params, log_z, log_z_var)
-        return new_state, Particles(result.position, result.log_weights), info
+        bridge = temper(
+            kernel, bridge_key, position, jnp.full((bridged,), 1.0 / bridged, dtype),
+            before, linear_combination((1.0, after), (-1.0, before)), **self.tempering())
+        log_z = state.log_z + bridge.log_z_increment
+        log_z_var = state.log_z_var + bridge.log_z_var
+        position, log_weights = bridge.position, bridge.log_weights
+        fresh_betas, fresh_share = jnp.zeros((), jnp.int32), jnp.full((), jnp.nan, dtype)
+        if tempered_redraw:
+            fresh = anneal_from_uniform(m, kernel, fresh_key, params, num - num_keep,
+                                        **self.tempering())
+            merged = merge((position, log_weights, log_z, log_z_var),
+                           (fresh.position, fresh.log_weights, fresh.log_z_increment,
+                            fresh.log_z_var))
+            position, log_weights, log_z, log_z_var, fresh_share = merged
+            fresh_betas = fresh.num_betas
+        info = PSMCInfo(ess(log_weights), bridge.num_betas, bridge.acceptance, log_z,
+                        jnp.sqrt(log_z_var), fresh_betas, fresh_share)
+        new_state = PSMCState(position, log_weights, params, log_z, log_z_var)
+        return new_state, Particles(position, log_weights), info
+
+
+def merge(first: tuple, second: tuple) -> tuple:
+    """Merge two independent weighted particle sets of the same target, each given as
+    ``(position, log_weights, log_z, log_z_var)`` with normalized log-weights and its own
+    estimate of log Z.
+
+    Set k of n_k particles gets the share n_k Ẑ_k / Σ_j n_j Ẑ_j of the weight: the union
+    is properly weighted and log((n_1 Ẑ_1 + n_2 Ẑ_2) / (n_1 + n_2)), returned as the
+    merged log Z, is the log of an unbiased estimate when each Ẑ_k is. Its variance
+    (delta method) is Σ_k share_k² var_k.
+
+    Returns
+    -------
+    position, log_weights, log_z, log_z_var, share of the second set
+    """
+    sizes = jnp.array([first[1].shape[0], second[1].shape[0]], first[1].dtype)
+    log_mass = jnp.log(sizes / jnp.sum(sizes)) + jnp.stack([first[2], second[2]])
+    log_z = jax.nn.logsumexp(log_mass)
+    share = jnp.exp(log_mass - log_z)
+    position = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), first[0], second[0])
+    log_weights = jnp.concatenate([first[1] + jnp.log(share[0]),
+                                   second[1] + jnp.log(share[1])])
+    log_z_var = share[0] ** 2 * first[3] + share[1] ** 2 * second[3]
+    return position, log_weights, log_z, log_z_var, share[1]

@@ -147,8 +147,11 @@ def reference_mle(run, data, init, key, iterations=6, chains=500, burn_in=200,
 
 def estimators():
     return {
-        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100),
-        "PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.9, num_mcmc_steps=1),
+        # the paper's settings (the docs' reproduction), not the package's defaults
+        "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100,
+                                restart_threshold=0.1, gradient_tol=0.0),
+        "PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.9, num_mcmc_steps=1,
+                     rejuvenate_every=None),
         "PCD-1": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1),
     }
 

@@ -102,9 +102,11 @@ def estimators(mcmcmle_reset=100, mcmcmle_ess=0.0):
     """The three learners of the paper's Fig. 3 (see the module docstring)."""
     return {
         "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=MCMCMLE_SWEEPS,
-                                reset_every=mcmcmle_reset, restart_threshold=mcmcmle_ess),
+                                reset_every=mcmcmle_reset, restart_threshold=mcmcmle_ess,
+                                gradient_tol=0.0),
+        # the paper's PF: rejuvenate on a low ESS only (not this package's default)
         "PF": ugm.PF(NUM_PARTICLES, resample_threshold=ESS_THRESHOLD,
-                     num_mcmc_steps=REJUVENATION_SWEEPS),
+                     num_mcmc_steps=REJUVENATION_SWEEPS, rejuvenate_every=None),
         "PCD": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=REJUVENATION_SWEEPS),
     }
 

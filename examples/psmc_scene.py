@@ -134,7 +134,7 @@ def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_sca
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9))
+        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw="uniform-heuristic"))
         measured = max(1, int(round(float(np.nanmean(results["PSMC"][1]["num_betas"])))))
         H = measured if H is None else H
     gibbs = ugm.kernels.gibbs()

@@ -170,7 +170,7 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9))
+        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw="uniform-heuristic"))
         measured = max(2, int(round(float(np.mean(
             results["PSMC"][0].diagnostics["num_betas"])))))
         H = measured if H is None else H

@@ -100,7 +100,8 @@ def estimator(method, H=None):
     if method == "PCD-10":
         return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=PAPER_H)
     if method == "PSMC":
-        return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=0.5)
+        return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=0.5,
+                        redraw="uniform-heuristic")  # the paper's re-draw
     if method == "PSMC keep=1":
         return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=1.0)
     raise ValueError(method)

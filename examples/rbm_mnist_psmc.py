@@ -160,7 +160,8 @@ def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=Fals
     if method == "SMC":
         return ugm.SMC(num_particles, ess_threshold)
     if method == "PSMC":
-        return ugm.PSMC(num_particles, ess_threshold, keep_fraction=0.5)
+        return ugm.PSMC(num_particles, ess_threshold, keep_fraction=0.5,
+                        redraw="uniform-heuristic")  # the paper's re-draw
     raise ValueError(method)
 
 

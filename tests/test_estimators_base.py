@@ -345,3 +345,24 @@ def test_normalize_never_returns_nan():
         out = np.asarray(normalize(bad))
         assert not np.any(np.isnan(out))
         assert abs(np.logaddexp.reduce(out)) < 1e-5
+
+
+def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
+    """The PF paper's criterion: a round ends at the importance-sampled optimum (mean
+    absolute gradient below ``gradient_tol``), which the learner reports through
+    ``Estimator.observe``; the learner's core hands it the gradient it took."""
+    m, start, _ = vbm8()
+    est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05)
+    state = est.init(jax.random.PRNGKey(0), m, start, None)
+    grads = jax.tree.map(jnp.ones_like, start)
+    for scale, expected in ((1.0, 0.0), (0.01, 1.0)):
+        observed = est.observe(state, jax.tree.map(lambda g: scale * g, grads))
+        np.testing.assert_allclose(float(observed.gradient), scale, rtol=1e-6)
+        _, _, info = est.update(jax.random.PRNGKey(1), observed, m, start, None)
+        assert float(info.rejuvenated) == expected
+    learner = ugm.MLE(ugm.models.vbm, est, optax.sgd(0.01))
+    data = exact.sample(m, start, jax.random.PRNGKey(3), 50)
+    learned = learner.init(jax.random.PRNGKey(2), data, 8)
+    learned, diagnostics = learner.update(learned)
+    mean_abs = float(learned.estimator_state.gradient)
+    assert 0 < mean_abs < float(diagnostics["grad_norm"])

@@ -123,3 +123,56 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
     # (identical configurations among the 64, or weights close to uniform, can make a
     # resampling a no-op)
     assert moved_steps >= PATH_STEPS - 3 and differs_from_pcd >= PATH_STEPS - 3
+
+
+# --- the equilibrium check and the adaptive forced interval ---------------------------
+
+
+def test_equilibrium_check_flags_particles_the_parameters_left_behind():
+    """Exact draws at θ_1 against exact draws at θ_1 (a kernel leaving p(·; θ_1)
+    invariant): a mean squared z of about 1 or less; exact draws at θ_0 against draws at
+    θ_1 (what one kernel step does to particles the parameters have left): far above the
+    threshold."""
+    from numpyro_ugm.estimators.pf import equilibrium_z, statistics
+    from numpyro_ugm.evaluate import exact
+
+    m, start, end = vbm8()
+    far = jax.tree.map(lambda a, b: a + 3.0 * (b - a), start, end)
+    num = 200
+    draw = lambda params, seed: exact.sample(m, params, jax.random.PRNGKey(seed), num)  # noqa: E731
+    stats = lambda x: statistics(m, far, x)  # noqa: E731
+    weights = uniform_log_weights(num)
+    same = [float(equilibrium_z(weights, stats(draw(far, s)), stats(draw(far, s + 10))))
+            for s in range(5)]
+    left = float(equilibrium_z(weights, stats(draw(start, 0)), stats(draw(far, 10))))
+    threshold = ugm.PF(num).equilibrium_threshold
+    assert max(same) < 1.6 and np.mean(same) < 1.3, same
+    assert left > 5 * threshold, left
+
+
+def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behind():
+    m, start, end = vbm8()
+    pf = ugm.PF(64, rejuvenate_every=8)
+    assert pf.checking and not ugm.PF(64).checking
+    update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
+    state = pf.init(jax.random.PRNGKey(0), m, start, None)
+    intervals, rejuvenated = [], []
+    for t in range(40):
+        state, _, info = update(jax.random.PRNGKey(t), state, start)
+        intervals.append(int(info.interval))
+        rejuvenated.append(int(info.rejuvenated))
+    # at fixed parameters the weights stay uniform: only the forced interval rejuvenates,
+    # after 1, 2, 4, 8, 8, ... updates as each check passes
+    assert np.flatnonzero(rejuvenated).tolist() == [0, 2, 6, 14, 22, 30, 38], rejuvenated
+    assert intervals[:7] == [2, 2, 4, 4, 4, 4, 8] and set(intervals[6:]) == {8}, intervals
+    # particles that collapsed onto one configuration (what resampling under strong
+    # couplings leaves): even weights, an ESS of 64, yet one kernel sweep spreads them —
+    # the check fails and the interval falls back to 1
+    one = jax.tree.map(lambda a: jnp.broadcast_to(a[:1], a.shape), state.position)
+    state = state._replace(position=one, log_weights=uniform_log_weights(64),
+                           free_energy=free_energies(m, start, one),
+                           since_rejuvenation=jnp.asarray(7, jnp.int32))
+    state, _, info = update(jax.random.PRNGKey(99), state, start)
+    assert float(info.ess) > 63 and int(info.rejuvenated) == 1
+    assert float(info.equilibrium_z) > 2 * pf.equilibrium_threshold
+    assert int(info.interval) == 1

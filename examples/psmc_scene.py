@@ -107,7 +107,7 @@ def precision_recall_f1(truth, predicted):
 
 
 def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_scale=1.0,
-         methods=METHODS, H=None, out="outputs"):
+         methods=METHODS, H=None, out="outputs", psmc_redraw="uniform-heuristic"):
     x_train, y_train = scene("train")
     x_test, y_test = scene("test")
     if quick:
@@ -134,7 +134,7 @@ def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_sca
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw="uniform-heuristic"))
+        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw=psmc_redraw))
         measured = max(1, int(round(float(np.nanmean(results["PSMC"][1]["num_betas"])))))
         H = measured if H is None else H
     gibbs = ugm.kernels.gibbs()
@@ -204,6 +204,10 @@ if __name__ == "__main__":
     parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     parser.add_argument("--H", type=int, default=None,
                         help="sweeps / betas for PCD-H, TT, PT (default: PSMC's mean)")
+    parser.add_argument("--psmc-redraw", choices=("uniform-heuristic", "tempered"),
+                        default="uniform-heuristic",
+                        help="PSMC's re-draw: the paper's (default here) or the package's "
+                             "default, 'tempered'")
     args = parser.parse_args()
     main(args.quick, args.seed, args.lr_scale, args.particles, args.steps, args.prior_scale,
-         args.methods, args.H)
+         args.methods, args.H, psmc_redraw=args.psmc_redraw)

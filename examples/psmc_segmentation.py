@@ -133,7 +133,8 @@ def fit_reference(node_train, labels_train, edges=True, steps=200):
 
 
 def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None, H=None,
-         predict_chains=4, predict_steps=100, predict_warmup=20, out="outputs"):
+         predict_chains=4, predict_steps=100, predict_warmup=20, out="outputs",
+         psmc_redraw="uniform-heuristic"):
     methods = METHODS if methods is None else methods
     x_train, y_train = kumar_hebert("train")
     x_test, y_test = kumar_hebert("test")
@@ -170,7 +171,7 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw="uniform-heuristic"))
+        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw=psmc_redraw))
         measured = max(2, int(round(float(np.mean(
             results["PSMC"][0].diagnostics["num_betas"])))))
         H = measured if H is None else H
@@ -252,6 +253,11 @@ if __name__ == "__main__":
     parser.add_argument("--predict-steps", type=int, default=100,
                         help="Gibbs sweeps averaged per chain (the paper: 100 rounds)")
     parser.add_argument("--predict-warmup", type=int, default=20)
+    parser.add_argument("--psmc-redraw", choices=("uniform-heuristic", "tempered"),
+                        default="uniform-heuristic",
+                        help="PSMC's re-draw: the paper's (default here) or the package's "
+                             "default, 'tempered'")
     args = parser.parse_args()
     main(args.quick, args.seed, args.particles, args.steps, args.lr_scale, args.methods,
-         args.H, args.predict_chains, args.predict_steps, args.predict_warmup)
+         args.H, args.predict_chains, args.predict_steps, args.predict_warmup,
+         psmc_redraw=args.psmc_redraw)

@@ -90,7 +90,7 @@ def schedule(a, b, scale=1.0):
     return lambda count: scale / (a + b * count)
 
 
-def estimator(method, H=None):
+def estimator(method, H=None, psmc_redraw="uniform-heuristic"):
     if method == "PCD-1":
         return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1)
     if method == "PCD-H":
@@ -101,7 +101,7 @@ def estimator(method, H=None):
         return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=PAPER_H)
     if method == "PSMC":
         return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=0.5,
-                        redraw="uniform-heuristic")  # the paper's re-draw
+                        redraw=psmc_redraw)  # default: the paper's re-draw
     if method == "PSMC keep=1":
         return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=1.0)
     raise ValueError(method)
@@ -144,7 +144,8 @@ def learn_curve(learner, key, init, train, num_epochs):
 
 
 def main(num_trials=5, problem_seed=0, epoch_fraction=1.0, out="outputs",
-         exact_fit_steps=300, init_scale=0.1, gradient="mean"):
+         exact_fit_steps=300, init_scale=0.1, gradient="mean",
+         psmc_redraw="uniform-heuristic"):
     t_start = time.perf_counter()
     key = jax.random.PRNGKey(problem_seed)
     true_params, train, _ = vbm_problem(key, NUM_UNITS, NUM_TRAIN, 0)
@@ -188,7 +189,7 @@ def main(num_trials=5, problem_seed=0, epoch_fraction=1.0, out="outputs",
         H = None
         for method in ("PSMC", "SMC", "PSMC keep=1", "PCD-1", "PCD-H", "PCD-10"):
             # PSMC first: it gives H
-            learner = ugm.MLE(ugm.models.vbm, estimator(method, H), opt)
+            learner = ugm.MLE(ugm.models.vbm, estimator(method, H, psmc_redraw), opt)
             # compile outside the timings
             state = learner.init(learn_keys[0], train, NUM_UNITS, init_params=inits[0])
             jax.block_until_ready(learner.run(learn_keys[0], 1, train, NUM_UNITS,
@@ -390,6 +391,10 @@ if __name__ == "__main__":
                         help="ascend the gradient of the mean log-likelihood over the "
                              "batch (the paper's eq. 3; default) or of its sum (eta_t "
                              "times the number of cases)")
+    parser.add_argument("--psmc-redraw", choices=("uniform-heuristic", "tempered"),
+                        default="uniform-heuristic",
+                        help="PSMC's re-draw: the paper's (default here) or the package's "
+                             "default, 'tempered'")
     parser.add_argument("--quick", action="store_true",
                         help="a short check: a tenth of the epochs, 2 trials")
     parser.add_argument("--out", default="outputs")
@@ -398,4 +403,4 @@ if __name__ == "__main__":
     if args.quick:
         args.trials, fraction, args.exact_fit_steps = 2, 0.1, 50
     main(args.trials, args.problem_seed, fraction, args.out, args.exact_fit_steps,
-         args.init_scale, args.gradient)
+         args.init_scale, args.gradient, args.psmc_redraw)

@@ -60,7 +60,7 @@ from numpyro_ugm.learn import NonFiniteError
 from numpyro_ugm.conditionals import free_energy
 
 NUM_VISIBLE = 784
-METHODS = ("PCD-1", "PCD-H", "PT", "TT", "SMC", "PSMC")
+METHODS = ("PCD-1", "PCD-H", "PT", "TT", "SMC", "PSMC", "PF")
 
 #: the paper's Table 1, lower part (sign of PT's 784x10 entries restored: the text prints
 #: "206.2819" for both train and test, surely -206.2819)
@@ -146,7 +146,10 @@ def tt_betas(H, match_sweeps=False):
     return np.linspace(0.9, 1.0, num)
 
 
-def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=False):
+def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=False,
+                   psmc_redraw="uniform-heuristic"):
+    if method == "PF":
+        return ugm.PF(num_particles)  # the package's defaults (not a method of the paper)
     if method == "PCD-1":
         return ugm.PCD(num_particles, num_mcmc_steps=1)
     if method == "PCD-H":
@@ -161,7 +164,7 @@ def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=Fals
         return ugm.SMC(num_particles, ess_threshold)
     if method == "PSMC":
         return ugm.PSMC(num_particles, ess_threshold, keep_fraction=0.5,
-                        redraw="uniform-heuristic")  # the paper's re-draw
+                        redraw=psmc_redraw)  # default: the paper's re-draw
     raise ValueError(method)
 
 
@@ -169,7 +172,7 @@ def sweeps_per_update(method, H, mean_betas=None, tt_match_sweeps=False):
     """Gibbs sweeps (of every chain or particle) per parameter update."""
     return {"PCD-1": 1.0, "PCD-H": float(H), "PT": float(max(2, H)),
             "TT": 2.0 * (len(tt_betas(H, tt_match_sweeps)) - 1),
-            "SMC": mean_betas, "PSMC": mean_betas}[method]
+            "SMC": mean_betas, "PSMC": mean_betas, "PF": mean_betas}[method]
 
 
 def learn(method, estimator, optimizer, train, hidden, *, epochs, batch_size, eval_interval,
@@ -276,6 +279,7 @@ def main(args):
     curve_ais = (args.ais_chains, args.ais_betas)
     final_ais = (args.final_ais_chains, args.final_ais_betas)
     scale = args.batch_size if args.gradient == "sum" else 1.0
+    scale *= args.lr_scale
     optimizer = optax.sgd(lambda t: scale / (100.0 + t))
     per_epoch = len(train) // args.batch_size
     print(f"RBM {NUM_VISIBLE}x{hidden}: {len(train)} training images ({args.data}), "
@@ -289,14 +293,14 @@ def main(args):
 
     eval_interval = max(1, round(per_epoch * args.eval_every))
     results, H = {}, args.H
-    order = ("PSMC", "SMC", "PCD-1", "PCD-H", "PT", "TT")  # PSMC first: it gives H
+    order = ("PSMC", "SMC", "PCD-1", "PCD-H", "PT", "TT", "PF")  # PSMC first: it gives H
     for method in order:
         if method not in args.methods:
             continue
         if method in ("PCD-H", "PT", "TT") and H is None:
             raise SystemExit("PCD-H, PT and TT need H: run PSMC too, or give --H")
         estimator = make_estimator(method, H, args.particles, args.ess_threshold,
-                                   args.tt_match_sweeps)
+                                   args.tt_match_sweeps, args.psmc_redraw)
         print(f"\n== {method}: {estimator!r}", flush=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -316,7 +320,10 @@ def main(args):
         else:
             record["final"] = {k: evals[-1][k] for k in ("train", "test", "stderr")}
         if method in ("SMC", "PSMC"):
-            record["mean_num_betas"] = float(np.mean(diag["num_betas"]))
+            betas = diag["num_betas"] + diag.get("fresh_num_betas", 0.0)
+            record["mean_num_betas"] = float(np.mean(betas))
+        if method == "PF":  # sweeps per update: the rejuvenations
+            record["mean_num_betas"] = float(np.mean(diag["rejuvenated"]))
         if method == "PSMC" and H is None:
             H = max(2, int(round(record["mean_num_betas"])))
             print(f"  PSMC mean number of betas per update {record['mean_num_betas']:.2f}: "
@@ -409,7 +416,9 @@ def print_table(hidden, summary, H, base, use_exact, final_ais):
     for split, label in (("train", "Training data"), ("test", "Testing data")):
         print(f"{label:<16}" + "".join(f"{summary[m][split]:>11.3f}" for m in methods))
         if paper:
-            print(f"{'  paper':<16}" + "".join(f"{paper[split][m]:>11.3f}" for m in methods))
+            print(f"{'  paper':<16}" + "".join(
+                f"{paper[split][m]:>11.3f}" if m in paper[split] else f"{'':>11}"
+                for m in methods))
     print(f"{'test, mean of last quarter':<16}")
     print(f"{'':<16}" + "".join(f"{summary[m]['test_last_quarter']:>11.3f}" for m in methods))
     print(f"{'sweeps/update':<16}" + "".join(
@@ -445,7 +454,7 @@ def json_safe(value):
 
 
 COLORS = {"PCD-1": "tab:red", "PCD-H": "tab:orange", "PT": "tab:purple", "TT": "tab:brown",
-          "SMC": "tab:green", "PSMC": "tab:blue"}
+          "SMC": "tab:green", "PSMC": "tab:blue", "PF": "tab:pink"}
 
 
 def plot(results, hidden, per_epoch, base, H, path, use_exact):
@@ -510,6 +519,13 @@ def parse_args(argv=None):
     parser.add_argument("--gradient", choices=("sum", "mean"), default="sum",
                         help="eta_t scales the gradient of the batch's summed (default) or "
                              "mean log-likelihood")
+    parser.add_argument("--lr-scale", type=float, default=1.0,
+                        help="multiplies eta_t (a grid of learning rates: the docs' "
+                             "'Choosing an estimator' page)")
+    parser.add_argument("--psmc-redraw", choices=("uniform-heuristic", "tempered"),
+                        default="uniform-heuristic",
+                        help="PSMC's re-draw: the paper's (default here) or the package's "
+                             "default, 'tempered'")
     parser.add_argument("--H", type=int, default=None,
                         help="H for PCD-H, PT and TT (default: PSMC's mean number of betas; "
                              "the paper: 100 for 784x10, 200 for 784x500)")

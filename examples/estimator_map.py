@@ -29,9 +29,10 @@ is not timed). Each finished cell is appended to ``OUT/estimator_map.jsonl`` at 
 an interrupted run resumes where it stopped; ``--plot`` turns the file into
 ``OUT/estimator_map.png`` and prints the tables.
 
-Run: ``python examples/estimator_map.py`` (both targets, 2 seeds; about 25 minutes on
-2 CPU cores), ``--quick`` (1,000 steps, one seed, two optimizers: a check),
-``--plot`` (tables and figure from the saved cells).
+Run: ``python examples/estimator_map.py --seeds 1`` (both targets, one seed: about 50
+minutes on one CPU core, most of it compilation; the default 2 seeds double it),
+``--quick`` (1,000 steps, one seed, two optimizers: a check), ``--plot`` (tables and
+figure from the saved cells).
 """
 
 import argparse

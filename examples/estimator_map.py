@@ -94,17 +94,21 @@ def make_estimator(name, H):
                                                     gradient_tol=0.0)}[name]()
 
 
-def sweeps_per_update(name, H, diagnostics):
-    """Kernel sweeps of every particle per update (the unit of cost the papers use)."""
-    name = name.replace(" (paper)", "")
-    if name in ("SMC", "PSMC"):
+def sweeps_per_update(estimator, diagnostics):
+    """Kernel sweeps of every particle per update (the unit of cost the papers use), from
+    the estimator's configuration and its run's diagnostics."""
+    steps = estimator.num_mcmc_steps
+    if "num_betas" in diagnostics:  # SMC, PSMC: a move per beta, the fresh path's included
         betas = diagnostics["num_betas"] + diagnostics.get("fresh_num_betas", 0.0)
-        return float(np.mean(betas))
-    if name == "PF":
-        return float(np.mean(diagnostics["rejuvenated"]))
-    if name == "MCMC-MLE":
-        return 10.0 * float(np.mean(diagnostics["rejuvenated"]))
-    return {"PCD-1": 1.0, "PCD-H": float(H), "TT": 2.0 * (H - 1), "PT": float(H)}[name]
+        return steps * float(np.mean(betas))
+    if "rejuvenated" in diagnostics:  # PF, MCMC-MLE: moves only when renewing
+        return steps * float(np.mean(diagnostics["rejuvenated"]))
+    kernel = estimator.kernel
+    if isinstance(kernel, ugm.kernels.tempered_transitions):  # down and up the ladder
+        return steps * 2.0 * (len(kernel.betas) - 1)
+    if isinstance(kernel, ugm.kernels.parallel_tempering):  # one sweep per replica
+        return steps * float(len(kernel.betas))
+    return float(steps)
 
 
 def exact_gradient(m, train, optimizer, num_steps, seed):
@@ -128,7 +132,8 @@ def run_cell(target, optimizer_name, seed, num_steps, estimators):
     order = ["PSMC"] * ("PSMC" in estimators or needs_h) + [n for n in estimators
                                                           if n != "PSMC"]
     for name in order:
-        learner = ugm.MLE(ugm.models.vbm, make_estimator(name, H), OPTIMIZERS[optimizer_name]())
+        estimator = make_estimator(name, H)
+        learner = ugm.MLE(ugm.models.vbm, estimator, OPTIMIZERS[optimizer_name]())
         key = jax.random.PRNGKey(100 + seed)
         init = dict(progress_bar=False, init_params=m.init_params(jax.random.PRNGKey(seed)))
         with warnings.catch_warnings(record=True) as caught:
@@ -143,7 +148,7 @@ def run_cell(target, optimizer_name, seed, num_steps, estimators):
         learned = float(exact.log_likelihood(m, result.params, train))
         run = {"train_ll": learned, "gap": cell["exact_gradient"] - learned,
                "learn_seconds": learn_s, "first_run_seconds": compile_s,
-               "sweeps_per_update": sweeps_per_update(name, H, diag),
+               "sweeps_per_update": sweeps_per_update(estimator, diag),
                "warnings": sorted({str(w.message)[:120] for w in caught})}
         if "log_likelihood" in diag:
             run["running_ll_error"] = float(diag["log_likelihood"][-1] - learned)

@@ -168,11 +168,15 @@ def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=Fals
     raise ValueError(method)
 
 
-def sweeps_per_update(method, H, mean_betas=None, tt_match_sweeps=False):
+def sweeps_per_update(method, H, diagnostics, tt_match_sweeps=False):
     """Gibbs sweeps (of every chain or particle) per parameter update."""
+    if method in ("SMC", "PSMC"):  # one sweep per beta, the fresh path's included
+        return float(np.mean(diagnostics["num_betas"]
+                             + diagnostics.get("fresh_num_betas", 0.0)))
+    if method == "PF":  # one sweep per rejuvenation
+        return float(np.mean(diagnostics["rejuvenated"]))
     return {"PCD-1": 1.0, "PCD-H": float(H), "PT": float(max(2, H)),
-            "TT": 2.0 * (len(tt_betas(H, tt_match_sweeps)) - 1),
-            "SMC": mean_betas, "PSMC": mean_betas, "PF": mean_betas}[method]
+            "TT": 2.0 * (len(tt_betas(H, tt_match_sweeps)) - 1)}[method]
 
 
 def learn(method, estimator, optimizer, train, hidden, *, epochs, batch_size, eval_interval,
@@ -320,10 +324,7 @@ def main(args):
         else:
             record["final"] = {k: evals[-1][k] for k in ("train", "test", "stderr")}
         if method in ("SMC", "PSMC"):
-            betas = diag["num_betas"] + diag.get("fresh_num_betas", 0.0)
-            record["mean_num_betas"] = float(np.mean(betas))
-        if method == "PF":  # sweeps per update: the rejuvenations
-            record["mean_num_betas"] = float(np.mean(diag["rejuvenated"]))
+            record["mean_num_betas"] = sweeps_per_update(method, H, diag)
         if method == "PSMC" and H is None:
             H = max(2, int(round(record["mean_num_betas"])))
             print(f"  PSMC mean number of betas per update {record['mean_num_betas']:.2f}: "
@@ -340,7 +341,7 @@ def main(args):
                   f"{rates.mean():.3f}, min {rates.min():.3f} (pair {int(rates.argmin())}),"
                   f" max {rates.max():.3f}", flush=True)
         record["sweeps_per_update"] = sweeps_per_update(
-            method, H, record.get("mean_num_betas"), args.tt_match_sweeps)
+            method, H, diag, args.tt_match_sweeps)
         results[method] = record
 
     total = time.perf_counter() - t_start
@@ -545,6 +546,8 @@ def parse_args(argv=None):
                              "100 chains x 14,500 betas (days here)")
     parser.add_argument("--out", default="outputs")
     args = parser.parse_args(argv)
+    if not args.lr_scale > 0:
+        parser.error(f"--lr-scale must be > 0, got {args.lr_scale}")
     if args.epochs is None:
         args.epochs = 30 if args.hidden <= 20 else 2
     if args.eval_every is None:

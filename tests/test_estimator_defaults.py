@@ -6,11 +6,10 @@ estimators of that budget; with SGD 0.01 it is itself 0.11 nats short of the L-B
 optimum, so no estimator can reach that within 0.05).
 
 Chain-based estimators (PCD-1, PF, MCMC-MLE) with 50 particles do not reach it under
-Adam 0.01 (one Gibbs sweep per update, or per ten for MCMC-MLE, lags behind Adam's
-steps; the map of the docs' "Choosing an estimator" page, from another start: PCD-1 11.4,
-PF 11.8, MCMC-MLE 0.29 nats; PCD-16, SMC and PSMC within 0.04): strict xfails, so that a
-change that fixes them shows. Run with ``-m slow`` (about 7 minutes on 2 cores; 14 on one
-shared core: 12 passed, 3 xfailed on 2026-11-24).
+Adam 0.01: at a constant rate Adam does not average away the noise of 50 correlated
+chains (this start: PCD-1 0.44, PF 0.10, MCMC-MLE 0.09 nats; the docs' "Choosing an
+estimator" page has more starts; SMC and PSMC within 0.01): strict xfails, so that a
+change that fixes them shows. Run with ``-m slow`` (about 7 minutes on 2 cores).
 """
 
 import functools

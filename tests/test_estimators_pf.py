@@ -23,16 +23,26 @@ from numpyro_ugm.estimators.base import free_energies, normalize, uniform_log_we
 def test_collapsing_ess_recovers_and_warns():
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 10, 200, 10)
     # a huge step makes the weights of consecutive parameters degenerate
-    learner = ugm.MLE(ugm.models.vbm, ugm.PF(20, resample_threshold=0.5), optax.sgd(3.0))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = learner.run(jax.random.PRNGKey(1), 30, train, 10, progress_bar=False)
-    messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
-    assert any("collapsed" in text for text in messages), messages
-    # and the running log-likelihood such a run reports is impossible: it says so
+    def run(**options):
+        learner = ugm.MLE(ugm.models.vbm, ugm.PF(20, resample_threshold=0.5, **options),
+                          optax.sgd(3.0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = learner.run(jax.random.PRNGKey(1), 30, train, 10, progress_bar=False)
+        return result, [str(w.message) for w in caught if w.category is RuntimeWarning]
+
+    # without the log Z check, the running log-likelihood such a run reports is
+    # impossible: the run says so
+    unchecked, messages = run(check_log_z=False)
     assert any("log-likelihood was positive" in text for text in messages), messages
-    assert np.max(result.diagnostics["log_likelihood"]) > 0
+    assert np.max(unchecked.diagnostics["log_likelihood"]) > 0
+    assert np.sum(unchecked.diagnostics["reannealed"]) == 0
+    # with it (the default), PF re-anneals instead
+    result, messages = run()
+    assert any("collapsed" in text for text in messages), messages
     d = result.diagnostics
+    assert np.sum(d["reannealed"]) > 0
+    assert np.sum(d["log_likelihood"] > 0) < np.sum(unchecked.diagnostics["log_likelihood"] > 0)
     assert np.min(d["ess"]) < 1.5
     assert np.all(np.isfinite(d["grad_norm"]))
     assert all(np.all(np.isfinite(np.asarray(v))) for v in jax.tree.leaves(result.params))
@@ -176,3 +186,40 @@ def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behin
     assert float(info.ess) > 63 and int(info.rejuvenated) == 1
     assert float(info.equilibrium_z) > 2 * pf.equilibrium_threshold
     assert int(info.interval) == 1
+
+
+# --- moves that keep the weights, and the log Z check --------------------------------
+
+
+def test_distinct_log_sum_is_log_z_over_all_configurations_and_counts_each_once():
+    from numpyro_ugm.estimators.base import distinct_log_sum
+    from numpyro_ugm.evaluate import exact
+
+    m, start, end = vbm8()
+    x = exact.sample(m, end, jax.random.PRNGKey(0), 4000)
+    distinct = np.unique(np.asarray(x["x"]), axis=0)
+    assert len(distinct) < 4000  # repeats to be counted once
+    by_hand = float(jax.nn.logsumexp(free_energies(m, end, {"x": jnp.asarray(distinct)})))
+    assert float(distinct_log_sum(m, end, x)) == pytest.approx(by_hand, abs=1e-4)
+    # every configuration, each many times over: the bound is log Z itself
+    everything = {"x": jnp.asarray(np.repeat(np.array(
+        [[1.0 if b == "1" else -1.0 for b in np.binary_repr(i, 8)] for i in range(256)]), 3, 0))}
+    assert float(distinct_log_sum(m, end, everything)) == pytest.approx(
+        float(exact.log_partition(m, end)), abs=1e-4)
+
+
+def test_moves_keep_even_weights_and_resample_only_on_a_low_ess():
+    m, start, end = vbm8()
+    pf = ugm.PF(64)
+    state = pf.init(jax.random.PRNGKey(0), m, start, None)
+    tilted = normalize(0.01 * jnp.arange(64.0))  # an ESS near 64
+    state = state._replace(log_weights=tilted)
+    state, particles, info = pf.update(jax.random.PRNGKey(1), state, m, start, None)
+    assert float(info.rejuvenated) == 1 and float(info.resampled) == 0
+    np.testing.assert_allclose(np.asarray(particles.log_weights), np.asarray(tilted),
+                               atol=1e-5)
+    uneven = normalize(jnp.where(jnp.arange(64) < 8, 0.0, -30.0))  # an ESS of 8
+    state = state._replace(log_weights=uneven)
+    state, particles, info = pf.update(jax.random.PRNGKey(2), state, m, start, None)
+    assert float(info.resampled) == 1
+    np.testing.assert_allclose(np.asarray(particles.log_weights), -np.log(64.0), atol=1e-5)

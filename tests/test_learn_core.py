@@ -133,3 +133,11 @@ def test_finiteness_checks_are_exact_when_sums_overflow_or_values_are_not_finite
         if name == "finite":
             np.testing.assert_allclose(norm, optax.tree.norm({"a": x, "b": jnp.ones(3)}),
                                        rtol=1e-6)
+
+
+def test_per_example_turns_the_log_z_check_off():
+    """One case bounds log Z weakly, and under vmap the re-anneal branch would run for
+    every example at every update."""
+    assert PerExample(ugm.PF(8)).estimator.check_log_z is False
+    assert PerExample(ugm.MCMCMLE(8)).estimator == ugm.MCMCMLE(8, check_log_z=False)
+    assert PerExample(ugm.PCD(8)).estimator == ugm.PCD(8)

@@ -122,6 +122,49 @@ def free_energies(m, params: dict, position: dict) -> jax.Array:
     return jax.vmap(free_energy, (None, None, 0))(m, params, position)
 
 
+def distinct_log_sum(m, params: dict, position: dict) -> jax.Array:
+    """log Σ_x exp F(x; θ) over the distinct configurations x among the rows of
+    ``position`` (the rows' free energies, latent sites summed out): a lower bound on
+    log Z(θ), however the rows were drawn.
+
+    Rows are told apart by a hash of their values' bits (integer arithmetic, so equal
+    rows hash equally); rows sharing a hash count once, so a collision only loosens
+    the bound.
+    """
+    energy = free_energies(m, params, position)
+    leaves = [jnp.asarray(leaf).reshape(energy.shape[0], -1) for leaf in
+              jax.tree.leaves(position)]
+    bits = jnp.concatenate([jax.lax.bitcast_convert_type(
+        leaf.astype(jnp.float32) + 0.0, jnp.uint32) for leaf in leaves], axis=1)
+    salts = jax.random.bits(jax.random.PRNGKey(0), (bits.shape[1],), jnp.uint32)
+    mixed = bits ^ salts  # each column its own salt, then an integer mixing function
+    for shift, factor in ((16, 0x7FEB352D), (15, 0x846CA68B)):
+        mixed = (mixed ^ (mixed >> shift)) * jnp.uint32(factor)
+    hashes = jnp.sum(mixed ^ (mixed >> 16), axis=1, dtype=jnp.uint32)
+    order = jnp.argsort(hashes)
+    sorted_hashes = hashes[order]
+    first = jnp.concatenate([jnp.ones((1,), bool), sorted_hashes[1:] != sorted_hashes[:-1]])
+    return jax.nn.logsumexp(jnp.where(first, energy[order], -jnp.inf))
+
+
+def log_z_below_bound(m, params: dict, batch: Optional[dict], position: dict,
+                      log_z: jax.Array, log_z_var: jax.Array) -> jax.Array:
+    """Whether a running log Z is below a lower bound on log Z(θ) by more than three of
+    its standard errors: an impossible estimate (the configurations seen would hold more
+    than probability one).
+
+    The bound: F(x; θ) summed over the distinct configurations among the training
+    cases of ``batch`` and the particles' observed sites (:func:`distinct_log_sum`).
+    Falling below it shows mass that no particle holds, which neither the ESS nor a
+    kernel step can see. False without a batch.
+    """
+    if batch is None:
+        return jnp.zeros((), bool)
+    rows = jax.tree.map(lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), batch,
+                        {site: position[site] for site in batch})
+    return distinct_log_sum(m, params, rows) > log_z + 3.0 * jnp.sqrt(log_z_var)
+
+
 class Estimator:
     """Base class of the estimators (frozen dataclasses): the kernel they move particles
     with, and the validation helpers their ``__post_init__`` uses."""

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, move, resample, reweight,
-                   uniform_log_weights)
+from .base import (Estimator, Particles, free_energies, log_z_below_bound, move, resample,
+                   reweight, uniform_log_weights)
 from .tempering import anneal_from_uniform
 
 
@@ -38,12 +38,15 @@ class MCMCMLEInfo(NamedTuple):
     log_z : running estimate of log Z(θ_t)
     log_z_se : its approximate standard error (also that of the running
         log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
+    reannealed : 1.0 if the running log Z was impossible and the new round's sample and
+        log Z came afresh from tempering uniform draws, else 0.0
     """
 
     ess: jax.Array
     rejuvenated: jax.Array
     log_z: jax.Array
     log_z_se: jax.Array
+    reannealed: jax.Array
 
 
 @renamed_arguments({"burn_in": "num_mcmc_steps", "ess_threshold": "restart_threshold"},
@@ -61,7 +64,9 @@ class MCMCMLE(Estimator):
 
     The first sample comes from tempering uniform draws to p(·; θ_0) (which also gives
     log Z(θ_0)) followed by ``num_mcmc_steps`` steps; ``log_z`` is then carried from
-    round to round by the importance-sampling estimate of log Z(θ_t) − log Z(θ_0).
+    round to round by the importance-sampling estimate of log Z(θ_t) − log Z(θ_0). When
+    that estimate becomes impossible (:func:`~.base.log_z_below_bound`: mass that no
+    chain holds), the new round's sample and log Z are drawn afresh the same way.
 
     Parameters
     ----------
@@ -84,6 +89,10 @@ class MCMCMLE(Estimator):
         update's gradient (over all parameter entries) is below it (0: never).
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
+    check_log_z : bool
+        Keyword only. Re-anneal when the running log Z is impossible (default True; off
+        under a conditional model's
+        :class:`~numpyro_ugm.estimators.per_example.PerExample`).
     """
 
     num_particles: int
@@ -93,6 +102,7 @@ class MCMCMLE(Estimator):
     restart_threshold: float = 0.5
     gradient_tol: float = 0.01
     kernel: Optional[KernelSpec] = None
+    check_log_z: bool = True
 
     def __post_init__(self):
         self._check_count("num_particles")
@@ -105,6 +115,7 @@ class MCMCMLE(Estimator):
         if not float(self.gradient_tol) >= 0:
             raise ValueError(f"MCMCMLE: gradient_tol must be >= 0, got {self.gradient_tol}")
         self._set("gradient_tol", float(self.gradient_tol))
+        self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 
     def _draw(self, kernel, rng_key, m, params, position):
@@ -112,14 +123,19 @@ class MCMCMLE(Estimator):
                            self.num_mcmc_steps)
         return position, free_energies(m, params, position)
 
-    def init(self, rng_key, m, params, batch) -> MCMCMLEState:
-        kernel = self.build_kernel(m)
+    def _fresh(self, kernel, rng_key, m, params):
+        """A sample and log Z(θ) drawn afresh: tempering uniform draws to p(·; θ),
+        resampling, then ``num_mcmc_steps`` steps."""
         anneal_key, resample_key, key = jax.random.split(rng_key, 3)
         result = anneal_from_uniform(m, kernel, anneal_key, params, self.num_particles)
         position = resample(resample_key, result.position, result.log_weights)
         position, energy = self._draw(kernel, key, m, params, position)
-        return MCMCMLEState(position, energy, result.log_z_increment,
-                            jnp.zeros((), jnp.int32), result.log_z_var,
+        return position, energy, result.log_z_increment, result.log_z_var
+
+    def init(self, rng_key, m, params, batch) -> MCMCMLEState:
+        position, energy, log_z, log_z_var = self._fresh(self.build_kernel(m), rng_key, m,
+                                                         params)
+        return MCMCMLEState(position, energy, log_z, jnp.zeros((), jnp.int32), log_z_var,
                             jnp.full((), jnp.finfo(energy.dtype).max, energy.dtype))
 
     def update(self, rng_key, state, m, params, batch
@@ -130,20 +146,34 @@ class MCMCMLE(Estimator):
                        count=state.since_reset + 1, every=self.reset_every,
                        log_z_var=state.anchor_log_z_var)
         dtype = new.log_weights.dtype
-        triggered = new.triggered | (state.gradient < self.gradient_tol)
-
-        def redraw(_):
-            position, energy = self._draw(kernel, rng_key, m, params, state.position)
-            return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
-                                 new.log_z_var, state.gradient),
-                    uniform_log_weights(self.num_particles).astype(dtype))
+        impossible = (log_z_below_bound(m, params, batch, state.position, new.log_z,
+                                        new.log_z_var)
+                      if self.check_log_z else jnp.zeros((), bool))
+        triggered = new.triggered | (state.gradient < self.gradient_tol) | impossible
+        uniform = uniform_log_weights(self.num_particles).astype(dtype)
 
         def keep(_):
             return state._replace(since_reset=state.since_reset + 1), new.log_weights
 
-        new_state, weights = jax.lax.cond(triggered, redraw, keep, None)
-        info = MCMCMLEInfo(new.ess, triggered.astype(dtype), new.log_z,
-                           jnp.sqrt(new.log_z_var))
+        def redraw(_):
+            position, energy = self._draw(kernel, rng_key, m, params, state.position)
+            return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
+                                 new.log_z_var, state.gradient), uniform)
+
+        def reanneal(_):
+            position, energy, log_z, log_z_var = self._fresh(
+                kernel, jax.random.fold_in(rng_key, 2), m, params)
+            return (MCMCMLEState(position, energy, log_z.astype(new.log_z.dtype),
+                                 jnp.zeros((), jnp.int32),
+                                 log_z_var.astype(new.log_z_var.dtype), state.gradient),
+                    uniform)
+
+        branch = jnp.where(impossible, 2, triggered.astype(jnp.int32))
+        new_state, weights = jax.lax.switch(branch, (keep, redraw, reanneal), None)
+        log_z = jnp.where(impossible, new_state.anchor_log_z, new.log_z)
+        log_z_var = jnp.where(impossible, new_state.anchor_log_z_var, new.log_z_var)
+        info = MCMCMLEInfo(new.ess, triggered.astype(dtype), log_z, jnp.sqrt(log_z_var),
+                           impossible.astype(dtype))
         return new_state, Particles(new_state.position, weights), info
 
     def observe(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:

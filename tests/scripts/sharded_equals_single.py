@@ -5,7 +5,8 @@ as on one device. Prints one line per case: name and max abs difference."""
 import os
 import sys
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                           + " --xla_force_host_platform_device_count=4")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

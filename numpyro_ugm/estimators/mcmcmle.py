@@ -146,9 +146,10 @@ class MCMCMLE(Estimator):
                        count=state.since_reset + 1, every=self.reset_every,
                        log_z_var=state.anchor_log_z_var)
         dtype = new.log_weights.dtype
+        checks = self.check_log_z and batch is not None  # static
         impossible = (log_z_below_bound(m, params, batch, state.position, new.log_z,
                                         new.log_z_var)
-                      if self.check_log_z else jnp.zeros((), bool))
+                      if checks else jnp.zeros((), bool))
         triggered = new.triggered | (state.gradient < self.gradient_tol) | impossible
         uniform = uniform_log_weights(self.num_particles).astype(dtype)
 
@@ -169,7 +170,9 @@ class MCMCMLE(Estimator):
                     uniform)
 
         branch = jnp.where(impossible, 2, triggered.astype(jnp.int32))
-        new_state, weights = jax.lax.switch(branch, (keep, redraw, reanneal), None)
+        # the re-anneal is compiled only where the check can ask for it
+        new_state, weights = jax.lax.switch(
+            branch, (keep, redraw) + ((reanneal,) if checks else ()), None)
         log_z = jnp.where(impossible, new_state.anchor_log_z, new.log_z)
         log_z_var = jnp.where(impossible, new_state.anchor_log_z_var, new.log_z_var)
         info = MCMCMLEInfo(new.ess, triggered.astype(dtype), log_z, jnp.sqrt(log_z_var),

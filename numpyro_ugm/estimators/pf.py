@@ -217,9 +217,13 @@ class PF(Estimator):
         check reported a running log-likelihood of +30 nats a case while the exact one
         fell to −12). False with ``check_log_z=False``.
         """
-        if not self.check_log_z:
+        if not self.checks(batch):
             return jnp.zeros((), bool)
         return log_z_below_bound(m, params, batch, position, log_z, log_z_var)
+
+    def checks(self, batch) -> bool:
+        """Whether an update on ``batch`` checks its running log Z (static)."""
+        return self.check_log_z and batch is not None
 
     def init(self, rng_key, m, params, batch) -> PFState:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
@@ -277,8 +281,10 @@ class PF(Estimator):
                                            new.log_z_var)
         renewing = new.triggered | impossible
         branch = jnp.where(impossible, 2, new.triggered.astype(jnp.int32))
+        # the re-anneal is compiled only where the check can ask for it
+        branches = (kept, rejuvenated) + ((reannealed,) if self.checks(batch) else ())
         position, log_weights, energy, acceptance, z, log_z, log_z_var = jax.lax.switch(
-            branch, (kept, rejuvenated, reannealed), None)
+            branch, branches, None)
         renewed = lambda now, then: jnp.where(renewing, now, then)  # noqa: E731
         interval = state.interval
         if self.checking:

@@ -7,6 +7,8 @@ silent rounding).
   float is a sign of arithmetic gone wrong upstream, and one rule is easier to trust than
   "integral floats are fine").
 * :func:`as_key` accepts one PRNG key (``jax.random.PRNGKey(n)`` or ``jax.random.key(n)``).
+* :func:`check_inputs` checks a CRF's per-example inputs (learning, prediction and
+  evaluation take the same ``inputs=``).
 """
 
 import functools
@@ -74,3 +76,52 @@ def as_key(rng_key, owner: str) -> jax.Array:
     raise TypeError(f"{owner}: rng_key must be one JAX PRNG key, e.g. "
                     f"jax.random.PRNGKey(0) (an integer seed n: pass jax.random.PRNGKey(n)), "
                     f"got {got}")
+
+
+def check_inputs(inputs: Any, traced: dict | None = None,
+                 num_examples: int | None = None) -> tuple[dict, int]:
+    """Per-example model inputs (a CRF's keyword arguments, leading example axis) as
+    arrays, and their number of examples.
+
+    Parameters
+    ----------
+    inputs : dict of str -> array
+    traced : dict, optional
+        The keyword arguments the model was traced with: every input must be one of
+        them, with their shape after the example axis.
+    num_examples : int, optional
+        The data's number of examples, which the inputs must share.
+    """
+    if not isinstance(inputs, dict) or not inputs:
+        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
+                        f"arguments (leading axis: examples), got {type(inputs).__name__}")
+    if traced is not None:
+        unknown = [k for k in inputs if k not in traced]
+        if unknown:
+            raise TypeError(f"inputs {unknown} are not keyword arguments the model was "
+                            f"traced with ({list(traced)})")
+    out, num = {}, num_examples
+    for name, value in inputs.items():
+        value = jnp.asarray(value)
+        shape = tuple(value.shape)
+        if traced is not None:
+            expected = tuple(np.shape(traced[name]))
+            if value.ndim != len(expected) + 1 or shape[1:] != expected:
+                raise ValueError(
+                    f"input {name!r} has shape {shape}; expected (num_examples, "
+                    f"{', '.join(map(str, expected))}) — a leading example axis over the "
+                    f"shape {expected} the model was traced with (one example: add [None])")
+        if value.ndim == 0 or (num_examples is not None and shape[0] != num_examples):
+            raise ValueError(f"input {name!r} has shape {shape}: its leading axis must be "
+                             f"the {num_examples} examples of the data")
+        if num is None:
+            num = shape[0]
+        elif shape[0] != num:
+            raise ValueError(f"input {name!r} has {shape[0]} examples but other inputs "
+                             f"have {num}")
+        if num == 0:
+            raise ValueError(f"input {name!r} has no examples")
+        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
+            raise ValueError(f"input {name!r} holds non-finite values")
+        out[name] = value
+    return out, int(num)

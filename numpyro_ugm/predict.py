@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_key, check_count
+from ._checks import as_key, check_count, check_inputs
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
@@ -60,38 +60,6 @@ class Prediction(NamedTuple):
     labels: dict
     marginals: dict
     log_potential: jax.Array
-
-
-def _check_inputs(m, inputs):
-    """Per-example inputs as arrays with one leading example axis over the shapes the
-    model was traced with; returns (inputs, num_examples)."""
-    if not isinstance(inputs, dict) or not inputs:
-        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
-                        f"arguments (leading axis: examples), got {type(inputs).__name__}")
-    unknown = [k for k in inputs if k not in m.kwargs]
-    if unknown:
-        raise TypeError(f"inputs {unknown} are not keyword arguments the model was traced "
-                        f"with ({list(m.kwargs)})")
-    out, num = {}, None
-    for name, value in inputs.items():
-        value = jnp.asarray(value)
-        traced = tuple(np.shape(m.kwargs[name]))
-        if value.ndim != len(traced) + 1 or tuple(value.shape[1:]) != traced:
-            raise ValueError(
-                f"input {name!r} has shape {tuple(value.shape)}; expected (num_examples, "
-                f"{', '.join(map(str, traced))}) — a leading example axis over the shape "
-                f"{traced} the model was traced with (one example: add [None])")
-        if num is None:
-            num = int(value.shape[0])
-        elif value.shape[0] != num:
-            raise ValueError(f"input {name!r} has {value.shape[0]} examples but other "
-                             f"inputs have {num}")
-        if num == 0:
-            raise ValueError(f"input {name!r} has no examples")
-        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
-            raise ValueError(f"input {name!r} holds non-finite values")
-        out[name] = value
-    return out, num
 
 
 def _labels_to_model(domain, labels, dtype):
@@ -306,7 +274,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     m = as_ugm(m)
     num_examples = None
     if inputs is not None:
-        inputs, num_examples = _check_inputs(m, inputs)
+        inputs, num_examples = check_inputs(inputs, m.kwargs)
         m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
     m.check_params(params)
     spec = as_spec(kernel, gibbs())

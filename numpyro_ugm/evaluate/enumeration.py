@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
+from .._checks import check_count, check_inputs
 from ..conditionals import conditional_logits, scatter, site_variables, sum_out
 from ..model import UGM, non_finite_error
 
@@ -438,7 +438,38 @@ def _validated(m, params, data):
     return mo, m.validate_data(data)
 
 
-def log_prob(m: UGM, params: dict, data: dict, *,
+def _log_prob_per_input(m, params, x, inputs, chunk_size):
+    """Per example log p(x_n; θ, inputs_n) and log Z(θ, inputs_n): one enumeration per
+    example (its inputs change the potential), examples one after another (memory of one
+    enumeration); ``m`` holds for every example's inputs (:meth:`UGM.for_inputs`)."""
+    def one(example):
+        xn, un = example
+        mb = m.bind(**un)
+        log_z = _log_partition(mb, params, chunk_size)
+        lp = _log_prob_observed(mb, params, jax.tree.map(lambda v: v[None], xn), chunk_size)
+        return lp[0] - log_z, log_z
+
+    return jax.lax.map(one, (x, inputs))
+
+
+def _log_probs(owner, m, params, data, inputs, chunk_size):
+    """Per-example log-probabilities of ``data`` (and log Z, or per example with
+    ``inputs``), checked: the body of :func:`log_prob` and :func:`log_likelihood`."""
+    mo, x = _validated(m, params, data)
+    if inputs is None:
+        fn = _cached_jit(mo, ("log_prob", mo.observed_sites, int(chunk_size)),
+                         lambda: lambda p, xs: _with_log_z(
+                             _log_prob_observed(mo, p, xs, chunk_size), m, p, chunk_size))
+        return _checked_with_log_z(owner, fn(params, x), params)
+    inputs, _ = check_inputs(inputs, m.kwargs, int(jax.tree.leaves(x)[0].shape[0]))
+    mi = mo.for_inputs(inputs)
+    fn = _cached_jit(mi, ("log_prob_inputs", mi.observed_sites, tuple(sorted(inputs)),
+                          int(chunk_size)),
+                     lambda: lambda p, xs, us: _log_prob_per_input(mi, p, xs, us, chunk_size))
+    return _checked_with_log_z(owner, fn(params, x, inputs), params)
+
+
+def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
              chunk_size: int = DEFAULT_CHUNK_SIZE) -> jax.Array:
     """Per-example log p(x_n; θ), latent sites (state sites absent from ``data``)
     summed out.
@@ -451,20 +482,20 @@ def log_prob(m: UGM, params: dict, data: dict, *,
     data : dict of str -> array
         Observed sites in the data representation (±1, 0/1, integer labels), each with a
         leading example axis; checked with :meth:`UGM.validate_data`.
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs (model keyword arguments with a leading example axis,
+        as in learning and :func:`~numpyro_ugm.predict`): log p(x_n; θ, inputs_n), each
+        example with its own log Z.
     chunk_size : int
 
     Returns
     -------
     array (num_examples,)
     """
-    mo, x = _validated(m, params, data)
-    fn = _cached_jit(mo, ("log_prob", mo.observed_sites, int(chunk_size)),
-                     lambda: lambda p, xs: _with_log_z(
-                         _log_prob_observed(mo, p, xs, chunk_size), m, p, chunk_size))
-    return _checked_with_log_z("log_prob", fn(params, x), params)
+    return _log_probs("log_prob", m, params, data, inputs, chunk_size)
 
 
-def log_likelihood(m: UGM, params: dict, data: dict, *,
+def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
                    chunk_size: int = DEFAULT_CHUNK_SIZE) -> jax.Array:
     """Mean over examples of log p(x_n; θ), latent sites summed out.
 
@@ -480,18 +511,23 @@ def log_likelihood(m: UGM, params: dict, data: dict, *,
         Parameters (constrained space); may be traced.
     data : dict of str -> array
         Observed sites in the data representation, leading example axis.
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs: the mean of log p(x_n; θ, inputs_n) (see
+        :func:`log_prob`).
     chunk_size : int
 
     Returns
     -------
     scalar
     """
-    mo, x = _validated(m, params, data)
-    fn = _cached_jit(mo, ("log_likelihood", mo.observed_sites, int(chunk_size)),
-                     lambda: lambda p, xs: _with_log_z(
-                         jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)), m, p,
-                         chunk_size))
-    return _checked_with_log_z("log_likelihood", fn(params, x), params)
+    if inputs is None:  # one jitted program, the mean inside it (no per-example output)
+        mo, x = _validated(m, params, data)
+        fn = _cached_jit(mo, ("log_likelihood", mo.observed_sites, int(chunk_size)),
+                         lambda: lambda p, xs: _with_log_z(
+                             jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)), m, p,
+                             chunk_size))
+        return _checked_with_log_z("log_likelihood", fn(params, x), params)
+    return jnp.mean(_log_probs("log_likelihood", m, params, data, inputs, chunk_size))
 
 
 def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .._checks import check_inputs
 from ..model import UGM
 from ..conditionals import block_logits, exact_conditional_logits, free_energy
 from ..runloop import minimize
@@ -18,21 +19,22 @@ from .fitting import prepare_fit
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
 
-def _pseudo_log_likelihood(m, params, x):
+def _pseudo_log_likelihood(m, params, x, inputs=None):
     """Mean pseudo-log-likelihood of the model-representation data ``x`` (traceable in
-    the parameters and the data; ``m`` observes the sites of ``x``)."""
+    the parameters and the data; ``m`` observes the sites of ``x``), each example with
+    its own ``inputs`` (a CRF's, leading example axis) when given."""
     domains = {s: m.state_sites[s] for s in x}
     block = {s: None for s in x}
-    if m.latent_sites:
-        logits_fn = exact_conditional_logits
-        f = lambda y: free_energy(m, params, y)  # noqa: E731
-    else:
-        multilinear = m.structure.multilinear
-        logits_fn = lambda f, *a: block_logits(f, *a, multilinear)  # noqa: E731
-        f = m.logdensity_fn(params)
+    multilinear = m.structure.multilinear
 
-    def one(example):
-        logits = logits_fn(f, example, domains, block)
+    def one(example, example_inputs):
+        mb = m.bind(**example_inputs) if example_inputs else m
+        if m.latent_sites:
+            logits = exact_conditional_logits(
+                lambda y: free_energy(mb, params, y), example, domains, block)
+        else:
+            logits = block_logits(mb.logdensity_fn(params), example, domains, block,
+                                  multilinear)
         total = 0.0
         for s, d in domains.items():
             labels = d.labels(example[s]).reshape(d.num_variables)
@@ -40,10 +42,11 @@ def _pseudo_log_likelihood(m, params, x):
             total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
         return total
 
-    return jnp.mean(jax.vmap(one)(x))
+    return jnp.mean(jax.vmap(one)(x, {} if inputs is None else inputs))
 
 
-def pseudo_log_likelihood(m: UGM, params: dict, data: dict) -> jax.Array:
+def pseudo_log_likelihood(m: UGM, params: dict, data: dict, *,
+                          inputs: dict | None = None) -> jax.Array:
     """Mean over examples of Σ_i log p(x_i | x_−i; θ) over the observed variables.
 
     Latent sites are summed out first (each conditional is then one of the observed
@@ -58,13 +61,22 @@ def pseudo_log_likelihood(m: UGM, params: dict, data: dict) -> jax.Array:
         Parameters (constrained space).
     data : dict of str -> array
         Observed sites with a leading example axis (data representation).
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs (model keyword arguments with a leading example axis,
+        as in learning): each example's conditionals given its own inputs.
     """
     m = m.observe(tuple(data))
     x = m.validate_data(data)
     m.check_params(params)
-    fn = m.cached(("pseudo_log_likelihood", m.observed_sites),
+    if inputs is None:
+        fn = m.cached(("pseudo_log_likelihood", m.observed_sites),
+                      lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
+        return fn(params, x)
+    inputs, _ = check_inputs(inputs, m.kwargs, int(jax.tree.leaves(x)[0].shape[0]))
+    m = m.for_inputs(inputs)
+    fn = m.cached(("pseudo_log_likelihood", m.observed_sites, tuple(sorted(inputs))),
                   lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
-    return fn(params, x)
+    return fn(params, x, inputs)
 
 
 class PseudoFitResult(NamedTuple):

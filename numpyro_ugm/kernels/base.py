@@ -16,6 +16,8 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from ..conditionals import block_logits, scatter
+
 
 class Kernel(NamedTuple):
     """A kernel bound to a model: blackjax's ``init`` / ``step`` pair, and ``refresh``.
@@ -110,6 +112,15 @@ def sample_values(rng_key, logits, domain, dtype):
     """
     uniforms = jax.random.uniform(rng_key, logits.shape[:-1], logits.dtype)
     return values_from_uniforms(uniforms, logits, domain, dtype)
+
+
+def draw_block(rng_key, logdensity_fn, state, domains, block, multilinear=True):
+    """``state`` with the variables of ``block`` (flat indices per site, ``None``: the
+    whole site), independent given the rest, drawn from their exact conditionals."""
+    logits = block_logits(logdensity_fn, state, domains, block, multilinear)
+    keys = jax.random.split(rng_key, len(block))
+    return {**state, **{s: scatter(state[s], domains[s], idx, sample_values(
+        k, logits[s], domains[s], state[s].dtype)) for k, (s, idx) in zip(keys, block.items())}}
 
 
 def values_from_uniforms(uniforms, logits, domain, dtype):

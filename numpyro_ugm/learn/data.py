@@ -7,26 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_inputs as checked_inputs
+
 
 def check_inputs(inputs, data):
-    """Per-example model inputs (CRFs) as arrays sharing the data's leading example axis."""
+    """Per-example model inputs (CRFs) as arrays sharing the data's leading example axis
+    (``None`` stays ``None``)."""
     if inputs is None:
         return None
-    if not isinstance(inputs, dict) or not inputs:
-        raise TypeError(f"inputs must be a non-empty dict of per-example model keyword "
-                        f"arguments, got {type(inputs).__name__}")
-    num = {n: np.shape(v)[0] if np.ndim(v) else None for n, v in data.items()}
-    expected = next(iter(num.values()))
-    out = {}
-    for name, value in inputs.items():
-        value = jnp.asarray(value)
-        if value.ndim == 0 or value.shape[0] != expected:
-            raise ValueError(f"input {name!r} has shape {value.shape}: its leading axis "
-                             f"must be the {expected} examples of the data")
-        if jnp.issubdtype(value.dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(value))):
-            raise ValueError(f"input {name!r} holds non-finite values")
-        out[name] = value
-    return out
+    num = next(iter(np.shape(v)[0] if np.ndim(v) else None for v in data.values()))
+    return checked_inputs(inputs, num_examples=num)[0]
 
 
 class Minibatches:

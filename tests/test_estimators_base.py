@@ -352,7 +352,8 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     absolute gradient below ``gradient_tol``), which the learner reports through
     ``Estimator.observe``; the learner's core hands it the gradient it took."""
     m, start, _ = vbm8()
-    est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05)
+    est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05,
+                      check_log_z=False)  # the check has tests of its own
     state = est.init(jax.random.PRNGKey(0), m, start, None)
     grads = jax.tree.map(jnp.ones_like, start)
     for scale, expected in ((1.0, 0.0), (0.01, 1.0)):

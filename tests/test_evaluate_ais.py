@@ -216,3 +216,16 @@ def test_reverse_runs_check_their_starting_states():
         ais.log_partition(m, params, key, 10, 5, reverse_from={"v": 2 * data["v"]})
     with pytest.raises(ValueError, match=r"needs the latent sites \['h'\] summed out"):
         ais.log_likelihood(m, params, data, key, 4, 5, reverse=True, sum_out_sites=())
+
+
+def test_degenerate_weights_warn():
+    """16 chains and 20 βs on the bimodal RBM: one chain carries nearly all the weight,
+    and the standard error computed from the weights cannot say so; the estimate warns."""
+    m, params = _bimodal_rbm()
+    with pytest.warns(RuntimeWarning, match=r"ais.log_partition: the AIS weights are "
+                      r"degenerate \(effective number of chains [\d.]+ of 16\)"):
+        ais.log_partition(m, params, jax.random.PRNGKey(0), 16, 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a sound estimate does not warn
+        small_m, small_params, _ = small_rbm()
+        ais.log_partition(small_m, small_params, jax.random.PRNGKey(0), 100, 100)

@@ -242,6 +242,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     setup = _setup(m, params, data, base_log_probs, sum_out_sites, kernel)
     forward_key, reverse_key = jax.random.split(rng_key)
     log_w = _anneal(m, setup, params, forward_key, betas, num_chains, mesh)
+    _warn_if_degenerate("ais.log_partition", log_w)
     log_z, stderr = _log_mean_exp(log_w)
     log_z = setup.log_z_base + log_z
     if reverse_from is None:
@@ -320,6 +321,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
         (None, 0, 0))))
     log_w = _anneal(observed, setup, params, forward_key, betas, num_chains, mesh,
                     inputs=inputs)
+    _warn_if_degenerate("ais.log_likelihood", log_w)
     log_z, stderr = (_log_mean_exp(log_w) if inputs is None
                      else jax.vmap(_log_mean_exp)(log_w))
     positive = free_energies(params, model_data, {} if inputs is None else inputs)
@@ -362,6 +364,21 @@ def _log_mean_exp(log_w):
     log_mean = jax.nn.logsumexp(log_w) - jnp.log(log_w.shape[0])
     w = jnp.exp(log_w - jnp.max(log_w))
     return log_mean, jnp.std(w) / (jnp.mean(w) * jnp.sqrt(log_w.shape[0]))
+
+
+def _warn_if_degenerate(owner, log_w):
+    """Warn when one chain carries the forward weights (an effective number of chains
+    below 2; per example with inputs): the standard error, computed from those same
+    weights, then means nothing either."""
+    w = np.exp(np.asarray(log_w, np.float64) - np.max(log_w, axis=-1, keepdims=True))
+    ess = np.sum(w, -1) ** 2 / np.sum(w ** 2, -1)
+    num_chains = w.shape[-1]
+    if np.min(ess) < 2.0:
+        warnings.warn(
+            f"{owner}: the AIS weights are degenerate (effective number of chains "
+            f"{np.min(ess):.3g} of {num_chains}): the estimate and its standard error are "
+            "unreliable (log Z is likely too low); use more betas, or bracket it with the "
+            "reverse direction", RuntimeWarning, stacklevel=3)
 
 
 def _warn_if_wide(owner, result, tolerance, what):

@@ -35,7 +35,11 @@ def rbm53():
 # --- distribution tests ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec,steps", [(GIBBS, 30), (GIBBS_RANDOM, 60), (METROPOLIS, 60)])
+# random scan and Metropolis run by default in test_more_blocks_than_unrolled and
+# test_kernels_metropolis.py
+@pytest.mark.parametrize("spec,steps", [(GIBBS, 30),
+                                        pytest.param(GIBBS_RANDOM, 60, marks=pytest.mark.slow),
+                                        pytest.param(METROPOLIS, 60, marks=pytest.mark.slow)])
 def test_spin_vbm(spec, steps):
     m, params = vbm8()
     assert len(m.blocks) == 8 and m.structure.multilinear
@@ -72,7 +76,9 @@ def test_gated_third_order_interaction():
     check_tv(m, params, GIBBS, 20000, 30)
 
 
-@pytest.mark.parametrize("spec,steps", [(GIBBS, 30), (METROPOLIS, 40)])
+# Metropolis on a Potts model runs by default in test_kernels_metropolis.py
+@pytest.mark.parametrize("spec,steps", [(GIBBS, 30),
+                                        pytest.param(METROPOLIS, 40, marks=pytest.mark.slow)])
 def test_categorical_potts(spec, steps):
     m, params = potts5()
     assert m.structure.multilinear and len(m.blocks) == 3  # odd ring

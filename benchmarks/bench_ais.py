@@ -42,15 +42,6 @@ import numpyro_ugm as ugm
 TRAIN_EXAMPLES, TRAIN_STEPS, BATCH = 5000, 300, 100
 
 
-def schedule(num_betas):
-    """Salakhutdinov & Murray's schedule (``ugm.ais.default_betas``: 500, 4,000 and
-    10,000 βs in [0, 0.5), [0.5, 0.9), [0.9, 1]) with ``num_betas`` βs in all."""
-    first, second = num_betas * 500 // 14500, num_betas * 4000 // 14500
-    return np.concatenate([np.linspace(0.0, 0.5, first, endpoint=False),
-                           np.linspace(0.5, 0.9, second, endpoint=False),
-                           np.linspace(0.9, 1.0, num_betas - first - second)])
-
-
 def plain_jax_ais(num_hidden, num_chains):
     """AIS for a binary RBM written directly in JAX: p_β(v) ∝ exp((1−β) b0ᵀv + β bᵀv)
     Π_j (1 + exp(β (vᵀW + c)_j)), started from independent visible units with log-odds
@@ -123,7 +114,7 @@ def estimators(num_hidden, num_chains, betas, params=None):
 def worker(path, which, num_hidden, num_chains, num_betas):
     """In a fresh process: compile time and peak-memory growth of one implementation."""
     params = {k: jnp.asarray(v) for k, v in np.load(path).items()}
-    fns = estimators(num_hidden, num_chains, schedule(num_betas), params)
+    fns = estimators(num_hidden, num_chains, ugm.ais.default_betas(num_betas), params)
     fn = dict(zip(("ours", "plain"), fns))[which]
     key = jax.random.PRNGKey(0)
     print(json.dumps(first_call(lambda: fn(key), repeats=1)))
@@ -136,7 +127,7 @@ def main(chains=100, repeats=3, sizes=((12, 1000), (500, 300))):
               f"{'(est-exact)/se':>15} {'run s':>7} {'compile s':>9} {'peak MB':>8}")
     print(header + "\n" + "-" * len(header))
     for num_hidden, num_betas in sizes:
-        ours, plain, params = estimators(num_hidden, chains, schedule(num_betas))
+        ours, plain, params = estimators(num_hidden, chains, ugm.ais.default_betas(num_betas))
         exact = (float(ugm.exact.log_partition(ugm.UGM(ugm.models.rbm, V, num_hidden),
                                                params)) if num_hidden <= 20 else None)
         keys = iter(jax.random.split(jax.random.PRNGKey(1), 4 * (repeats + 1)))

@@ -2,7 +2,7 @@
 2^H hidden configurations enumerated, the visible units summed out: exact log Z and
 log-likelihoods), learned by PCD-1 on MNIST with a small and a large learning rate (the
 large one gives weights of about 4-5 and a multimodal model), evaluated by
-``ugm.ais`` with 100, 1,000 and 14,500 βs (Salakhutdinov & Murray's schedule, thinned)
+``ugm.ais`` with 100, 1,000 and 14,500 βs (Salakhutdinov & Murray's schedule, scaled)
 and 100 chains:
 
 * log Z: forward AIS (lower) and reverse AIS from 100 exact draws (upper), Grosse et al.'s
@@ -30,13 +30,6 @@ import optax
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import binary_mnist
 from numpyro_ugm.evaluate import ais, exact
-
-
-def schedule(num_betas):
-    """Salakhutdinov & Murray's 14,500 βs thinned to about ``num_betas``, ending at 1."""
-    betas = ais.default_betas()
-    return np.append(betas[::max(1, len(betas) // num_betas)], 1.0) \
-        if num_betas < len(betas) else betas
 
 
 def train_rbm(hidden, lr, steps, train):
@@ -67,7 +60,7 @@ def main(args):
                   f"log-likelihood simulated {truth['simulated']:.3f}, test "
                   f"{truth['test']:.3f}", flush=True)
             for num_betas in args.betas:
-                betas = schedule(num_betas)
+                betas = ais.default_betas(num_betas)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)

@@ -18,10 +18,11 @@ continues from the newest checkpoint, so a job can be stopped at any time.
   ``--curve-betas``) for the learning curve;
 * ``--evaluate``: the bracket of the newest checkpoint with the literature's schedule
   (``--betas`` 14,500, ``--chains`` 100): forward AIS (an upper estimate of the log-likelihood)
-  and RAISE from ``--raise-cases`` test and training images (a lower one).
+  and RAISE from ``--raise-cases`` test and training images (a lower one; 0: forward
+  only).
 
 Outputs in ``outputs/rbm500/<method>/``: ``step_<n>.npz`` checkpoints, ``curve.jsonl``
-(one line per segment) and ``bracket.json``.
+(one line per segment) and ``bracket_<betas>x<chains>.json``.
 
 Run: ``python examples/rbm500.py --method PCD-1 --updates 300000`` (in the background),
 then ``python examples/rbm500.py --method PCD-1 --evaluate``; ``--quick`` for a check.
@@ -79,14 +80,6 @@ def settings(name):
     return 100, 100, optax.sgd(0.05)
 
 
-def schedule(num_betas):
-    """Salakhutdinov & Murray's 14,500 βs (``ais.default_betas``) thinned to about
-    ``num_betas``, ending at 1."""
-    betas = ais.default_betas()
-    return np.append(betas[::max(1, len(betas) // num_betas)], 1.0) \
-        if num_betas < len(betas) else betas
-
-
 def newest(folder):
     steps = sorted(folder.glob("step_*.npz"), key=lambda p: int(p.stem.split("_")[1]))
     return steps[-1] if steps else None
@@ -130,7 +123,7 @@ def main(args):
         state, done = result.state, int(result.state.step)
         params = learner.get_params(state)
         curve = ais.log_likelihood(m, params, {"v": test[:1000]}, jax.random.PRNGKey(done),
-                                   args.curve_chains, schedule(args.curve_betas),
+                                   args.curve_chains, ais.default_betas(args.curve_betas),
                                    base_log_probs=base)
         line = {"update": done, "epoch": done * batch_size / len(train),
                 "test_forward": float(curve.log_z), "log_z_stderr": float(curve.stderr),
@@ -148,22 +141,24 @@ def evaluate(args, learner, state, m, base, train, test, folder):
     """The bracket with the literature's schedule: forward AIS (upper) and RAISE (lower)
     on test and training images."""
     params = learner.get_params(state)
-    betas = schedule(args.betas)
+    betas = ais.default_betas(args.betas)
     out = {"update": int(state.step), "chains": args.chains, "betas": len(betas)}
     for name, images in (("test", test), ("train", train)):
         t = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             r = ais.log_likelihood(m, params, {"v": images}, jax.random.PRNGKey(7),
-                                   args.chains, betas, base_log_probs=base, reverse=True,
-                                   num_reverse=args.raise_cases)
-        out[name] = {"upper": float(r.upper), "upper_stderr": float(r.upper_stderr),
-                     "lower": float(r.lower), "lower_stderr": float(r.lower_stderr),
+                                   args.chains, betas, base_log_probs=base,
+                                   reverse=args.raise_cases > 0,
+                                   num_reverse=args.raise_cases or None)
+        lower = (float(r.lower), float(r.lower_stderr)) if r.lower is not None else (None,) * 2
+        out[name] = {"upper": float(r.log_z), "upper_stderr": float(r.stderr),
+                     "lower": lower[0], "lower_stderr": lower[1],
                      "raise_cases": args.raise_cases, "seconds": time.perf_counter() - t,
                      "warned": bool(caught), "published": PUBLISHED[args.method][
                          0 if name == "train" else 1]}
         print(name, json.dumps(out[name]), flush=True)
-    (folder / "bracket.json").write_text(json.dumps(out, indent=1))
+    (folder / f"bracket_{len(betas)}x{args.chains}.json").write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

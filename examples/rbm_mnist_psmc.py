@@ -90,17 +90,6 @@ def base_rate_log_likelihood(train, test, smoothing=1.0):
     return ll(train), ll(test)
 
 
-def ais_schedule(num_betas):
-    """Salakhutdinov & Murray's schedule shape (500 / 4,000 / 10,000 betas in
-    [0, 0.5) / [0.5, 0.9) / [0.9, 1]) scaled to ``num_betas`` in all."""
-    a = max(2, round(num_betas * 500 / 14500))
-    b = max(2, round(num_betas * 4000 / 14500))
-    c = max(2, num_betas - a - b)
-    return np.concatenate([np.linspace(0.0, 0.5, a, endpoint=False),
-                           np.linspace(0.5, 0.9, b, endpoint=False),
-                           np.linspace(0.9, 1.0, c)])
-
-
 # --- evaluation -------------------------------------------------------------------------
 
 class Evaluator:
@@ -131,7 +120,7 @@ class Evaluator:
         else:
             self.calls += 1
             res = ais.log_partition(self.m, params, jax.random.fold_in(self.key, self.calls),
-                                    num_chains=num_chains, betas=ais_schedule(num_betas),
+                                    num_chains=num_chains, betas=ais.default_betas(num_betas),
                                     base_log_probs=self.base)
             f_train, f_test = self.positive(params)
             log_z = float(res.log_z)

@@ -354,12 +354,13 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     m, start, _ = vbm8()
     est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05,
                       check_log_z=False)  # the check has tests of its own
-    state = est.init(jax.random.PRNGKey(0), m, start, None)
+    state = jax.jit(lambda key: est.init(key, m, start, None))(jax.random.PRNGKey(0))
+    update = jax.jit(lambda key, s: est.update(key, s, m, start, None))
     grads = jax.tree.map(jnp.ones_like, start)
     for scale, expected in ((1.0, 0.0), (0.01, 1.0)):
         observed = est.observe(state, jax.tree.map(lambda g: scale * g, grads))
         np.testing.assert_allclose(float(observed.gradient), scale, rtol=1e-6)
-        _, _, info = est.update(jax.random.PRNGKey(1), observed, m, start, None)
+        _, _, info = update(jax.random.PRNGKey(1), observed)
         assert float(info.rejuvenated) == expected
     learner = ugm.MLE(ugm.models.vbm, est, optax.sgd(0.01))
     data = exact.sample(m, start, jax.random.PRNGKey(3), 50)

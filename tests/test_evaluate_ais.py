@@ -221,3 +221,15 @@ def test_degenerate_weights_warn():
         warnings.simplefilter("error")  # a sound estimate does not warn
         small_m, small_params, _ = small_rbm()
         ais.log_partition(small_m, small_params, jax.random.PRNGKey(0), 100, 100)
+
+
+def test_default_schedule_is_salakhutdinov_and_murrays_at_any_length():
+    betas = ais.default_betas()
+    assert len(betas) == 14500 and np.sum(betas < 0.5) == 500 and np.sum(betas >= 0.9) == 10000
+    for num in (6, 1000, 145000):
+        b = ais.default_betas(num)
+        assert len(b) == num and b[0] == 0.0 and b[-1] == 1.0 and np.all(np.diff(b) > 0)
+        if num >= 1000:
+            np.testing.assert_allclose(np.mean(b >= 0.9), 10000 / 14500, atol=0.01)
+    with pytest.raises(ValueError, match="num_betas"):
+        ais.default_betas(3)

@@ -82,12 +82,15 @@ class AISResult(NamedTuple):
         return None if self.upper is None else self.upper - self.lower
 
 
-def default_betas() -> np.ndarray:
+def default_betas(num_betas: int = 14500) -> np.ndarray:
     """Salakhutdinov & Murray's schedule: 500 βs in [0, 0.5), 4,000 in [0.5, 0.9) and
-    10,000 in [0.9, 1]."""
-    return np.concatenate([np.linspace(0.0, 0.5, 500, endpoint=False),
-                           np.linspace(0.5, 0.9, 4000, endpoint=False),
-                           np.linspace(0.9, 1.0, 10000)])
+    10,000 in [0.9, 1] — with ``num_betas`` βs in all, in the same proportions."""
+    num_betas = check_count("ais.default_betas", "num_betas", num_betas, 6)
+    first = max(2, round(num_betas * 500 / 14500))
+    second = max(2, round(num_betas * 4000 / 14500))
+    return np.concatenate([np.linspace(0.0, 0.5, first, endpoint=False),
+                           np.linspace(0.5, 0.9, second, endpoint=False),
+                           np.linspace(0.9, 1.0, num_betas - first - second)])
 
 
 def _base_log_prob(domain, x, log_probs):

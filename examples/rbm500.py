@@ -132,8 +132,9 @@ def main(args):
         with open(folder / "curve.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
         print(json.dumps(line), flush=True)
+        keep = newest(folder)
         for old in folder.glob("step_*.npz"):  # keep the newest checkpoint only
-            if old != newest(folder):
+            if old != keep:
                 old.unlink()
 
 

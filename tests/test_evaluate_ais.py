@@ -209,6 +209,10 @@ def test_reverse_runs_check_their_starting_states():
         ais.log_partition(m, params, key, 10, 5, reverse_from={"h": np.zeros((4, 6))})
     with pytest.raises(ValueError, match="site 'v'.*outside the domain"):
         ais.log_partition(m, params, key, 10, 5, reverse_from={"v": 2 * data["v"]})
+    with pytest.raises(ValueError, match=r"tolerance must be >= 0 \(nats\), got nan"):
+        ais.log_partition(m, params, key, 10, 5, reverse_from=data, tolerance=np.nan)
+    with pytest.raises(ValueError, match=r"num_reverse must be an integer >= 2, got 1"):
+        ais.log_likelihood(m, params, data, key, 4, 5, reverse=True, num_reverse=1)
     with pytest.raises(ValueError, match=r"needs the latent sites \['h'\] summed out"):
         ais.log_likelihood(m, params, data, key, 4, 5, reverse=True, sum_out_sites=())
 

@@ -147,7 +147,7 @@ def distinct_log_sum(m, params: dict, position: dict) -> jax.Array:
     return jax.nn.logsumexp(jnp.where(first, energy[order], -jnp.inf))
 
 
-def log_z_below_bound(m, params: dict, batch: Optional[dict], position: dict,
+def log_z_below_bound(m, params: dict, batch: dict, position: dict,
                       log_z: jax.Array, log_z_var: jax.Array) -> jax.Array:
     """Whether a running log Z is below a lower bound on log Z(θ) by more than three of
     its standard errors: an impossible estimate (the configurations seen would hold more
@@ -156,10 +156,8 @@ def log_z_below_bound(m, params: dict, batch: Optional[dict], position: dict,
     The bound: F(x; θ) summed over the distinct configurations among the training
     cases of ``batch`` and the particles' observed sites (:func:`distinct_log_sum`).
     Falling below it shows mass that no particle holds, which neither the ESS nor a
-    kernel step can see. False without a batch.
+    kernel step can see.
     """
-    if batch is None:
-        return jnp.zeros((), bool)
     rows = jax.tree.map(lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), batch,
                         {site: position[site] for site in batch})
     return distinct_log_sum(m, params, rows) > log_z + 3.0 * jnp.sqrt(log_z_var)
@@ -192,6 +190,16 @@ class Estimator:
         (unconstrained space); the state after. Default: nothing is kept (MCMC-MLE uses
         it to end a round at the importance-sampled optimum)."""
         return state
+
+    def _impossible_log_z(self, m, params, batch, position, log_z, log_z_var
+                          ) -> tuple[bool, jax.Array]:
+        """Whether an update on ``batch`` checks its running log Z (static: the
+        estimator's ``check_log_z`` and training cases to bound it with) and whether the
+        running log Z is impossible (:func:`log_z_below_bound`; False unchecked)."""
+        checks = bool(getattr(self, "check_log_z", False)) and batch is not None
+        if not checks:
+            return False, jnp.zeros((), bool)
+        return True, log_z_below_bound(m, params, batch, position, log_z, log_z_var)
 
     # --- validation, once, in __post_init__ --------------------------------------------
     def _owner(self) -> str:

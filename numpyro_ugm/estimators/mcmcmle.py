@@ -9,8 +9,8 @@ import jax.numpy as jnp
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, log_z_below_bound, move, resample,
-                   reweight, uniform_log_weights)
+from .base import (Estimator, Particles, free_energies, move, resample, reweight,
+                   uniform_log_weights)
 from .tempering import anneal_from_uniform
 
 
@@ -146,10 +146,8 @@ class MCMCMLE(Estimator):
                        count=state.since_reset + 1, every=self.reset_every,
                        log_z_var=state.anchor_log_z_var)
         dtype = new.log_weights.dtype
-        checks = self.check_log_z and batch is not None  # static
-        impossible = (log_z_below_bound(m, params, batch, state.position, new.log_z,
-                                        new.log_z_var)
-                      if checks else jnp.zeros((), bool))
+        checks, impossible = self._impossible_log_z(m, params, batch, state.position,
+                                                     new.log_z, new.log_z_var)
         triggered = new.triggered | (state.gradient < self.gradient_tol) | impossible
         uniform = uniform_log_weights(self.num_particles).astype(dtype)
 

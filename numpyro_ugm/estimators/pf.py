@@ -9,8 +9,8 @@ from blackjax.smc.ess import ess
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, log_z_below_bound, move, resample,
-                   reweight, uniform_log_weights)
+from .base import (Estimator, Particles, free_energies, move, resample, reweight,
+                   uniform_log_weights)
 from ..conditionals import free_energy
 from .tempering import anneal_from_uniform
 
@@ -138,9 +138,12 @@ class PF(Estimator):
       only;
     * it re-anneals (draws particles and log Z afresh by tempering from the uniform
       distribution, as at its start) when the running log Z falls below a lower bound
-      that the training cases and particles give (:meth:`log_z_impossible`). This is
-      what turns the paper's PF from diverging (375 nats short on VBM-15 at rate 0.1)
-      into learning (0.02–0.15 nats short of the exact gradient).
+      that the training cases and particles give
+      (:func:`~numpyro_ugm.estimators.base.log_z_below_bound`). This is what turns the
+      paper's PF from diverging (375 nats short on VBM-15 at rate 0.1) into learning
+      (0.02–0.15 nats short of the exact gradient); under Adam 0.01 on VBM-15, PF
+      without the check reported a running log-likelihood of +30 nats a case while the
+      exact one fell to −12.
 
     Parameters
     ----------
@@ -165,8 +168,8 @@ class PF(Estimator):
     equilibrium_threshold : float > 0
         Keyword only. z above which the check finds the particles off equilibrium.
     check_log_z : bool
-        Keyword only. Re-anneal when the running log Z is impossible (default True; see
-        :meth:`log_z_impossible`; off under a conditional model's
+        Keyword only. Re-anneal when the running log Z is impossible (default True; off
+        under a conditional model's
         :class:`~numpyro_ugm.estimators.per_example.PerExample`).
     """
 
@@ -210,20 +213,6 @@ class PF(Estimator):
 
     def _first_interval(self) -> int:
         return 1 if self.checking else (self.rejuvenate_every or 0)
-
-    def log_z_impossible(self, m, params, batch, position, log_z, log_z_var) -> jax.Array:
-        """Whether to re-anneal: the running log Z is impossible
-        (:func:`~.base.log_z_below_bound`; under Adam 0.01 on VBM-15, PF without the
-        check reported a running log-likelihood of +30 nats a case while the exact one
-        fell to −12). False with ``check_log_z=False``.
-        """
-        if not self.checks(batch):
-            return jnp.zeros((), bool)
-        return log_z_below_bound(m, params, batch, position, log_z, log_z_var)
-
-    def checks(self, batch) -> bool:
-        """Whether an update on ``batch`` checks its running log Z (static)."""
-        return self.check_log_z and batch is not None
 
     def init(self, rng_key, m, params, batch) -> PFState:
         result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
@@ -277,12 +266,12 @@ class PF(Estimator):
                     fresh.log_z_increment.astype(new.log_z.dtype),
                     fresh.log_z_var.astype(new.log_z_var.dtype))
 
-        impossible = self.log_z_impossible(m, params, batch, state.position, new.log_z,
-                                           new.log_z_var)
+        checks, impossible = self._impossible_log_z(m, params, batch, state.position,
+                                                     new.log_z, new.log_z_var)
         renewing = new.triggered | impossible
         branch = jnp.where(impossible, 2, new.triggered.astype(jnp.int32))
         # the re-anneal is compiled only where the check can ask for it
-        branches = (kept, rejuvenated) + ((reannealed,) if self.checks(batch) else ())
+        branches = (kept, rejuvenated) + ((reannealed,) if checks else ())
         position, log_weights, energy, acceptance, z, log_z, log_z_var = jax.lax.switch(
             branch, branches, None)
         renewed = lambda now, then: jnp.where(renewing, now, then)  # noqa: E731

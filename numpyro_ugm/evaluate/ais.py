@@ -242,6 +242,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     betas = _schedule(betas)
     num_chains = check_count("ais", "num_chains", num_chains, 2)
     rng_key = as_key(rng_key, "ais")
+    tolerance = _check_tolerance(tolerance)
     setup = _setup(m, params, data, base_log_probs, sum_out_sites, kernel)
     forward_key, reverse_key = jax.random.split(rng_key)
     log_w = _anneal(m, setup, params, forward_key, betas, num_chains, mesh)
@@ -308,6 +309,9 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     betas = _schedule(betas)
     num_chains = check_count("ais", "num_chains", num_chains, 2)
     rng_key = as_key(rng_key, "ais")
+    tolerance = _check_tolerance(tolerance)
+    if num_reverse is not None:
+        num_reverse = check_count("ais", "num_reverse", num_reverse, 2)
     observed = m.observe(tuple(data))
     model_data = observed.validate_data(data)
     num_cases = int(jax.tree.leaves(model_data)[0].shape[0])
@@ -337,9 +341,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
         raise ValueError("ais.log_likelihood: reverse AIS from the data needs the latent "
                          f"sites {list(observed.latent_sites)} summed out in closed form")
     if num_reverse is not None and num_reverse < num_cases:
-        pick = jax.random.choice(pick_key, num_cases,
-                                 (check_count("ais", "num_reverse", num_reverse, 2),),
-                                 replace=False)
+        pick = jax.random.choice(pick_key, num_cases, (num_reverse,), replace=False)
         model_data = jax.tree.map(lambda v: v[pick], model_data)
         inputs = None if inputs is None else jax.tree.map(lambda v: v[pick], inputs)
         positive = positive[pick]
@@ -367,6 +369,13 @@ def _log_mean_exp(log_w):
     log_mean = jax.nn.logsumexp(log_w) - jnp.log(log_w.shape[0])
     w = jnp.exp(log_w - jnp.max(log_w))
     return log_mean, jnp.std(w) / (jnp.mean(w) * jnp.sqrt(log_w.shape[0]))
+
+
+def _check_tolerance(tolerance):
+    """The bracket's tolerance as a float >= 0 (``inf``: never warn)."""
+    if not float(tolerance) >= 0:
+        raise ValueError(f"ais: tolerance must be >= 0 (nats), got {tolerance}")
+    return float(tolerance)
 
 
 def _warn_if_degenerate(owner, log_w):

@@ -20,6 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def same_arguments(a: Any, b: Any) -> bool:
+    """Whether two (args, kwargs) pytrees hold the very same leaves (identity): model
+    arguments for which what was built from them can be reused."""
+    leaves_a, tree_a = jax.tree.flatten(a)
+    leaves_b, tree_b = jax.tree.flatten(b)
+    return tree_a == tree_b and all(x is y for x, y in zip(leaves_a, leaves_b))
+
+
 def check_count(owner: str, name: str, value: Any, minimum: int = 1) -> int:
     """``value`` as a Python ``int``, after checking it is an integer >= ``minimum``.
 

@@ -19,8 +19,12 @@
    β of an Ising prior). numpyro's joint density is prior(θ)·exp f(x; θ)·likelihood,
    without the 1/Z(θ) of p(x | θ) = exp f(x; θ) / Z(θ), so that kernel samples a wrong
    posterior for θ (one user got E[β] = 12.0 where the posterior mean is 0.19), and no
-   amount of sampling fixes it. Learn such parameters by MAP with :class:`~numpyro_ugm.MLE`
-   (a prior on the site) and hold them fixed here. Continuous sites of the likelihood of
+   amount of sampling fixes it. Sample their posterior with the samplers of
+   :mod:`numpyro_ugm.posterior` — :class:`~numpyro_ugm.posterior.Exchange` (the exchange
+   algorithm, a ``numpyro.infer`` kernel), :class:`~numpyro_ugm.posterior.SGMCMC`
+   (stochastic-gradient Langevin dynamics) and, for small models, the exact reference
+   :func:`~numpyro_ugm.posterior.exact_posterior` under NUTS — or learn them by MAP with
+   :class:`~numpyro_ugm.MLE` (a prior on the site) and hold them fixed here. Continuous sites of the likelihood of
    observed data (a noise scale σ in ``numpyro.sample("y", Normal(mu * x, sigma),
    obs=y)``) are fine. Both adapters check this when they are set up
    (:func:`coupled_factors`) and warn; a factor that is a likelihood of observed data
@@ -61,7 +65,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from ._checks import check_count
+from ._checks import check_count, same_arguments
 from ._deprecation import warn_deprecated
 from .kernels import gibbs
 from .kernels.base import as_spec
@@ -77,13 +81,6 @@ __all__ = ["UGMSampler", "UGMSamplerState", "UGMGibbsFn", "coupled_factors", "gi
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def _same_arguments(a, b):
-    """Whether two (args, kwargs) pytrees hold the very same leaves (identity)."""
-    leaves_a, tree_a = jax.tree.flatten(a)
-    leaves_b, tree_b = jax.tree.flatten(b)
-    return tree_a == tree_b and all(x is y for x, y in zip(leaves_a, leaves_b))
 
 
 def _param_defaults(m):
@@ -196,10 +193,12 @@ def _warn_if_coupled(owner: str, m: UGM, sites: Sequence[str],
         f"{owner}: another kernel (NUTS in HMCGibbs, or a Gibbs block) samples {theta}, "
         f"a parameter θ of the undirected model over the state sites {list(m.state_sites)}. "
         f"It targets prior(θ)·exp f(x; θ) without the 1/Z(θ) of p(x | θ), so the posterior "
-        f"of θ is wrong: a different distribution, not Monte Carlo noise. Learn θ by MAP "
-        f"(ugm.MLE with a prior on the site) or hold it fixed (a numpyro.param site, or a "
-        f"model argument); this package has no sampler for such doubly-intractable "
-        f"posteriors (e.g. the exchange algorithm). If a listed factor is a likelihood of "
+        f"of θ is wrong: a different distribution, not Monte Carlo noise. Sample p(θ | x) "
+        f"with ugm.posterior.Exchange (the exchange algorithm, a numpyro MCMC kernel) or "
+        f"ugm.posterior.SGMCMC (stochastic-gradient Langevin), check them on a small model "
+        f"with ugm.posterior.exact_posterior under NUTS, learn θ by MAP (ugm.MLE with a "
+        f"prior on the site), or hold it fixed (a numpyro.param site, or a model "
+        f"argument). If a listed factor is a likelihood of "
         f"observed data (normalized over the data, e.g. a mixture over the labels), name it "
         f"in likelihood_factors=[...].", UserWarning, stacklevel=stacklevel + 1)
 
@@ -370,7 +369,7 @@ class UGMSampler(MCMCKernel):
         free_kwargs = ({k: v for k, v in kwargs.items() if k != GIBBS_SITES_KWARG}
                        if GIBBS_SITES_KWARG in kwargs else kwargs)
         key = (tuple(model_args), free_kwargs)
-        if self._free is not None and _same_arguments(self._free[0], key):
+        if self._free is not None and same_arguments(self._free[0], key):
             return self._free[1]
         traced = ({**kwargs, GIBBS_SITES_KWARG: {}} if GIBBS_SITES_KWARG in kwargs
                   else kwargs)

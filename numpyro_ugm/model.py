@@ -458,6 +458,16 @@ class UGM:
         return {n: biject_to(self.param_sites[n].constraint)(v)
                 for n, v in unconstrained.items()}
 
+    def log_abs_det_jacobian(self, unconstrained: dict) -> jax.Array:
+        """log |det ∂θ/∂u| of :meth:`to_constrained` at ``unconstrained`` (the sites
+        given): what a density over θ gains in the unconstrained space, for posterior
+        sampling there."""
+        total = jnp.zeros(())
+        for n, u in unconstrained.items():
+            transform = biject_to(self.param_sites[n].constraint)
+            total = total + jnp.sum(transform.log_abs_det_jacobian(u, transform(u)))
+        return total
+
     def check_params(self, params: dict) -> None:
         """Raise unless ``params`` hold exactly the model's parameter sites, each with the
         site's shape, a floating-point dtype and finite values.

@@ -30,6 +30,7 @@ LONGEST_FIRST = [
     "test_evaluate_exact.py",
     "test_evaluate_ais.py",
     "test_models_ergm.py",
+    "test_posterior.py",
     "test_kernels_gibbs.py",
     "test_kernels_metropolis.py",
     "test_learn.py",

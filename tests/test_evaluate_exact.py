@@ -462,11 +462,14 @@ def test_fit_map_matches_brute_force_optimum(vbm):
 
 def test_exact_samples_follow_the_marginals(potts):
     m, params = potts
-    draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=100)
-    assert draws["x"].shape == (4000, 6)
-    freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
     p = np.asarray(exact.marginals(m, params)["x"])
-    assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
+    # 729 configurations: Gumbel-max over chunks of 100, and inverse CDF over one chunk
+    for chunk in (100, exact.DEFAULT_CHUNK_SIZE):
+        draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=chunk)
+        assert draws["x"].shape == (4000, 6)
+        freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
+        assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
+    draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=100)
     # a second call (another key, other parameters) reuses the compiled draw
     other = exact.sample(m, jax.tree.map(lambda v: -v, params), jax.random.PRNGKey(1), 4000,
                          chunk_size=100)
@@ -477,6 +480,22 @@ def test_exact_samples_follow_the_marginals(potts):
     for settings in ({"num_samples": 40.5}, {"num_samples": 40, "chunk_size": 2.5}):
         with pytest.raises(ValueError, match="^exact.sample: (num_samples|chunk_size) must"):
             exact.sample(m, params, jax.random.PRNGKey(0), **settings)
+
+
+def test_exact_samples_of_a_model_summed_out_entirely():
+    """Independent variables are all summed out (one enumerated configuration, of no
+    labels) and then drawn from their conditionals."""
+    def independent():
+        theta = numpyro.param("theta", jnp.array([1.0, -0.5, 0.0]))
+        x = numpyro.sample("x", ugm.Binary(3))
+        numpyro.factor("fields", theta @ x)
+
+    m = ugm.UGM(independent)
+    assert exact.num_enumerated(m)[0] == 1
+    draws = exact.sample(m, {"theta": jnp.array([1.0, -0.5, 0.0])}, jax.random.PRNGKey(0),
+                         4000)
+    p = 1 / (1 + np.exp(-np.array([1.0, -0.5, 0.0])))
+    assert np.max(np.abs(np.asarray(draws["x"]).mean(0) - p)) < 4 * np.sqrt(0.25 / 4000)
 
 
 def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):

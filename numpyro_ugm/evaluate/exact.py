@@ -29,7 +29,7 @@ from .enumeration import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, _check_size
                           num_enumerated)
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals", "fit",
-           "FitResult", "num_enumerated", "sample", "DEFAULT_CHUNK_SIZE",
+           "FitResult", "num_enumerated", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
            "MIN_SUM_OUT_REDUCTION"]
 
 
@@ -154,8 +154,10 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
            chunk_size: int = DEFAULT_CHUNK_SIZE) -> dict:
     """Independent exact draws of every state site, by enumeration.
 
-    Each draw is the Gumbel-max over the enumerated configurations, streamed chunk by
-    chunk, so memory stays bounded by ``num_samples × chunk``. Variables that the
+    When the enumerated configurations fit in one chunk, draws come from their inverse
+    cumulative distribution; otherwise each draw is the Gumbel-max over the
+    configurations, streamed chunk by chunk, so memory stays bounded by
+    ``num_samples × chunk``. Variables that the
     enumeration sums out in closed form (an RBM's larger layer, see
     :func:`num_enumerated`) are weighted by their sum and then drawn from their exact
     conditionals given the drawn configuration: an RBM 784×20 takes 2**20 configurations.
@@ -183,13 +185,7 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
     m.check_params(params)
-    plan = _make_plan(m, tuple(m.state_sites))
-    chunk_size = max(1, min(check_count("exact.sample", "chunk_size", chunk_size),
-                            2 ** 24 // num_samples))
-    _check_size(plan, chunk_size, "sample")
-    key = ("exact.sample", num_samples, chunk_size, _index_dtype())
-    run, configuration = m.cached(key, lambda: _sampler(m, plan, num_samples, chunk_size))
-
+    run, configuration = _cached_sampler(m, num_samples, chunk_size)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
         m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
@@ -198,6 +194,34 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
                                  "under the given params (Z = 0): there is nothing to draw")
     return m.to_data(draws)
+
+
+def sampler(m: UGM, num_samples: int, *,
+            chunk_size: int = DEFAULT_CHUNK_SIZE) -> Callable[[dict, jax.Array], dict]:
+    """The draw of :func:`sample` as a pure function, for use inside a jitted program
+    (e.g. the auxiliary draw of the exchange algorithm): ``draw(params, rng_key)`` returns
+    ``num_samples`` exact draws of every state site in the **model** representation,
+    without :func:`sample`'s host checks of the parameters and the potential.
+
+    Raises
+    ------
+    ValueError
+        If the model is too large to enumerate.
+    """
+    run = _cached_sampler(m, check_count("exact.sampler", "num_samples", num_samples),
+                          chunk_size)[0]
+    return lambda params, rng_key: run(params, rng_key)[0]
+
+
+def _cached_sampler(m, num_samples, chunk_size):
+    """The compiled sampler of ``m`` for ``num_samples`` draws, built once per model."""
+    plan = _make_plan(m, tuple(m.state_sites))
+    chunk_size = check_count("exact.sample", "chunk_size", chunk_size)
+    if plan.num_configurations > chunk_size:  # Gumbel-max scores samples × chunk at once
+        chunk_size = max(1, min(chunk_size, 2 ** 24 // num_samples))
+    _check_size(plan, chunk_size, "sample")
+    key = ("exact.sample", num_samples, chunk_size, _index_dtype())
+    return m.cached(key, lambda: _sampler(m, plan, num_samples, chunk_size))
 
 
 def _sampler(m, plan, num_samples, chunk_size):
@@ -209,10 +233,33 @@ def _sampler(m, plan, num_samples, chunk_size):
     itype = _index_dtype()
 
     def configuration(index):
-        labels = (index[..., None] // jnp.asarray(plan.strides, itype)) % jnp.asarray(
-            plan.radices, itype)
-        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels.reshape(
-            -1, plan.radices.size))
+        """States of the configurations ``index`` (flattened); with every variable
+        summed out there is one configuration, of no labels."""
+        labels = (jnp.reshape(index, (-1, 1)) // jnp.asarray(plan.strides, itype)
+                  ) % jnp.asarray(plan.radices, itype)
+        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels)
+
+    def draw_summed(params, key, draws):
+        """The summed-out variables from their conditionals given ``draws``."""
+        if not plan.summed:
+            return draws
+        f = m.logdensity_fn(params)
+        keys = jax.random.split(jax.random.fold_in(key, num_chunks), num_samples)
+        return jax.vmap(lambda k, x: draw_block(k, f, x, domains, plan.summed))(keys, draws)
+
+    @jax.jit
+    def run_one_chunk(params, key):
+        """Everything in one chunk: inverse CDF, O(configurations + samples)."""
+        states, valid = _chunk_states(plan, domains, base, jnp.zeros((), itype), chunk)
+        weights = jnp.where(valid, jax.vmap(_config_log_weight(m, params, plan))(states),
+                            -jnp.inf)
+        wrong = jnp.isnan(weights) | (weights == jnp.inf)
+        bad = jnp.where(jnp.any(wrong), jnp.argmax(wrong).astype(itype), -1)
+        cdf = jnp.cumsum(jnp.exp(weights - jnp.max(weights)))
+        u = jax.random.uniform(key, (num_samples,), cdf.dtype) * cdf[-1]
+        index = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), chunk - 1).astype(itype)
+        draws = draw_summed(params, key, configuration(index))
+        return draws, bad, jnp.all(weights == -jnp.inf)
 
     @jax.jit
     def run(params, key):
@@ -237,13 +284,7 @@ def _sampler(m, plan, num_samples, chunk_size):
                 jnp.zeros(num_samples, itype), -jnp.ones((), itype))
         (best, index, bad), _ = jax.lax.scan(one_chunk, init,
                                              jnp.arange(num_chunks, dtype=itype))
-        draws = configuration(index)
-        if plan.summed:  # independent given the drawn configuration: their conditionals
-            f = m.logdensity_fn(params)
-            keys = jax.random.split(jax.random.fold_in(key, num_chunks), num_samples)
-            draws = jax.vmap(lambda k, x: draw_block(k, f, x, domains, plan.summed))(
-                keys, draws)
-        return draws, bad, jnp.all(best == -jnp.inf)
+        return draw_summed(params, key, configuration(index)), bad, jnp.all(best == -jnp.inf)
 
-    return run, configuration
+    return (run_one_chunk if num_chunks == 1 else run), configuration
 

@@ -136,6 +136,12 @@ class LearnerCore:
         """Parameters of ``state`` in the constrained space."""
         return self.m.to_constrained(state.params)
 
+    def objective(self, unconstrained, params, positive, negative):
+        """What the update ascends, from the batch mean of F (``positive``) and the
+        weighted particles' (``negative``): the per-case log-likelihood plus
+        log p(θ) / N."""
+        return positive - negative + self.m.log_prior(params) / self.num_examples
+
     def update(self, state: LearnState, batch):
         """One update on ``batch`` (jit-able).
 
@@ -169,7 +175,7 @@ class LearnerCore:
                     return jnp.sum(w * free_energies(m, p, x, many))
 
                 negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
-            return positive - negative + m.log_prior(p) / num_examples, positive
+            return self.objective(u, p, positive, negative), positive
 
         grads, positive = jax.grad(objective, has_aux=True)(state.params)
         estimator_state = self.estimator.observe(estimator_state, grads)

@@ -232,6 +232,9 @@ class MLE:
     >>> result = learner.run(jax.random.PRNGKey(0), 1000, {"x": x}, 15)
     """
 
+    #: the functional core the learner builds (a subclass changes the objective)
+    core_class = LearnerCore
+
     def __init__(self, model, estimator: Estimator, optimizer: optax.GradientTransformation,
                  *, mesh: Optional[jax.sharding.Mesh] = None):
         if mesh is not None and not isinstance(mesh, jax.sharding.Mesh):
@@ -300,7 +303,7 @@ class MLE:
             raise ValueError(f"MLE: batch_size must be in [1, {num_examples}] (the number of "
                              f"examples), got {batch_size}")
         estimator = self.estimator if inputs is None else PerExample(self.estimator)
-        self._core = LearnerCore(m, estimator, self.optimizer, num_examples)
+        self._core = self.core_class(m, estimator, self.optimizer, num_examples)
         self._batches = Minibatches(num_examples, batch)
         self._update_jit = self._placement.run(jax.jit(self._update_and_summary))
         self._scan_jit = self._placement.run(jax.jit(self._scan, static_argnums=4))
@@ -342,16 +345,24 @@ class MLE:
 
         def body(i, carry):
             state, buffers, order = carry
-            if not batches.full:
-                epoch = state.step // batches.per_epoch
-                order = jax.lax.cond(epoch != order[1],
-                                     lambda: (batches.permutation(state), epoch),
-                                     lambda: order)
-            state, info = core.update(state, batch(batches.indices(state, order[0])))
+            state, info, order = self._advance(state, data, inputs, order)
             buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
             return state, buffers, order
 
         return jax.lax.fori_loop(0, num_steps, body, (state, buffers, order))
+
+    def _advance(self, state, data, inputs, order):
+        """One update on the next minibatch of ``data`` (traced); ``order`` as in
+        :meth:`_scan`. Returns ``(state, info, order)``."""
+        batches = self._batches
+        if not batches.full:
+            epoch = state.step // batches.per_epoch
+            order = jax.lax.cond(epoch != order[1],
+                                 lambda: (batches.permutation(state), epoch),
+                                 lambda: order)
+        indices = batches.indices(state, order[0])
+        state, info = self._core.update(state, self._batch(indices, data, inputs))
+        return state, info, order
 
     # --- public API ---------------------------------------------------------------------
     @property

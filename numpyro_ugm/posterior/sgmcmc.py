@@ -1,0 +1,274 @@
+"""Stochastic-gradient MCMC on the parameters of a UGM: Langevin dynamics whose gradient
+of log p(θ | data) comes from any negative-phase estimator, on minibatches.
+
+In the unconstrained space u of the parameters, with θ = T(u),
+
+    ∇ log p(u | x) = ∇ log p(θ) + ∇ log |det ∂θ/∂u| + N (mean_batch ∇F(x_n; θ) − E_θ[∇F]),
+
+where the estimator supplies E_θ[∇F] from its weighted particles, as in learning (the
+update of :class:`~numpyro_ugm.MLE`). SGLD (Welling & Teh 2011) moves
+
+    u ← u + ε/2 · ∇ log p(u | x) + N(0, ε),
+
+and the RMSprop-preconditioned variant (pSGLD, Li et al. 2016) scales both terms by
+G = 1 / (λ + sqrt(V)), V a running mean of the squared gradient (the term of the
+drift from the change of G is left out, as in that paper). With a step size that decays
+to 0, the chain targets the posterior; with a constant one, a nearby distribution whose
+error grows with ε and with the gradient's noise (minibatch and estimator).
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .._checks import as_key, check_count
+from ..learn.core import LearnerCore
+from ..learn.mle import MLE
+from ..runloop import capacity, chunk_size, run_loop
+
+
+_PREFIX = "params/"  # recorded parameters among the per-sample diagnostics
+
+
+class LangevinState(NamedTuple):
+    """State of :func:`langevin`: the step count, the running mean of squared
+    gradients (preconditioned variant) and the key of the noise."""
+
+    count: jax.Array
+    mean_square: Any
+    rng_key: jax.Array
+
+
+def langevin(step_size: float | Callable, rng_key: jax.Array, *,
+             preconditioned: bool = False, decay: float = 0.99,
+             eps: float = 1e-5) -> optax.GradientTransformation:
+    """The Langevin move as an optax transformation of the gradient of −log p(u | x).
+
+    Parameters
+    ----------
+    step_size : float or callable
+        ε, or an optax schedule ``count -> ε_t`` (e.g. ``a (b + t)^−γ`` with γ in
+        (0.5, 1]).
+    rng_key : jax PRNGKey
+        Key of the injected noise.
+    preconditioned : bool
+        RMSprop preconditioning (pSGLD) with running-mean ``decay`` and ``eps`` (λ).
+
+    Returns
+    -------
+    optax.GradientTransformation
+        ``update(g, state)`` with g = −∇ log p(u | x) returns
+        −ε/2 · G g + sqrt(ε G) ξ (G = 1 without preconditioning).
+    """
+    schedule = step_size if callable(step_size) else (lambda count: step_size)
+
+    def init(params):
+        zeros = jax.tree.map(jnp.zeros_like, params) if preconditioned else None
+        return LangevinState(jnp.zeros((), jnp.int32), zeros, as_key(rng_key, "langevin"))
+
+    def update(grads, state, params=None):
+        eps_t = schedule(state.count)
+        key, noise_key = jax.random.split(state.rng_key)
+        leaves, tree = jax.tree.flatten(grads)
+        keys = jax.random.split(noise_key, len(leaves))
+        noise = tree.unflatten([jax.random.normal(k, g.shape, g.dtype)
+                                for k, g in zip(keys, leaves)])
+        mean_square = state.mean_square
+        if preconditioned:
+            mean_square = jax.tree.map(lambda v, g: decay * v + (1.0 - decay) * g * g,
+                                       mean_square, grads)
+            scale = jax.tree.map(lambda v: 1.0 / (eps + jnp.sqrt(v)), mean_square)
+        else:
+            scale = jax.tree.map(jnp.ones_like, grads)
+        updates = jax.tree.map(
+            lambda g, G, z: -0.5 * eps_t * G * g + jnp.sqrt(eps_t * G) * z,
+            grads, scale, noise)
+        return updates, LangevinState(state.count + 1, mean_square, key)
+
+    return optax.GradientTransformation(init, update)
+
+
+class PosteriorCore(LearnerCore):
+    """The learning update with the log posterior density in the unconstrained space
+    as its objective (N times the log-likelihood, the log prior and the log-Jacobian),
+    so that its gradient is the drift of Langevin dynamics."""
+
+    def objective(self, unconstrained, params, positive, negative):
+        return (self.num_examples * (positive - negative) + self.m.log_prior(params)
+                + self.m.log_abs_det_jacobian(unconstrained))
+
+
+class SGMCMCResult(NamedTuple):
+    """What :meth:`SGMCMC.run` returns.
+
+    Attributes
+    ----------
+    samples : dict of str -> array ``(num_samples, *site_shape)``
+        Every parameter site, constrained (sites without a prior under a flat prior).
+    state : LearnState
+        The final state (pass as ``init_state`` to continue).
+    diagnostics : dict of str -> array ``(num_samples,)``
+        The diagnostics of the update that produced each sample (``grad_norm``, the
+        estimator's ESS, ...).
+    """
+
+    samples: dict
+    state: Any
+    diagnostics: dict
+
+
+class SGMCMC(MLE):
+    """Stochastic-gradient Langevin dynamics on a UGM's parameters.
+
+    Driven like :class:`~numpyro_ugm.MLE` (same estimators, minibatches, CRF ``inputs``,
+    device mesh): each update asks the estimator for particles at the current θ and moves
+    θ by the Langevin step of :func:`langevin` on the log posterior density in the
+    unconstrained space.
+
+    Parameters
+    ----------
+    model : callable or UGM
+        numpyro model; parameters with a prior are sampled under it, ``numpyro.param``
+        sites under a flat prior.
+    estimator : Estimator
+        Negative-phase estimator, e.g. ``ugm.PCD(100)``.
+    step_size : float or callable
+        ε or a schedule ``count -> ε_t`` (counted over warmup and sampling).
+    preconditioned : bool
+        RMSprop-preconditioned SGLD (pSGLD).
+    decay, eps : float
+        pSGLD's running-mean decay and λ.
+    mesh : jax.sharding.Mesh, optional
+        As for :class:`~numpyro_ugm.MLE`.
+
+    Examples
+    --------
+    >>> sampler = ugm.posterior.SGMCMC(model, ugm.PCD(100), 1e-4)
+    >>> result = sampler.run(jax.random.PRNGKey(0), 2000, {"x": x}, num_warmup=1000)
+    >>> result.samples["W"].shape                              # doctest: +SKIP
+    """
+
+    core_class = PosteriorCore
+
+    def __init__(self, model, estimator, step_size, *, preconditioned: bool = False,
+                 decay: float = 0.99, eps: float = 1e-5, mesh=None):
+        if not callable(step_size) and not (np.isfinite(step_size) and step_size > 0):
+            raise ValueError(f"SGMCMC: step_size must be a positive number or a schedule, "
+                             f"got {step_size!r}")
+        self.step_size, self.preconditioned = step_size, bool(preconditioned)
+        self.decay, self.eps = float(decay), float(eps)
+        super().__init__(model, estimator, self._langevin(jax.random.PRNGKey(0)), mesh=mesh)
+
+    def _langevin(self, key):
+        return langevin(self.step_size, key, preconditioned=self.preconditioned,
+                        decay=self.decay, eps=self.eps)
+
+    def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
+             init_params=None, **model_kwargs):
+        """As :meth:`MLE.init <numpyro_ugm.MLE.init>`; the Langevin noise draws from a
+        key split off ``rng_key``."""
+        rng_key = as_key(rng_key, "SGMCMC.init")
+        rng_key, noise_key = jax.random.split(rng_key)
+        optimizer = self._langevin(noise_key)
+        if self._core is not None:
+            self._core.optimizer = optimizer
+        self.optimizer = optimizer
+        return super().init(rng_key, data, *model_args, inputs=inputs,
+                            batch_size=batch_size, init_params=init_params, **model_kwargs)
+
+    def _sample_scan(self, state, data, inputs, order, capacity, num_samples, thinning):
+        """``num_samples`` (traced, <= ``capacity``) blocks of ``thinning`` updates, the
+        parameters after each block recorded."""
+        core = self._core
+        template = jax.eval_shape(lambda s: self._advance(s, data, inputs, order)[1], state)
+        params = jax.eval_shape(lambda s: core.get_params(s), state)
+        buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
+                               (params, template))
+
+        def block(i, carry):
+            state, buffers, order = carry
+
+            def one(_, c):
+                s, _info, o = c
+                return self._advance(s, data, inputs, o)
+
+            state, info, order = jax.lax.fori_loop(
+                0, thinning, one, (state, jax.tree.map(jnp.zeros_like, template), order))
+            values = (core.get_params(state), info)
+            buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, values)
+            return state, buffers, order
+
+        return jax.lax.fori_loop(0, num_samples, block, (state, buffers, order))
+
+    def run(self, rng_key, num_samples, data, *model_args, num_warmup=1000, thinning=1,
+            inputs=None, batch_size=None, progress_bar=True, init_state=None,
+            init_params=None, **model_kwargs) -> SGMCMCResult:
+        """Warm up for ``num_warmup`` updates, then record ``num_samples`` parameters,
+        one every ``thinning`` updates.
+
+        Parameters
+        ----------
+        rng_key : jax PRNGKey
+        num_samples : int
+        data : dict of str -> array
+            Observed state sites with a leading example axis (data representation).
+        *model_args, **model_kwargs
+            Arguments of the model function.
+        num_warmup : int
+            Updates before the first sample (their diagnostics are not returned).
+        thinning : int
+            Updates per sample.
+        inputs, batch_size, init_params
+            As for :meth:`MLE.run <numpyro_ugm.MLE.run>`.
+        progress_bar : bool
+        init_state : LearnState, optional
+            Continue from this state (e.g. ``result.state``).
+
+        Returns
+        -------
+        SGMCMCResult
+
+        Raises
+        ------
+        NonFiniteError
+            When an update produces non-finite values (the step size is too large for
+            the gradient's scale, or the estimator failed); it carries the last good
+            state.
+        """
+        num_samples = check_count("SGMCMC.run", "num_samples", num_samples)
+        num_warmup = check_count("SGMCMC.run", "num_warmup", num_warmup, minimum=0)
+        thinning = check_count("SGMCMC.run", "thinning", thinning)
+        if init_state is None:
+            state = self.init(rng_key, data, *model_args, inputs=inputs,
+                              batch_size=batch_size, init_params=init_params,
+                              **model_kwargs)
+        else:
+            self._setup(data, model_args, model_kwargs, inputs, batch_size)
+            state = init_state
+        if num_warmup:
+            state = MLE.run(self, None, num_warmup, data, *model_args, inputs=inputs,
+                            batch_size=batch_size, progress_bar=progress_bar,
+                            init_state=state, **model_kwargs).state
+        chunk = chunk_size(num_samples, progress_bar, None)
+        size = capacity(chunk)
+        order = [self._no_order(state)]
+        scan = self._placement.run(jax.jit(self._sample_scan, static_argnums=(4, 6)))
+
+        def advance(state, length):
+            state, (params, info), order[0] = scan(state, self._data, self._inputs,
+                                                   order[0], size, length, thinning)
+            self.last_state = state
+            return state, {**{_PREFIX + n: v for n, v in params.items()}, **info}
+
+        state, recorded = run_loop(
+            advance, state, num_samples, chunk=chunk, progress_bar=progress_bar,
+            desc="sampling", stop=lambda s: int(s.failed_at) >= 0,
+            postfix=lambda info: {"grad_norm": f"{float(info['grad_norm'][-1]):.3g}"})
+        samples = {n[len(_PREFIX):]: recorded.pop(n) for n in list(recorded)
+                   if n.startswith(_PREFIX)}
+        self._raise_if_failed(state, recorded)
+        return SGMCMCResult(samples, state, recorded)

@@ -1,0 +1,168 @@
+"""Posterior sampling of a UGM's parameters (ugm.posterior): the exchange algorithm,
+SG-MCMC and the exact NUTS reference, checked against posteriors computed on a grid."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.diagnostics import effective_sample_size
+from numpyro.infer import MCMC, NUTS
+
+import numpyro_ugm as ugm
+from numpyro_ugm.models.ergm import ergm, graph_to_edges
+
+NUM_SPINS = 6
+
+
+def ising_chain(prior_scale=1.0):
+    """A chain of spins with one coupling β and one field h, both with Normal priors."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, prior_scale))
+    h = numpyro.sample("h", dist.Normal(0.0, prior_scale))
+    x = numpyro.sample("x", ugm.Spin(NUM_SPINS))
+    numpyro.factor("pair", beta * jnp.sum(x[1:] * x[:-1]))
+    numpyro.factor("field", h * jnp.sum(x))
+
+
+def _statistics(x):
+    x = np.asarray(x, float)
+    return np.stack([np.sum(x[..., 1:] * x[..., :-1], -1), np.sum(x, -1)], -1)
+
+
+@pytest.fixture(scope="module")
+def chain_posterior():
+    """50 cases from β = 0.5, h = −0.2, and the posterior's mean and standard deviation
+    by quadrature on a grid (log Z by brute force over the 64 states)."""
+    m = ugm.UGM(ising_chain)
+    data = ugm.exact.sample(m, {"beta": jnp.float32(0.5), "h": jnp.float32(-0.2)},
+                            jax.random.PRNGKey(0), 50)
+    states = np.array(list(itertools.product([-1, 1], repeat=NUM_SPINS)))
+    s_all, s_data = _statistics(states), _statistics(data["x"]).sum(0)
+    grid = np.linspace(-1.5, 1.5, 601)
+    B, H = np.meshgrid(grid, grid, indexing="ij")
+    theta = np.stack([B, H], -1)
+    energies = theta @ s_all.T  # (601, 601, 64)
+    top = energies.max(-1)
+    log_z = top + np.log(np.exp(energies - top[..., None]).sum(-1))
+    log_post = theta @ s_data - 50 * log_z - 0.5 * (B ** 2 + H ** 2)
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = np.array([(w * B).sum(), (w * H).sum()])
+    sd = np.sqrt(np.array([(w * B ** 2).sum(), (w * H ** 2).sum()]) - mean ** 2)
+    return data, mean, sd
+
+
+def _check_agreement(samples, by_chain, mean, sd, sd_tolerance=0.15):
+    """Means within 4 Monte Carlo standard errors (effective sample size from numpyro),
+    standard deviations within ``sd_tolerance`` (relative)."""
+    for i, site in enumerate(("beta", "h")):
+        ess = float(effective_sample_size(np.asarray(by_chain[site])))
+        assert ess > 200, (site, ess)
+        est_mean, est_sd = float(np.mean(samples[site])), float(np.std(samples[site]))
+        assert abs(est_mean - mean[i]) < 4 * sd[i] / np.sqrt(ess), (site, est_mean, mean[i])
+        assert abs(est_sd / sd[i] - 1) < sd_tolerance, (site, est_sd, sd[i])
+
+
+@pytest.mark.parametrize("num_aux_steps", [None, 10], ids=["exact-draws", "gibbs-10"])
+def test_exchange_matches_the_posterior_on_a_grid(chain_posterior, num_aux_steps):
+    data, mean, sd = chain_posterior
+    kernel = ugm.posterior.Exchange(ising_chain, data, num_aux_steps=num_aux_steps)
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=2000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(1), extra_fields=("accept_prob",))
+    samples = mcmc.get_samples()
+    _check_agreement(samples, mcmc.get_samples(group_by_chain=True), mean, sd)
+    accept = float(np.mean(mcmc.get_extra_fields()["accept_prob"]))
+    assert 0.15 < accept < 0.4  # tuned towards 0.25
+    if num_aux_steps is None:  # the same key gives the same chains, reusing the step
+        step = kernel._sample_fn
+        mcmc.run(jax.random.PRNGKey(1))
+        assert kernel._sample_fn is step
+        np.testing.assert_array_equal(mcmc.get_samples()["beta"], samples["beta"])
+
+
+def test_exact_posterior_under_nuts_matches_the_grid(chain_posterior):
+    data, mean, sd = chain_posterior
+    mcmc = MCMC(NUTS(ugm.posterior.exact_posterior(ising_chain, data)), num_warmup=300,
+                num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(2))
+    _check_agreement(mcmc.get_samples(), mcmc.get_samples(group_by_chain=True), mean, sd,
+                     sd_tolerance=0.1)
+
+
+def test_sgld_matches_the_posterior_on_a_grid(chain_posterior):
+    data, mean, sd = chain_posterior
+    sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(256), 5e-4)
+    result = sampler.run(jax.random.PRNGKey(3), 6000, data, num_warmup=500, thinning=2,
+                         progress_bar=False)
+    samples = result.samples
+    assert samples["beta"].shape == (6000,) and result.diagnostics["grad_norm"].shape == (6000,)
+    by_chain = {k: v.reshape(3, -1) for k, v in samples.items()}  # three stretches
+    _check_agreement(samples, by_chain, mean, sd, sd_tolerance=0.2)
+    # a run continues from the state it is given
+    more = sampler.run(None, 10, data, num_warmup=0, init_state=result.state,
+                       progress_bar=False)
+    assert int(more.state.step) == 500 + 2 * 6000 + 10
+
+
+def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
+    data, mean, sd = chain_posterior
+    sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(64), 2e-2, preconditioned=True)
+    result = sampler.run(jax.random.PRNGKey(4), 4000, data, num_warmup=500, thinning=2,
+                         batch_size=25, progress_bar=False)
+    by_chain = {k: v.reshape(2, -1) for k, v in result.samples.items()}
+    _check_agreement(result.samples, by_chain, mean, sd, sd_tolerance=0.25)
+
+
+def test_exchange_on_florentine_edges_matches_quadrature():
+    """flomarriage ~ edges (20 marriages among 120 pairs) with a Normal(0, 5) prior on θ:
+    every edge is independent, so the auxiliary graph is drawn exactly (all summed out)."""
+    graph = nx.florentine_families_graph()
+    graph.add_node("Pucci")
+    data = {"y": graph_to_edges(graph, nodelist=sorted(graph.nodes))[None]}
+    kernel = ugm.posterior.Exchange(ergm, data)
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=3000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(5), 16, ("edges",), prior_scale=5.0)
+    theta = np.asarray(mcmc.get_samples()["theta"])[:, 0]
+    grid = np.linspace(-4.0, 0.0, 4001)
+    log_post = 20 * grid - 120 * np.log1p(np.exp(grid)) - grid ** 2 / 50
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = (w * grid).sum()
+    sd = np.sqrt((w * grid ** 2).sum() - mean ** 2)
+    ess = float(effective_sample_size(np.asarray(
+        mcmc.get_samples(group_by_chain=True)["theta"])[..., 0]))
+    assert abs(theta.mean() - mean) < 4 * sd / np.sqrt(ess)
+    assert abs(theta.std() / sd - 1) < 0.15
+
+
+def test_bad_input_is_named(monkeypatch):
+    m = ugm.UGM(ugm.models.vbm, 4)
+    x = {"x": np.ones((3, 4), np.int8)}
+    with pytest.raises(ValueError, match="no parameter to sample"):
+        MCMC(ugm.posterior.Exchange(ugm.models.vbm, x), num_warmup=1, num_samples=1,
+             progress_bar=False).run(jax.random.PRNGKey(0), 4)
+    with pytest.raises(ValueError, match="no parameter to sample"):
+        ugm.posterior.exact_posterior(m, x)
+    monkeypatch.setattr(ugm.posterior.exchange, "MAX_EXACT_CONFIGURATIONS", 1)
+    with pytest.raises(ValueError,
+                       match=r"configurations \(more than 1\); give num_aux_steps"):
+        MCMC(ugm.posterior.Exchange(ugm.models.vbm, x), num_warmup=1, num_samples=1,
+             progress_bar=False).run(jax.random.PRNGKey(0), 4, prior_scale=1.0)
+    monkeypatch.undo()
+    with pytest.raises(KeyError, match="not sampled sites"):
+        MCMC(ugm.posterior.Exchange(ugm.models.vbm, x), num_warmup=1, num_samples=1,
+             progress_bar=False).run(jax.random.PRNGKey(0), 4, prior_scale=1.0,
+                                     init_params={"c": jnp.zeros(4)})
+    with pytest.raises(ValueError, match="outside the domain"):
+        ugm.posterior.exact_posterior(ugm.models.vbm, {"x": np.full((3, 4), 2)}, 4,
+                                      prior_scale=1.0)
+    with pytest.raises(ValueError, match="step_size"):
+        ugm.posterior.SGMCMC(ugm.models.vbm, ugm.PCD(8), -1.0)
+    with pytest.raises(ValueError, match="step_size"):
+        ugm.posterior.Exchange(ugm.models.vbm, x, step_size=0.0)

@@ -83,11 +83,11 @@ def summarize(samples, by_chain, reference, seconds):
             "max_sd_relative_error": sd_rel, "min_ess": min_ess, "seconds": seconds}
 
 
-def run_mcmc(kernel, key, warmup, samples, chains=4, **kwargs):
+def run_mcmc(kernel, key, warmup, samples, *model_args, chains=4, **kwargs):
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=chains,
                 chain_method="vectorized", progress_bar=False)
     t = time.perf_counter()
-    mcmc.run(key, **kwargs)
+    mcmc.run(key, *model_args, **kwargs)
     jax.block_until_ready(mcmc.get_samples())
     return mcmc, time.perf_counter() - t
 
@@ -114,8 +114,8 @@ def agreement(quick):
                                              for k, v in reference.items()}
         for steps in (None, 1, 3, 10, 30):
             label = "exchange, exact draws" if steps is None else f"exchange, Gibbs {steps}"
-            mcmc, seconds = run_mcmc(ugm.posterior.Exchange(model, data, num_aux_steps=steps),
-                                     jax.random.PRNGKey(2), int(4000 * scale),
+            kernel = ugm.posterior.Exchange(model, data, num_aux_steps=steps)
+            mcmc, seconds = run_mcmc(kernel, jax.random.PRNGKey(2), int(4000 * scale),
                                      int(8000 * scale), chains=8,
                                      extra_fields=("accept_prob",))
             rows[label] = summarize(mcmc.get_samples(), mcmc.get_samples(True), reference,
@@ -206,11 +206,13 @@ def florentine(quick):
                        "accept_prob": float(np.mean(mcmc.get_extra_fields()["accept_prob"])),
                        "predictive_mean": sims.mean(0).tolist(),
                        "predictive_sd": sims.std(0).tolist(),
+                       "predictive_quartiles": np.percentile(sims, [25, 50, 75], 0).tolist(),
                        "predictive_p": [float(np.mean(sims[:, j] >= observed[j]))
                                         for j in range(len(stats))]}
         print(f"~ edges + triangle, Gibbs {steps}: θ = {np.round(theta.mean(0), 3)} ± "
               f"{np.round(theta.std(0), 3)} (ESS {np.round(ess)}), {seconds:.1f} s; "
-              f"predictive {np.round(sims.mean(0), 1)} vs observed {observed}", flush=True)
+              f"predictive mean {np.round(sims.mean(0), 1)}, median {np.median(sims, 0)} vs "
+              f"observed {observed}", flush=True)
     t = time.perf_counter()
     init = mple(data, stats)
     steps = int(2000 * scale)

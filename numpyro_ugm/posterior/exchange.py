@@ -5,7 +5,8 @@ Murray, Ghahramani & MacKay (UAI 2006). From θ, propose θ′ (a Gaussian rando
 the unconstrained space), draw auxiliary cases y_1..N from p(·; θ′) — as many as there are
 observed cases x_1..N — and accept θ′ with probability
 
-    min(1, p(θ′) Π_n exp F(x_n; θ′) Π_n exp F(y_n; θ)  /  p(θ) Π_n exp F(x_n; θ) Π_n exp F(y_n; θ′)),
+    min(1, [p(θ′) Π_n exp F(x_n; θ′) Π_n exp F(y_n; θ)]
+           / [p(θ) Π_n exp F(x_n; θ) Π_n exp F(y_n; θ′)]),
 
 in which every Z cancels. With exact auxiliary draws the chain targets p(θ | x) exactly.
 They come from enumeration for small models (:func:`numpyro_ugm.exact.sampler`); for large

@@ -3,7 +3,8 @@ of log p(θ | data) comes from any negative-phase estimator, on minibatches.
 
 In the unconstrained space u of the parameters, with θ = T(u),
 
-    ∇ log p(u | x) = ∇ log p(θ) + ∇ log |det ∂θ/∂u| + N (mean_batch ∇F(x_n; θ) − E_θ[∇F]),
+    ∇ log p(u | x) = ∇ log p(θ) + ∇ log |det ∂θ/∂u|
+                     + N (mean_batch ∇F(x_n; θ) − E_θ[∇F]),
 
 where the estimator supplies E_θ[∇F] from its weighted particles, as in learning (the
 update of :class:`~numpyro_ugm.MLE`). SGLD (Welling & Teh 2011) moves

@@ -459,7 +459,7 @@ class UGM:
                 for n, v in unconstrained.items()}
 
     def log_abs_det_jacobian(self, unconstrained: dict) -> jax.Array:
-        """log |det ∂θ/∂u| of :meth:`to_constrained` at ``unconstrained`` (the sites
+        """``log |det ∂θ/∂u|`` of :meth:`to_constrained` at ``unconstrained`` (the sites
         given): what a density over θ gains in the unconstrained space, for posterior
         sampling there."""
         total = jnp.zeros(())

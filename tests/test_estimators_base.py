@@ -370,7 +370,8 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     assert 0 < mean_abs < float(diagnostics["grad_norm"])
 
 
-@pytest.mark.parametrize("name", ["PF", "MCMCMLE"])
+# the check is the Estimator base's (_impossible_log_z), shared by both
+@pytest.mark.parametrize("name", ["PF", pytest.param("MCMCMLE", marks=pytest.mark.slow)])
 def test_an_impossible_running_log_z_reanneals_to_an_estimate_of_the_exact_one(name):
     """A running log Z 5 nats low (what particles that miss the model's mass report) is
     below the bound the training cases give: the estimator draws its particles and

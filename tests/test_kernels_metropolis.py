@@ -58,7 +58,9 @@ def exact_draws(m, params, num, seed=0):
     (binary3, METROPOLIS, 40),
     pytest.param(binary3, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
     (potts5, METROPOLIS_RANDOM, 60),
-    (abs7, METROPOLIS, 40),
+    # f evaluated at each value: the same exact conditionals as Gibbs's
+    # (test_kernels_gibbs.py::test_not_multilinear_exact_conditionals runs by default)
+    pytest.param(abs7, METROPOLIS, 40, marks=pytest.mark.slow),
     pytest.param(abs7, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
 ], ids=["binary-systematic", "binary-random", "categorical-random",
         "not-multilinear-systematic", "not-multilinear-random"])

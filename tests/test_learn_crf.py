@@ -132,7 +132,6 @@ def test_first_gradient_matches_exact(problem, name):
                                rtol=1e-4, atol=1e-4)
     for k in exact_grad:
         z = np.abs(np.asarray(run["gradient"][k] - exact_grad[k])) / np.asarray(se[k])
-        print("DBG grad", name, k, run["gradient"][k], exact_grad[k], se[k], z)
         # PF's weighted particles are not independent draws: allow a larger error
         assert np.all(z < (5.0 if name == "PCD" else 8.0)), (
             k, run["gradient"][k], exact_grad[k], se[k])
@@ -147,7 +146,6 @@ def test_learning_reaches_exact_conditional_ml(problem, name):
     start = float(problem["cll"](THETA0))
     learned = float(problem["cll"](run["params"]))
     best = problem["best_cll"]
-    print("DBG learn", name, start, learned, best, run["params"], problem["best"])
     assert start < best - 0.5
     assert best - 0.002 < learned <= best + 1e-4, (learned, best)
     for k in run["params"]:

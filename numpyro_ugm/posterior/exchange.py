@@ -53,7 +53,7 @@ class ExchangeState(NamedTuple):
     z : dict
         The sampled parameter sites, unconstrained.
     log_density : scalar
-        log p(θ) + log |J| + Σ_n F(x_n; θ) at ``z``.
+        ``log p(θ) + log |J| + Σ_n F(x_n; θ)`` at ``z``.
     accept_prob : scalar
         Acceptance probability of the last proposal.
     mean_accept_prob : scalar

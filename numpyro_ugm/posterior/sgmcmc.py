@@ -1,7 +1,7 @@
 """Stochastic-gradient MCMC on the parameters of a UGM: Langevin dynamics whose gradient
 of log p(θ | data) comes from any negative-phase estimator, on minibatches.
 
-In the unconstrained space u of the parameters, with θ = T(u),
+In the unconstrained space u of the parameters, with θ = T(u)::
 
     ∇ log p(u | x) = ∇ log p(θ) + ∇ log |det ∂θ/∂u|
                      + N (mean_batch ∇F(x_n; θ) − E_θ[∇F]),

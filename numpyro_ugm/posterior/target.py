@@ -89,7 +89,7 @@ class Posterior:
         return {**self.fixed, **self.m.to_constrained(position)}
 
     def log_prior(self, position: dict) -> jax.Array:
-        """log p(θ) + log |det ∂θ/∂u|: the prior density at ``position`` in the
+        """``log p(θ) + log |det ∂θ/∂u|``: the prior density at ``position`` in the
         unconstrained space."""
         return (self.m.log_prior(self.params(position))
                 + self.m.log_abs_det_jacobian(position))
@@ -101,7 +101,7 @@ class Posterior:
         return jnp.sum(free_energies(self.m, params, observed))
 
     def log_unnormalized(self, position: dict) -> jax.Array:
-        """log p(θ) + log |J| + Σ_n F(x_n; θ): the log posterior density at ``position``
+        """``log p(θ) + log |J| + Σ_n F(x_n; θ)``: the log posterior density at ``position``
         (unconstrained) but for −N log Z(θ) and a constant."""
         return self.log_prior(position) + self.free_energy_sum(self.params(position),
                                                                self.data)

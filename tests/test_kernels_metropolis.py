@@ -57,7 +57,9 @@ def exact_draws(m, params, num, seed=0):
 @pytest.mark.parametrize("model,spec,steps", [
     (binary3, METROPOLIS, 40),
     pytest.param(binary3, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
-    (potts5, METROPOLIS_RANDOM, 60),
+    # random scan on categorical sites: 17 s of the default suite, which checks
+    # categorical sites by their stationary acceptance from exact draws (below)
+    pytest.param(potts5, METROPOLIS_RANDOM, 60, marks=pytest.mark.slow),
     # f evaluated at each value: the same exact conditionals as Gibbs's
     # (test_kernels_gibbs.py::test_not_multilinear_exact_conditionals runs by default)
     pytest.param(abs7, METROPOLIS, 40, marks=pytest.mark.slow),

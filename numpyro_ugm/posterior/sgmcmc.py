@@ -125,9 +125,10 @@ class SGMCMCResult(NamedTuple):
 class SGMCMC(MLE):
     """Stochastic-gradient Langevin dynamics on a UGM's parameters.
 
-    Driven like :class:`~numpyro_ugm.MLE` (same estimators, minibatches, CRF ``inputs``,
-    device mesh): each update asks the estimator for particles at the current θ and moves
-    θ by the Langevin step of :func:`langevin` on the log posterior density in the
+    Driven like :class:`~numpyro_ugm.MLE` (same estimators, minibatches, device mesh;
+    CRF ``inputs`` pass through to the learner but have not been checked against an
+    exact posterior): each update asks the estimator for particles at the current θ and
+    moves θ by the Langevin step of :func:`langevin` on the log posterior density in the
     unconstrained space.
 
     Parameters

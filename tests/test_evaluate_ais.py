@@ -240,3 +240,16 @@ def test_default_schedule_is_salakhutdinov_and_murrays_at_any_length():
             np.testing.assert_allclose(np.mean(b >= 0.9), 10000 / 14500, atol=0.01)
     with pytest.raises(ValueError, match="num_betas"):
         ais.default_betas(3)
+
+
+def test_an_inverted_bracket_warns():
+    """A lower estimate above the upper one by more than the tolerance means a biased
+    direction (seen on the RBM 784×500 with CD-25, docs/reproductions.md): it warns as
+    a wide bracket does, and a bracket within the tolerance does not."""
+    from numpyro_ugm.evaluate.ais import AISResult, _warn_if_wide
+    inverted = AISResult(-93.5, 0.6, np.zeros(4), -91.2, 0.2, -93.5, 0.6)
+    with pytest.warns(RuntimeWarning, match="inverted by 2.3 nats"):
+        _warn_if_wide("ais.log_likelihood", inverted, 1.0, "the log-likelihood")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_wide("ais.log_likelihood", inverted._replace(lower=-93.0), 1.0, "it")

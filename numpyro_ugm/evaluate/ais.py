@@ -394,15 +394,24 @@ def _warn_if_degenerate(owner, log_w):
 
 
 def _warn_if_wide(owner, result, tolerance, what):
+    """Warn when the bracket is wider than ``tolerance``, or inverted by more than it
+    (the lower estimate above the upper one: at least one direction is biased)."""
     width = float(result.upper) - float(result.lower)
+    ends = (f"(lower {float(result.lower):.6g} ± {float(result.lower_stderr):.2g}, "
+            f"upper {float(result.upper):.6g} ± {float(result.upper_stderr):.2g})")
     if not width <= tolerance:
         warnings.warn(
             f"{owner}: the forward and reverse estimates of {what} disagree by {width:.3g} "
-            f"nats (lower {float(result.lower):.6g} ± {float(result.lower_stderr):.2g}, "
-            f"upper {float(result.upper):.6g} ± {float(result.upper_stderr):.2g}), more than "
-            f"the tolerance {tolerance:g}: the schedule is too short for this model; "
-            "use more betas (the true value may lie anywhere in the bracket)",
-            RuntimeWarning, stacklevel=3)
+            f"nats {ends}, more than the tolerance {tolerance:g}: the schedule is too "
+            "short for this model; use more betas (the true value may lie anywhere in the "
+            "bracket)", RuntimeWarning, stacklevel=3)
+    elif width < -tolerance:
+        warnings.warn(
+            f"{owner}: the bracket of {what} is inverted by {-width:.3g} nats {ends}, more "
+            f"than the tolerance {tolerance:g}: at least one direction is biased (reverse "
+            "AIS from real data bounds the annealing chain's likelihood, which a short "
+            "schedule can put above the model's); use more betas", RuntimeWarning,
+            stacklevel=3)
 
 
 def _start_states(m, summed, states, name):

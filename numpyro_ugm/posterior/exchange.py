@@ -15,8 +15,9 @@ observed cases, stands in for them (Caimo & Friel 2011, the method of R's Bergm)
 target is then approximate, and the bias shrinks as the run grows.
 
 :class:`Exchange` is a ``numpyro.infer.mcmc.MCMCKernel``: ``numpyro.infer.MCMC`` runs it
-(chains sequential, parallel or vectorized), and its samples work with numpyro's
-diagnostics (``print_summary``, ``effective_sample_size``, ``split_gelman_rubin``).
+(chains sequential or vectorized; "parallel" runs the one-chain step per device), and
+its samples work with numpyro's diagnostics (``print_summary``,
+``effective_sample_size``, ``split_gelman_rubin``).
 """
 
 from collections.abc import Callable

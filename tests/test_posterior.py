@@ -224,5 +224,9 @@ def test_bad_input_is_named(monkeypatch):
                                       prior_scale=1.0)
     with pytest.raises(ValueError, match="step_size"):
         ugm.posterior.SGMCMC(ugm.models.vbm, ugm.PCD(8), -1.0)
+    with pytest.raises(ValueError, match="decay"):
+        ugm.posterior.SGMCMC(ugm.models.vbm, ugm.PCD(8), 1e-3, preconditioned=True, decay=1.0)
+    with pytest.raises(ValueError, match="eps"):
+        ugm.posterior.SGMCMC(ugm.models.vbm, ugm.PCD(8), 1e-3, preconditioned=True, eps=0.0)
     with pytest.raises(ValueError, match="step_size"):
         ugm.posterior.Exchange(ugm.models.vbm, x, step_size=0.0)

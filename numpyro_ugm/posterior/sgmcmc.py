@@ -161,26 +161,30 @@ class SGMCMC(MLE):
         if not callable(step_size) and not (np.isfinite(step_size) and step_size > 0):
             raise ValueError(f"SGMCMC: step_size must be a positive number or a schedule, "
                              f"got {step_size!r}")
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"SGMCMC: decay must be in [0, 1), got {decay!r}")
+        if not eps > 0.0:
+            raise ValueError(f"SGMCMC: eps must be > 0, got {eps!r}")
         self.step_size, self.preconditioned = step_size, bool(preconditioned)
         self.decay, self.eps = float(decay), float(eps)
-        super().__init__(model, estimator, self._langevin(jax.random.PRNGKey(0)), mesh=mesh)
-
-    def _langevin(self, key):
-        return langevin(self.step_size, key, preconditioned=self.preconditioned,
-                        decay=self.decay, eps=self.eps)
+        super().__init__(model, estimator, langevin(
+            step_size, jax.random.PRNGKey(0), preconditioned=self.preconditioned,
+            decay=self.decay, eps=self.eps), mesh=mesh)
 
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
              init_params=None, **model_kwargs):
         """As :meth:`MLE.init <numpyro_ugm.MLE.init>`; the Langevin noise draws from a
         key split off ``rng_key``."""
-        rng_key = as_key(rng_key, "SGMCMC.init")
-        rng_key, noise_key = jax.random.split(rng_key)
-        optimizer = self._langevin(noise_key)
-        if self._core is not None:
-            self._core.optimizer = optimizer
-        self.optimizer = optimizer
-        return super().init(rng_key, data, *model_args, inputs=inputs,
-                            batch_size=batch_size, init_params=init_params, **model_kwargs)
+        rng_key, noise_key = jax.random.split(as_key(rng_key, "SGMCMC.init"))
+        state = super().init(rng_key, data, *model_args, inputs=inputs,
+                             batch_size=batch_size, init_params=init_params, **model_kwargs)
+        return state._replace(opt_state=state.opt_state._replace(rng_key=noise_key))
+
+    def _build(self, *args):
+        data = super()._build(*args)
+        self._sample_jit = self._placement.run(jax.jit(self._sample_scan,
+                                                       static_argnums=(4, 6)))
+        return data
 
     def _sample_scan(self, state, data, inputs, order, capacity, num_samples, thinning):
         """``num_samples`` (traced, <= ``capacity``) blocks of ``thinning`` updates, the
@@ -258,11 +262,9 @@ class SGMCMC(MLE):
         chunk = chunk_size(num_samples, progress_bar, None)
         size = capacity(chunk)
         order = [self._no_order(state)]
-        scan = self._placement.run(jax.jit(self._sample_scan, static_argnums=(4, 6)))
-
         def advance(state, length):
-            state, (params, info), order[0] = scan(state, self._data, self._inputs,
-                                                   order[0], size, length, thinning)
+            state, (params, info), order[0] = self._sample_jit(
+                state, self._data, self._inputs, order[0], size, length, thinning)
             self.last_state = state
             return state, {**{_PREFIX + n: v for n, v in params.items()}, **info}
 

@@ -14,7 +14,6 @@ negative-phase estimator, the exact reference enumerates it.
 """
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -106,6 +105,6 @@ class Posterior:
         return self.log_prior(position) + self.free_energy_sum(self.params(position),
                                                                self.data)
 
-    def __repr__(self) -> Any:
+    def __repr__(self) -> str:
         return (f"Posterior(sites={list(self.sites)}, fixed={list(self.fixed)}, "
                 f"num_examples={self.num_examples})")

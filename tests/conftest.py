@@ -25,7 +25,7 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 #: -n 2 --dist loadfile --durations=0, summed per file, 2026-11-24; files not listed
 #: run after these, in collection order)
 LONGEST_FIRST = [
-    "test_sharding.py",  # one test, in a subprocess (PCD, a CRF and AIS: 31-43 s)
+    "test_sharding.py",  # one test, in a subprocess (PCD learners: about 15 s)
     "test_estimators_base.py",
     "test_evaluate_exact.py",
     "test_evaluate_ais.py",

@@ -239,8 +239,10 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     make, info_type, fields = INFO_FIELDS[name]
     m, params, batch = small_model()
     estimator = make()
-    state = estimator.init(jax.random.PRNGKey(1), m, params, batch)
-    state, particles, info = estimator.update(jax.random.PRNGKey(2), state, m, params, batch)
+    # jitted: one compilation each instead of one per operation
+    state = jax.jit(lambda key: estimator.init(key, m, params, batch))(jax.random.PRNGKey(1))
+    state, particles, info = jax.jit(lambda key, state: estimator.update(
+        key, state, m, params, batch))(jax.random.PRNGKey(2), state)
     assert type(info) is info_type and info._fields == fields
     for field, value in zip(info._fields, info):
         assert jnp.shape(value) == () and not np.isnan(float(value)) or (

@@ -155,7 +155,7 @@ def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behin
     pf = ugm.PF(64, rejuvenate_every=8)
     assert pf.checking and not ugm.PF(64).checking
     update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
-    state = pf.init(jax.random.PRNGKey(0), m, start, None)
+    state = jax.jit(lambda k: pf.init(k, m, start, None))(jax.random.PRNGKey(0))
     intervals, rejuvenated = [], []
     for t in range(40):
         state, _, info = update(jax.random.PRNGKey(t), state, start)
@@ -201,15 +201,16 @@ def test_distinct_log_sum_is_log_z_over_all_configurations_and_counts_each_once(
 def test_moves_keep_even_weights_and_resample_only_on_a_low_ess():
     m, start, end = vbm8()
     pf = ugm.PF(64)
-    state = pf.init(jax.random.PRNGKey(0), m, start, None)
+    update = jax.jit(lambda k, s: pf.update(k, s, m, start, None))
+    state = jax.jit(lambda k: pf.init(k, m, start, None))(jax.random.PRNGKey(0))
     tilted = normalize(0.01 * jnp.arange(64.0))  # an ESS near 64
     state = state._replace(log_weights=tilted)
-    state, particles, info = pf.update(jax.random.PRNGKey(1), state, m, start, None)
+    state, particles, info = update(jax.random.PRNGKey(1), state)
     assert float(info.rejuvenated) == 1 and float(info.resampled) == 0
     np.testing.assert_allclose(np.asarray(particles.log_weights), np.asarray(tilted),
                                atol=1e-5)
     uneven = normalize(jnp.where(jnp.arange(64) < 8, 0.0, -30.0))  # an ESS of 8
     state = state._replace(log_weights=uneven)
-    state, particles, info = pf.update(jax.random.PRNGKey(2), state, m, start, None)
+    state, particles, info = update(jax.random.PRNGKey(2), state)
     assert float(info.resampled) == 1
     np.testing.assert_allclose(np.asarray(particles.log_weights), -np.log(64.0), atol=1e-5)

@@ -158,8 +158,9 @@ def test_psmc_fresh_particles_find_the_mass_a_stale_set_cannot_see():
     for name, psmc in (("tempered", ugm.PSMC(num)), ("bridge", ugm.PSMC(num, keep_fraction=1.0)),
                        ("heuristic", ugm.PSMC(num, redraw="uniform-heuristic"))):
         minus = []
+        update = jax.jit(lambda key, psmc=psmc: psmc.update(key, state, m, after, None))
         for seed in range(3):
-            _, particles, info = psmc.update(jax.random.PRNGKey(seed), state, m, after, None)
+            _, particles, info = update(jax.random.PRNGKey(seed))
             w = np.exp(np.asarray(particles.log_weights))
             minus.append(float(w @ (np.asarray(particles.position["x"]).sum(1) < 0)))
         error[name] = np.mean(minus) - exact_minus

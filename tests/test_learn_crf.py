@@ -20,7 +20,7 @@ from numpyro_ugm.models import grid_crf
 THETA0 = {"w": jnp.array([-0.3, 0.5]), "v": jnp.array([0.2, 0.3])}
 #: updates with a zero learning rate first: PCD's chains burn in at THETA0
 BURN_IN = 30
-NUM_PARTICLES = 1000
+NUM_PARTICLES = 400
 
 
 @pytest.fixture(scope="module")

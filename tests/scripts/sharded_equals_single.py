@@ -1,6 +1,8 @@
 """Run by tests/test_sharding.py in a fresh process with 4 host devices: every estimator
 (and a CRF, and AIS) gives the same numbers with its particles split over a 4-device mesh
-as on one device. Prints one line per case: name and max abs difference."""
+as on one device. Prints one line per case named on the command line (all by default):
+name, max abs differences of the parameters and gradient norms, whether the particles
+were split."""
 
 import os
 import sys
@@ -43,6 +45,14 @@ def main(names):
         print(name, max_diff(one.params, many.params),
               max_diff(one.diagnostics["grad_norm"], many.diagnostics["grad_norm"]), split)
 
+    if "CRF-PCD" in names:
+        crf(key, mesh)
+    if "AIS" in names:
+        rbm_ais(key, mesh)
+
+
+def crf(key, mesh):
+    """A grid CRF's per-example PCD particles."""
     rng = np.random.default_rng(0)
     truth = np.where(rng.random((8, 3, 3)) < 0.5, 1, -1).astype(np.int8)
     feats = [ugm.models.image_features(y) for y in truth + rng.normal(0, 1, truth.shape)]
@@ -52,6 +62,9 @@ def main(names):
         key, 10, {"x": truth}, inputs=inputs, progress_bar=False) for m in (None, mesh)]
     print("CRF-PCD", max_diff(runs[0].params, runs[1].params), 0.0, True)
 
+
+def rbm_ais(key, mesh):
+    """AIS chains of a small RBM."""
     m = ugm.UGM(ugm.models.rbm, 12, 4).observe(["v"])
     params = {k: 0.5 * jax.random.normal(jax.random.PRNGKey(i), v.shape)
               for i, (k, v) in enumerate(m.init_params(key).items())}
@@ -61,4 +74,4 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["PCD", "CD", "PF", "MCMCMLE", "SMC", "PSMC"])
+    main(sys.argv[1:] or ["PCD", "CD", "PF", "MCMCMLE", "SMC", "PSMC", "CRF-PCD", "AIS"])

@@ -67,7 +67,11 @@ def _check_agreement(samples, by_chain, mean, sd, sd_tolerance=0.15):
         assert abs(est_sd / sd[i] - 1) < sd_tolerance, (site, est_sd, sd[i])
 
 
-@pytest.mark.parametrize("num_aux_steps", [None, 10], ids=["exact-draws", "gibbs-10"])
+@pytest.mark.parametrize("num_aux_steps", [
+    None,
+    # by default the kernel path (approximate exchange) is checked on the Florentine
+    # edges model (below), where one sweep is exact
+    pytest.param(10, marks=pytest.mark.slow)], ids=["exact-draws", "gibbs-10"])
 def test_exchange_matches_the_posterior_on_a_grid(chain_posterior, num_aux_steps):
     data, mean, sd = chain_posterior
     kernel = ugm.posterior.Exchange(ising_chain, data, num_aux_steps=num_aux_steps)
@@ -122,11 +126,13 @@ def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
 
 def test_exchange_on_florentine_edges_matches_quadrature():
     """flomarriage ~ edges (20 marriages among 120 pairs) with a Normal(0, 5) prior on θ:
-    every edge is independent, so the auxiliary graph is drawn exactly (all summed out)."""
+    every edge is independent (one block), so one Gibbs sweep from the data draws the
+    auxiliary graph exactly: the kernel path of models too large to enumerate, checked
+    against quadrature."""
     graph = nx.florentine_families_graph()
     graph.add_node("Pucci")
     data = {"y": graph_to_edges(graph, nodelist=sorted(graph.nodes))[None]}
-    kernel = ugm.posterior.Exchange(ergm, data)
+    kernel = ugm.posterior.Exchange(ergm, data, num_aux_steps=1)
     mcmc = MCMC(kernel, num_warmup=500, num_samples=3000, num_chains=4,
                 chain_method="vectorized", progress_bar=False)
     mcmc.run(jax.random.PRNGKey(5), 16, ("edges",), prior_scale=5.0)

@@ -185,7 +185,7 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
     m.check_params(params)
-    run, configuration = _cached_sampler(m, num_samples, chunk_size)
+    run, configuration = _cached_sampler("exact.sample", m, num_samples, chunk_size)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
         m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
@@ -208,15 +208,16 @@ def sampler(m: UGM, num_samples: int, *,
     ValueError
         If the model is too large to enumerate.
     """
-    run = _cached_sampler(m, check_count("exact.sampler", "num_samples", num_samples),
+    run = _cached_sampler("exact.sampler", m,
+                          check_count("exact.sampler", "num_samples", num_samples),
                           chunk_size)[0]
     return lambda params, rng_key: run(params, rng_key)[0]
 
 
-def _cached_sampler(m, num_samples, chunk_size):
+def _cached_sampler(owner, m, num_samples, chunk_size):
     """The compiled sampler of ``m`` for ``num_samples`` draws, built once per model."""
     plan = _make_plan(m, tuple(m.state_sites))
-    chunk_size = check_count("exact.sample", "chunk_size", chunk_size)
+    chunk_size = check_count(owner, "chunk_size", chunk_size)
     if plan.num_configurations > chunk_size:  # Gumbel-max scores samples × chunk at once
         chunk_size = max(1, min(chunk_size, 2 ** 24 // num_samples))
     _check_size(plan, chunk_size, "sample")
@@ -225,9 +226,10 @@ def _cached_sampler(m, num_samples, chunk_size):
 
 
 def _sampler(m, plan, num_samples, chunk_size):
-    """The compiled Gumbel-max draw of :func:`sample` (``run(params, key)``) and the map
-    from configuration indices to states (summed variables at their reference values),
-    built once per model, sample count and chunk."""
+    """The compiled draw of :func:`sample` (``run(params, key)``: inverse CDF over a
+    single chunk, Gumbel-max over several) and the map from configuration indices to
+    states (summed variables at their reference values), built once per model, sample
+    count and chunk."""
     domains, base = m.state_sites, m.reference_state()
     chunk, num_chunks = _chunks(plan, chunk_size)
     itype = _index_dtype()
@@ -238,6 +240,15 @@ def _sampler(m, plan, num_samples, chunk_size):
         labels = (jnp.reshape(index, (-1, 1)) // jnp.asarray(plan.strides, itype)
                   ) % jnp.asarray(plan.radices, itype)
         return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels)
+
+    def chunk_weights(log_weight, c):
+        """Log-weights of chunk ``c``'s configurations (−inf for padding) and the index
+        of the first whose weight is NaN or +inf (−1: none; −inf is probability zero)."""
+        states, valid = _chunk_states(plan, domains, base, c, chunk)
+        weights = jnp.where(valid, log_weight(states), -jnp.inf)
+        wrong = jnp.isnan(weights) | (weights == jnp.inf)
+        return weights, jnp.where(jnp.any(wrong), c.astype(itype) * chunk + jnp.argmax(wrong),
+                                  -1).astype(itype)
 
     def draw_summed(params, key, draws):
         """The summed-out variables from their conditionals given ``draws``."""
@@ -250,11 +261,8 @@ def _sampler(m, plan, num_samples, chunk_size):
     @jax.jit
     def run_one_chunk(params, key):
         """Everything in one chunk: inverse CDF, O(configurations + samples)."""
-        states, valid = _chunk_states(plan, domains, base, jnp.zeros((), itype), chunk)
-        weights = jnp.where(valid, jax.vmap(_config_log_weight(m, params, plan))(states),
-                            -jnp.inf)
-        wrong = jnp.isnan(weights) | (weights == jnp.inf)
-        bad = jnp.where(jnp.any(wrong), jnp.argmax(wrong).astype(itype), -1)
+        weights, bad = chunk_weights(jax.vmap(_config_log_weight(m, params, plan)),
+                                     jnp.zeros((), itype))
         cdf = jnp.cumsum(jnp.exp(weights - jnp.max(weights)))
         u = jax.random.uniform(key, (num_samples,), cdf.dtype) * cdf[-1]
         index = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), chunk - 1).astype(itype)
@@ -267,16 +275,13 @@ def _sampler(m, plan, num_samples, chunk_size):
 
         def one_chunk(carry, c):
             best, best_index, bad = carry
-            states, valid = _chunk_states(plan, domains, base, c, chunk)
-            weights = jnp.where(valid, log_weight(states), -jnp.inf)
+            weights, wrong_at = chunk_weights(log_weight, c)
             scores = weights + jax.random.gumbel(jax.random.fold_in(key, c),
                                                  (num_samples, chunk))
             i = jnp.argmax(scores, axis=1)
             top = jnp.take_along_axis(scores, i[:, None], axis=1)[:, 0]
             better = top > best
-            wrong = jnp.isnan(weights) | (weights == jnp.inf)  # −inf: probability zero
-            first = c.astype(itype) * chunk + jnp.argmax(wrong)
-            bad = jnp.where((bad < 0) & jnp.any(wrong), first, bad)
+            bad = jnp.where(bad < 0, wrong_at, bad)
             return (jnp.where(better, top, best),
                     jnp.where(better, c.astype(itype) * chunk + i, best_index), bad), None
 

@@ -33,7 +33,7 @@ from numpyro.util import is_prng_key
 from .._checks import check_count, same_arguments
 from ..evaluate import exact
 from ..kernels import gibbs
-from ..kernels.base import as_spec
+from ..kernels.base import as_spec, step_chains
 from ..conditionals import free_energy
 from ..model import UGM
 from .target import Posterior
@@ -183,8 +183,7 @@ class Exchange(MCMCKernel):
             states = jax.vmap(kernel.init, (0, None))(start, f)
 
             def sweep(i, s):
-                keys = jax.random.split(jax.random.fold_in(run_key, i), n)
-                return jax.vmap(lambda k, st: kernel.step(k, st, f)[0])(keys, s)
+                return step_chains(kernel, jax.random.fold_in(run_key, i), s, f)[0]
 
             return jax.lax.fori_loop(0, num_steps, sweep, states).position
 

@@ -343,7 +343,9 @@ def test_estimator_gradients_match_exact(triad4, name):
     exact_grad = S[[3, 10, 33, 60]].mean(0) - mean1
     S_ = 4000
     key = jax.random.PRNGKey(3)
-    est = {"PCD": ugm.PCD(S_, num_mcmc_steps=1), "PF": ugm.PF(S_, resample_threshold=0.5),
+    # PF as in the paper: moves only on a low ESS (the default moves at every update)
+    est = {"PCD": ugm.PCD(S_, num_mcmc_steps=1),
+           "PF": ugm.PF(S_, resample_threshold=0.5, rejuvenate_every=None),
            "MCMCMLE": ugm.MCMCMLE(S_, num_mcmc_steps=10)}[name]
     state = est.init(key, m, {"theta": theta0}, batch)
     if name == "PCD":  # burn in at θ1, then one more update
@@ -399,7 +401,9 @@ def test_pf_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
     init = mple(data, TRIAD)["theta"]
     S = 1000
-    result = _learn(ugm.PF(S, resample_threshold=0.9), data, init, 400, 0.05, 1)
+    # PF as in the paper: moves only on a low ESS (the default moves at every update)
+    pf = ugm.PF(S, resample_threshold=0.9, rejuvenate_every=None)
+    result = _learn(pf, data, init, 400, 0.05, 1)
     mle = np.asarray(best.params["theta"])
     delta = np.asarray(result.params["theta"]) - mle
     # PF's last particle set fixes its final θ up to that set's Monte Carlo error: with

@@ -9,7 +9,8 @@ from .domains import Binary, Categorical, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .factors import factor
 from .evaluate import ais, exact, pseudo_log_likelihood
-from .learn import LearnerCore, LearnState, MLE, NonFiniteError, RunResult
+from .learn import (AveragedState, LearnerCore, LearnState, MLE, NonFiniteError, RunResult,
+                    averaged)
 from .model import UGM, as_ugm
 from .predict import Prediction, predict
 from .sampling import sample
@@ -17,5 +18,6 @@ from .sampling import sample
 __version__ = "0.1.0"
 __all__ = ["checkpoint", "estimators", "infer", "kernels", "models", "posterior", "Binary", "Categorical",
            "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
+           "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
            "Prediction", "sample", "ais", "exact", "pseudo_log_likelihood"]

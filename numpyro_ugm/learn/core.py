@@ -27,6 +27,7 @@ import optax
 from ..conditionals import free_energy
 from ..estimators.base import free_energies as particle_free_energies
 from ..estimators.per_example import ConditionalBatch
+from .averaging import AveragedState
 
 
 class LearnState(NamedTuple):
@@ -132,9 +133,23 @@ class LearnerCore:
         return LearnState(unconstrained, self.optimizer.init(unconstrained), estimator_state,
                           key, data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
 
-    def get_params(self, state: LearnState) -> dict:
-        """Parameters of ``state`` in the constrained space."""
-        return self.m.to_constrained(state.params)
+    def get_params(self, state: LearnState, averaged: bool = False) -> dict:
+        """Parameters of ``state`` in the constrained space; with ``averaged``, the mean
+        of the iterates kept by an optimizer wrapped in
+        :func:`~numpyro_ugm.learn.averaging.averaged` (averaged in the unconstrained
+        space, where the optimizer runs)."""
+        if not averaged:
+            return self.m.to_constrained(state.params)
+        opt_state = state.opt_state
+        if not isinstance(opt_state, AveragedState):
+            raise TypeError("get_params(averaged=True) needs an optimizer wrapped in "
+                            "ugm.averaged(...) as the learner's optimizer, got optimizer "
+                            f"state {type(opt_state).__name__}")
+        if int(opt_state.count) == 0:
+            raise ValueError(f"get_params(averaged=True): no iterate averaged yet (step "
+                             f"{int(opt_state.step)}; the average starts after its "
+                             "'start' updates)")
+        return self.m.to_constrained(opt_state.mean)
 
     def objective(self, unconstrained, params, positive, negative):
         """What the update ascends, from the batch mean of F (``positive``) and the

@@ -454,9 +454,11 @@ class MLE:
         self.last_state = new_state
         return new_state, info
 
-    def get_params(self, state: LearnState) -> dict:
-        """Parameters of ``state`` in the constrained space."""
-        return self.core.get_params(state)
+    def get_params(self, state: LearnState, averaged: bool = False) -> dict:
+        """Parameters of ``state`` in the constrained space; with ``averaged``, the mean
+        of the iterates kept by an optimizer wrapped in :func:`~numpyro_ugm.averaged`
+        (e.g. ``learner.get_params(result.state, averaged=True)``)."""
+        return self.core.get_params(state, averaged)
 
     def particles(self, state: LearnState):
         """The estimator's current particle positions (model representation; leading

@@ -5,12 +5,15 @@ what the exact gradient reaches with the same optimizer and steps (the supremum 
 estimators of that budget; with SGD 0.01 it is itself 0.11 nats short of the L-BFGS
 optimum, so no estimator can reach that within 0.05).
 
-Chain-based estimators (PCD-1, PF, MCMC-MLE) with 50 particles do not reach it under
-Adam 0.01: at a constant rate Adam does not average away the noise of 50 correlated
-chains (this start: PCD-1 0.44, PF 0.10, MCMC-MLE 0.09 nats; the docs' "Choosing an
-estimator" page has more starts; SMC and PSMC within 0.01): strict xfails, so that a
-change that fixes them shows. (For PF the shortfall is noise: the mean of its last
-2,000 iterates is within 0.007 on three starts; ``examples/adam_tail_average.py``.) Run with ``-m slow`` (about 7 minutes on 2 cores).
+Chain-based estimators (PCD-1, PF, MCMC-MLE) with 50 particles do not reach it with
+the last iterate under Adam 0.01: at a constant rate Adam does not average away the
+noise of 50 correlated chains (this start: PCD-1 0.44, PF 0.10, MCMC-MLE 0.09 nats; the
+docs' "Choosing an estimator" page has more starts; SMC and PSMC within 0.01). With
+``ugm.averaged`` (the mean of the last 3,000 iterates) PF comes within 0.01; PCD-1 (0.09)
+and MCMC-MLE (0.07) do not, and longer runs leave them further short (24,000 steps:
+0.72 and 0.11), while PF stays within 0.01. Their misses are strict xfails, so that a
+change that fixes them shows. With Adam 0.01/(1 + t/1000) and the average, every
+estimator comes within 0.05 of exact-gradient Adam 0.01. Run with ``-m slow`` (about 11 minutes on 2 cores).
 """
 
 import functools
@@ -29,7 +32,10 @@ pytestmark = pytest.mark.slow
 NUM_STEPS, NUM_PARTICLES, TOLERANCE = 6000, 50, 0.05
 OPTIMIZERS = {"sgd 0.1/(1+t/1000)": lambda: optax.sgd(lambda t: 0.1 / (1 + t / 1000)),
               "sgd 0.01/(1+t/1000)": lambda: optax.sgd(lambda t: 0.01 / (1 + t / 1000)),
-              "adam 0.01": lambda: optax.adam(0.01)}
+              "adam 0.01": lambda: optax.adam(0.01),
+              "adam 0.01 averaged": lambda: ugm.averaged(optax.adam(0.01), NUM_STEPS // 2),
+              "adam 0.01/(1+t/1000) averaged": lambda: ugm.averaged(
+                  optax.adam(lambda t: 0.01 / (1 + t / 1000)), NUM_STEPS // 2)}
 ESTIMATORS = {"PCD-1": lambda: ugm.PCD(NUM_PARTICLES), "PF": lambda: ugm.PF(NUM_PARTICLES),
               "MCMC-MLE": lambda: ugm.MCMCMLE(NUM_PARTICLES),
               "SMC": lambda: ugm.SMC(NUM_PARTICLES), "PSMC": lambda: ugm.PSMC(NUM_PARTICLES)}
@@ -55,11 +61,15 @@ def cases():
     for estimator in ESTIMATORS:
         for optimizer in OPTIMIZERS:
             marks = ()
-            if optimizer.startswith("adam") and estimator in CHAIN_BASED_UNDER_ADAM:
+            if optimizer == "adam 0.01" and estimator in CHAIN_BASED_UNDER_ADAM:
                 marks = pytest.mark.xfail(strict=True, reason=(
                     "chain-based negative phase with 50 particles under Adam 0.01"))
+            if optimizer == "adam 0.01 averaged" and estimator in {"PCD-1", "MCMC-MLE"}:
+                marks = pytest.mark.xfail(strict=True, reason=(
+                    "PCD-1 and MCMC-MLE under a constant-rate Adam: averaging leaves a "
+                    "drift that is not noise"))
             yield pytest.param(estimator, optimizer, marks=marks,
-                               id=f"{estimator}-{optimizer.split()[0]}{optimizer.split()[1]}")
+                               id=f"{estimator}-{optimizer.replace(' ', '')}")
 
 
 @pytest.mark.parametrize("estimator,optimizer", list(cases()))
@@ -70,6 +80,9 @@ def test_defaults_reach_the_exact_gradient_within_tolerance(estimator, optimizer
         warnings.simplefilter("ignore", RuntimeWarning)
         result = learner.run(jax.random.PRNGKey(1), NUM_STEPS, train, 15, fields=False,
                              progress_bar=False)
-    learned = float(exact.log_likelihood(learner.ugm, result.params, train))
-    gap = exact_gradient_reference(optimizer) - learned
+    params = learner.get_params(result.state, averaged=optimizer.endswith("averaged"))
+    learned = float(exact.log_likelihood(learner.ugm, params, train))
+    # Adam's runs are held to exact-gradient Adam 0.01, within 0.001 of the supremum
+    reference = "adam 0.01" if optimizer.startswith("adam") else optimizer
+    gap = exact_gradient_reference(reference) - learned
     assert gap < TOLERANCE, f"{estimator} with {optimizer}: {gap:.4f} nats short"

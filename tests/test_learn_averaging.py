@@ -19,23 +19,28 @@ def learner(optimizer):
     return ugm.MLE(ugm.models.vbm, ugm.PCD(16), optimizer)
 
 
-def test_trajectory_unchanged_and_average_is_the_mean_of_the_iterates(spins):
-    plain = learner(optax.adam(0.05))
-    wrapped = learner(ugm.averaged(optax.adam(0.05), START))
-    a = plain.init(jax.random.PRNGKey(0), spins, 6)
-    b = wrapped.init(jax.random.PRNGKey(0), spins, 6)
+def test_trajectory_unchanged_and_average_is_the_mean_of_the_iterates():
+    """On a noisy quadratic, the wrapped optimizer's iterates are the plain one's, and
+    the state's mean is the mean of the iterates after update START."""
+    plain, wrapped = optax.adam(0.05), ugm.averaged(optax.adam(0.05), START)
+    a = b = {"W": jnp.zeros((3, 2)), "b": jnp.ones(2)}
+    a_state, b_state = plain.init(a), wrapped.init(b)
+    grad = jax.jit(jax.grad(lambda p, key: sum(
+        jnp.sum((x - 1.0 + jax.random.normal(key, x.shape)) ** 2) for x in p.values())))
     iterates = []
-    for _ in range(12):
-        a, _ = plain.update(a)
-        b, _ = wrapped.update(b)
-        np.testing.assert_array_equal(plain.get_params(a)["W"], wrapped.get_params(b)["W"])
-        iterates.append(np.asarray(b.params["W"], np.float64))  # unconstrained
-    mean = np.mean(iterates[START:], axis=0)
-    averaged = wrapped.get_params(b, averaged=True)
-    np.testing.assert_allclose(averaged["W"], mean, rtol=1e-5, atol=1e-6)
-    assert int(b.opt_state.count) == 12 - START
-    # the average is not the last iterate (else the check above could not fail)
-    assert np.max(np.abs(mean - iterates[-1])) > 1e-3
+    for key in jax.random.split(jax.random.PRNGKey(0), 12):
+        updates, a_state = plain.update(grad(a, key), a_state, a)
+        a = optax.apply_updates(a, updates)
+        updates, b_state = wrapped.update(grad(b, key), b_state, b)
+        b = optax.apply_updates(b, updates)
+        np.testing.assert_array_equal(a["W"], b["W"])
+        iterates.append(jax.tree.map(lambda x: np.asarray(x, np.float64), b))
+    for name in b:
+        mean = np.mean([it[name] for it in iterates[START:]], axis=0)
+        np.testing.assert_allclose(b_state.mean[name], mean, rtol=1e-5, atol=1e-6)
+        # the average is not the last iterate (else the check above could not fail)
+        assert np.max(np.abs(mean - iterates[-1][name])) > 1e-3
+    assert int(b_state.count) == 12 - START and int(b_state.step) == 12
 
 
 def test_average_survives_continued_runs_and_checkpoints(spins, tmp_path):
@@ -47,8 +52,11 @@ def test_average_survives_continued_runs_and_checkpoints(spins, tmp_path):
     state, _ = two.restore(checkpoint.step_path(tmp_path, 7), spins, 6)
     np.testing.assert_array_equal(state.opt_state.mean["W"], first.state.opt_state.mean["W"])
     rest = two.run(None, 13, spins, 6, init_state=state, progress_bar=False)
-    np.testing.assert_array_equal(one.get_params(full.state, averaged=True)["W"],
+    averaged = one.get_params(full.state, averaged=True)
+    np.testing.assert_array_equal(averaged["W"],
                                   two.get_params(rest.state, averaged=True)["W"])
+    np.testing.assert_array_equal(averaged["W"], full.state.opt_state.mean["W"])
+    assert not np.array_equal(averaged["W"], full.params["W"])
 
 
 def test_misuse_is_an_error(spins):

@@ -13,7 +13,8 @@ docs' "Choosing an estimator" page has more starts; SMC and PSMC within 0.01). W
 and MCMC-MLE (0.07) do not, and longer runs leave them further short (24,000 steps:
 0.72 and 0.11), while PF stays within 0.01. Their misses are strict xfails, so that a
 change that fixes them shows. With Adam 0.01/(1 + t/1000) and the average, every
-estimator comes within 0.05 of exact-gradient Adam 0.01. Run with ``-m slow`` (about 11 minutes on 2 cores).
+estimator comes within 0.05 of exact-gradient Adam 0.01. Run with ``-m slow`` (about 11
+minutes on 2 cores).
 """
 
 import functools

@@ -31,7 +31,7 @@ class AveragedState(NamedTuple):
     inner : the wrapped optimizer's state
     mean : pytree like the parameters: the mean of the iterates averaged so far
     step : int32 scalar, updates done
-    count : int32 scalar, iterates averaged (those after update ``start + 1`` on)
+    count : int32 scalar, iterates averaged: those of updates ``start + 1`` to ``step``
     """
 
     inner: Any

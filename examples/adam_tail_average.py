@@ -13,7 +13,8 @@ steps add 0.0004 from seed 0's start) minus that of the learned parameters.
 
 Run: ``python examples/adam_tail_average.py`` (PCD-1, PF and MCMC-MLE, three seeds,
 both schedules: about 7 minutes on one CPU core); ``--estimators PF-3`` for PF with
-three sweeps per move; one JSON line per run on stdout.
+three sweeps per move, ``MCMC-MLE-reset`` for MCMC-MLE with the paper's rounds (equal
+weights at every round); one JSON line per run on stdout.
 """
 
 import argparse
@@ -31,6 +32,8 @@ NUM_UNITS, NUM_STEPS, NUM_PARTICLES, TAIL = 15, 6000, 50, 2000
 ESTIMATORS = {"PCD-1": lambda: ugm.PCD(NUM_PARTICLES), "PF": lambda: ugm.PF(NUM_PARTICLES),
               "PF-3": lambda: ugm.PF(NUM_PARTICLES, num_mcmc_steps=3),
               "MCMC-MLE": lambda: ugm.MCMCMLE(NUM_PARTICLES),
+              # the paper's rounds: equal weights again at every round
+              "MCMC-MLE-reset": lambda: ugm.MCMCMLE(NUM_PARTICLES, resample_threshold=None),
               "SMC": lambda: ugm.SMC(NUM_PARTICLES), "PSMC": lambda: ugm.PSMC(NUM_PARTICLES)}
 SCHEDULES = {"constant": 0.01, "decay": lambda t: 0.01 / (1 + t / 1000)}
 

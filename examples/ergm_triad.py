@@ -154,7 +154,7 @@ def estimators(defaults=False):
     return {
         "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=10, reset_every=100,
                                 restart_threshold=0.1, gradient_tol=0.0,
-                                check_log_z=False),
+                                resample_threshold=None, check_log_z=False),
         "PF": ugm.PF(NUM_PARTICLES, resample_threshold=0.9, num_mcmc_steps=1,
                      rejuvenate_every=None, check_log_z=False),
         "PCD-1": ugm.PCD(NUM_PARTICLES, num_mcmc_steps=1),

@@ -103,7 +103,7 @@ def estimators(mcmcmle_reset=100, mcmcmle_ess=0.0):
     return {
         "MCMC-MLE": ugm.MCMCMLE(NUM_PARTICLES, num_mcmc_steps=MCMCMLE_SWEEPS,
                                 reset_every=mcmcmle_reset, restart_threshold=mcmcmle_ess,
-                                gradient_tol=0.0),
+                                gradient_tol=0.0, resample_threshold=None),
         # the paper's PF: rejuvenate on a low ESS only (not this package's default)
         "PF": ugm.PF(NUM_PARTICLES, resample_threshold=ESS_THRESHOLD,
                      num_mcmc_steps=REJUVENATION_SWEEPS, rejuvenate_every=None),

@@ -158,6 +158,8 @@ def test_settings_are_normalized_once():
     (lambda: ugm.PCD(10, 1.5), "^PCD: num_mcmc_steps"),
     (lambda: ugm.MCMCMLE(10, 0), "^MCMCMLE: num_mcmc_steps"),
     (lambda: ugm.MCMCMLE(10, restart_threshold=1.0), "^MCMCMLE: restart_threshold"),
+    (lambda: ugm.MCMCMLE(10, resample_threshold=1.5), "^MCMCMLE: resample_threshold"),
+    (lambda: ugm.MCMCMLE(10, resample_threshold=float("nan")), "^MCMCMLE: resample_threshold"),
     (lambda: ugm.PF(10, num_mcmc_steps=0), "^PF: num_mcmc_steps"),
     (lambda: ugm.PF(10, resample_threshold=0.0), "^PF: resample_threshold"),
     (lambda: ugm.PF(10, rejuvenate_every=0), "^PF: rejuvenate_every"),

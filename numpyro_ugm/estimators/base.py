@@ -315,8 +315,8 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     every : int, optional
         Also trigger when ``count`` reaches it.
     log_weights : (S,) array, optional
-        Normalized log-weights at θ_ref (PF: carried recursively). ``None``: the
-        particles are an unweighted sample from θ_ref (MCMC-MLE).
+        Normalized log-weights at θ_ref (carried recursively by PF, and into
+        MCMC-MLE's rounds). ``None``: equal weights (an unweighted sample from θ_ref).
     temperature : float > 0
         The weights (not ``log_z``) use the increments divided by it (``inf``: unit
         weights).
@@ -338,13 +338,11 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     delta = current - reference_free_energy
     num = delta.shape[0]
     if log_weights is None:
-        log_z = log_z + jax.nn.logsumexp(delta) - jnp.log(jnp.asarray(num, delta.dtype))
-        log_weights = normalize(delta)
-    else:
-        log_z = log_z + jax.nn.logsumexp(log_weights + delta)
-        scaled = delta if temperature == 1.0 else (
-            jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
-        log_weights = normalize(log_weights + scaled)
+        log_weights = uniform_log_weights(num).astype(delta.dtype)
+    log_z = log_z + jax.nn.logsumexp(log_weights + delta)
+    scaled = delta if temperature == 1.0 else (
+        jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
+    log_weights = normalize(log_weights + scaled)
     start = (jnp.full((num,), 1.0 / num, log_weights.dtype) if segment_log_weights is None
              else jnp.exp(segment_log_weights))
     log_z_var = log_z_var + jnp.sum((jnp.exp(log_weights) - start) ** 2)

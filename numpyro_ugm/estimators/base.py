@@ -103,6 +103,18 @@ def resample(rng_key: jax.Array, position: dict, log_weights: jax.Array,
     return jax.tree.map(lambda a: a[idx], position)
 
 
+def resample_where(low: jax.Array, rng_key: jax.Array, position: dict,
+                   log_weights: jax.Array, method: str = "systematic"
+                   ) -> tuple[dict, jax.Array]:
+    """Weighted particles resampled (equal weights after) where ``low`` is true, else
+    kept with their weights: a move by a kernel that leaves their target invariant keeps
+    either set proper, and resampling even weights would only add noise."""
+    drawn = resample(rng_key, position, log_weights, method)
+    position = jax.tree.map(lambda a, b: jnp.where(low, a, b), drawn, position)
+    uniform = uniform_log_weights(log_weights.shape[0]).astype(log_weights.dtype)
+    return position, jnp.where(low, uniform, log_weights)
+
+
 def shard_particles(tree: Any) -> Any:
     """Split the leading (particle) axis over the first axis of the mesh set by the
     learner (``MLE(..., mesh=...)``); a no-op without one."""
@@ -316,7 +328,8 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
         Also trigger when ``count`` reaches it.
     log_weights : (S,) array, optional
         Normalized log-weights at θ_ref (carried recursively by PF, and into
-        MCMC-MLE's rounds). ``None``: equal weights (an unweighted sample from θ_ref).
+        MCMC-MLE's rounds). ``None``: the particles are an unweighted sample from θ_ref
+        (the paper's MCMC-MLE rounds).
     temperature : float > 0
         The weights (not ``log_z``) use the increments divided by it (``inf``: unit
         weights).
@@ -338,11 +351,13 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     delta = current - reference_free_energy
     num = delta.shape[0]
     if log_weights is None:
-        log_weights = uniform_log_weights(num).astype(delta.dtype)
-    log_z = log_z + jax.nn.logsumexp(log_weights + delta)
-    scaled = delta if temperature == 1.0 else (
-        jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
-    log_weights = normalize(log_weights + scaled)
+        log_z = log_z + jax.nn.logsumexp(delta) - jnp.log(jnp.asarray(num, delta.dtype))
+        log_weights = normalize(delta)
+    else:
+        log_z = log_z + jax.nn.logsumexp(log_weights + delta)
+        scaled = delta if temperature == 1.0 else (
+            jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
+        log_weights = normalize(log_weights + scaled)
     start = (jnp.full((num,), 1.0 / num, log_weights.dtype) if segment_log_weights is None
              else jnp.exp(segment_log_weights))
     log_z_var = log_z_var + jnp.sum((jnp.exp(log_weights) - start) ** 2)

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, move, resample, reweight,
-                   uniform_log_weights)
+from .base import (Estimator, Particles, free_energies, move, resample, resample_where,
+                   reweight, uniform_log_weights)
 from .tempering import anneal_from_uniform
 
 
@@ -166,12 +166,13 @@ class MCMCMLE(Estimator):
     def update(self, rng_key, state, m, params, batch
                ) -> tuple[MCMCMLEState, Particles, MCMCMLEInfo]:
         kernel = self.build_kernel(m)
+        # the paper's rounds: an unweighted sample at θ_0
+        carried = None if self.resample_threshold is None else state.anchor_log_weights
         new = reweight(m, params, state.position, state.anchor_free_energy,
                        state.anchor_log_z, threshold=self.restart_threshold,
                        count=state.since_reset + 1, every=self.reset_every,
-                       log_z_var=state.anchor_log_z_var,
-                       log_weights=state.anchor_log_weights,
-                       segment_log_weights=state.anchor_log_weights)
+                       log_z_var=state.anchor_log_z_var, log_weights=carried,
+                       segment_log_weights=carried)
         dtype = new.log_weights.dtype
         checks, impossible = self._impossible_log_z(m, params, batch, state.position,
                                                      new.log_z, new.log_z_var)
@@ -184,12 +185,9 @@ class MCMCMLE(Estimator):
         def redraw(_):
             position, weights = state.position, uniform
             if self.resample_threshold is not None:
-                low = new.ess < self.resample_threshold * self.num_particles
-                resampled = resample(jax.random.fold_in(rng_key, 1), position,
-                                     new.log_weights)
-                position = jax.tree.map(lambda a, b: jnp.where(low, a, b), resampled,
-                                        position)
-                weights = jnp.where(low, uniform, new.log_weights)
+                position, weights = resample_where(
+                    new.ess < self.resample_threshold * self.num_particles,
+                    jax.random.fold_in(rng_key, 1), position, new.log_weights)
             position, energy = self._draw(kernel, rng_key, m, params, position)
             return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
                                  new.log_z_var, state.gradient, weights), weights)

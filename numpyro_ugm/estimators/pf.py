@@ -9,7 +9,7 @@ from blackjax.smc.ess import ess
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, move, resample, reweight,
+from .base import (Estimator, Particles, free_energies, move, resample_where, reweight,
                    uniform_log_weights)
 from ..conditionals import free_energy
 from .tempering import anneal_from_uniform
@@ -233,17 +233,13 @@ class PF(Estimator):
                        segment_log_weights=state.segment_log_weights)
         dtype = new.free_energy.dtype
 
-        # resample only on a low ESS: a forced move keeps the weights (the kernel leaves
-        # p(·; θ_t) invariant), and resampling even weights would only add noise
+        # resample only on a low ESS: a forced move keeps the weights
         low_ess = new.ess < self.resample_threshold * self.num_particles
 
         def rejuvenated(_):
-            drawn = resample(jax.random.fold_in(rng_key, 1), state.position,
-                             new.log_weights, self.resampling)
-            position = jax.tree.map(lambda a, b: jnp.where(low_ess, a, b), drawn,
-                                    state.position)
-            log_weights = jnp.where(low_ess, uniform_log_weights(self.num_particles).astype(
-                new.log_weights.dtype), new.log_weights)
+            position, log_weights = resample_where(
+                low_ess, jax.random.fold_in(rng_key, 1), state.position, new.log_weights,
+                self.resampling)
             position, acceptance = move(kernel, rng_key, position,
                                         m.logdensity_fn(params), self.num_mcmc_steps)
             z = (equilibrium_z(new.log_weights, statistics(m, params, state.position),

@@ -94,7 +94,8 @@ def make_estimator(name, H):
             "PSMC (paper)": lambda: ugm.PSMC(S, redraw="uniform-heuristic"),
             "MCMC-MLE (paper)": lambda: ugm.MCMCMLE(S, reset_every=100,
                                                     restart_threshold=0.1,
-                                                    gradient_tol=0.0, resample_threshold=None)}[name]()
+                                                    gradient_tol=0.0,
+                                                    resample_threshold=None)}[name]()
 
 
 def sweeps_per_update(estimator, diagnostics):

@@ -383,8 +383,8 @@ def frozen_mcmcmle_round(estimator, down_offset, num_up=8):
     energy = free_energies(m, params, position) + jnp.where(up[:, 0] < 0, down_offset, 0.0)
     state = state._replace(position=position, anchor_free_energy=energy.astype(
         state.anchor_free_energy.dtype))
-    new_state, particles, info = jax.jit(
-        lambda key, s: estimator.update(key, s, m, params, None))(jax.random.PRNGKey(1), state)
+    update = jax.jit(lambda key, s: estimator.update(key, s, m, params, None))
+    new_state, particles, info = update(jax.random.PRNGKey(1), state)
     assert float(info.rejuvenated) == 1.0
     spins = np.asarray(new_state.position["x"])
     assert np.all(np.abs(spins.sum(axis=1)) == 8)  # one sweep flipped no spin
@@ -408,8 +408,8 @@ def test_mcmcmle_carries_the_weights_into_a_round_whose_ess_is_high(resample_thr
     forced by reset_every=1: the chains stay as they are, and the new round keeps their
     weights (the paper's rounds, resample_threshold=None, make them equal and lose the
     mass the weights had moved)."""
-    est = ugm.MCMCMLE(16, num_mcmc_steps=1, reset_every=1, resample_threshold=resample_threshold,
-                      check_log_z=False)
+    est = ugm.MCMCMLE(16, num_mcmc_steps=1, reset_every=1,
+                      resample_threshold=resample_threshold, check_log_z=False)
     state, particles, spins = frozen_mcmcmle_round(est, 0.5)
     np.testing.assert_array_equal(spins[:, 0], np.repeat([1, -1], 8))
     weights = np.exp(np.asarray(particles.log_weights))

@@ -155,7 +155,7 @@ def row_b(n=100, num_chains=20, num_sweeps=20, repeats=5):
     stats = ("edges", "twostars", "triangles")
     theta = jnp.asarray([-3.5, 0.02, 0.3])
     m = ugm.UGM(ergm, n, stats)
-    kernel = ugm.kernels.gibbs().build(m)
+    kernel = ugm.kernels.gibbs().build(m.target())
     f = m.logdensity_fn({"theta": theta})
     y0 = jax.random.bernoulli(jax.random.PRNGKey(1), 0.05,
                               (num_chains, num_pairs(n))).astype(jnp.float32)
@@ -213,7 +213,7 @@ def synthetic_graph(n, num_edges, seed):
 
 def sweep_time(m, theta, y, repeats=3, num_sweeps=1):
     """Median seconds of ``num_sweeps`` systematic Gibbs sweeps of one chain."""
-    kernel = ugm.kernels.gibbs().build(m)
+    kernel = ugm.kernels.gibbs().build(m.target())
     f = m.logdensity_fn({"theta": jnp.asarray(theta)})
 
     @jax.jit
@@ -272,7 +272,7 @@ def row_d(num_updates=100_000):
     m = ugm.UGM(ergm, n, stats)
     blocks = len(m.blocks)
     setup = time.perf_counter() - t
-    kernel = ugm.kernels.gibbs(scan="random").build(m)
+    kernel = ugm.kernels.gibbs(scan="random").build(m.target())
     f = m.logdensity_fn({"theta": jnp.asarray([-6.0, 0.5])})
     num_blocks = len(m.blocks)
 

@@ -46,7 +46,7 @@ def ours(size, J, h, chains, sweeps, spec=None):
     """numpyro_ugm: ``spec`` (default ``gibbs()``) built from the model; returns (model,
     run, initial positions)."""
     m = ugm.UGM(ising_grid, size, J, h)
-    kernel = (spec or ugm.kernels.gibbs(scan="systematic")).build(m)
+    kernel = (spec or ugm.kernels.gibbs(scan="systematic")).build(m.target())
 
     def logdensity(x):
         return m.log_potential({}, x)
@@ -62,7 +62,7 @@ def ours(size, J, h, chains, sweeps, spec=None):
         states, _ = jax.lax.scan(one_sweep, states, jax.random.split(rng_key, sweeps))
         return states.position["x"]
 
-    position = m.random_state(jax.random.PRNGKey(1), (chains,))
+    position = m.target().random_state(jax.random.PRNGKey(1), (chains,))
     return m, run, position
 
 

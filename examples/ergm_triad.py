@@ -59,7 +59,7 @@ NUM_PAIRS = NUM_NODES * (NUM_NODES - 1) // 2
 def gibbs_runner(m):
     """A jitted ``run(theta, key, position, sweeps) -> position`` of block Gibbs sweeps
     (the model's edge matchings) on a batch of chains."""
-    kernel = ugm.kernels.gibbs().build(m)
+    kernel = ugm.kernels.gibbs().build(m.target())
 
     @jax.jit
     def run(theta, key, position, sweeps):

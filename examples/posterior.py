@@ -40,6 +40,7 @@ from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 
 import numpyro_ugm as ugm
+from numpyro_ugm.validation import validate_data, to_data
 from numpyro_ugm.models.ergm import ergm, ergm_statistics, graph_to_edges, mple
 
 VBM_UNITS = 6
@@ -150,8 +151,8 @@ def florentine_data():
 def predictive(thetas, data, stats, sweeps=500):
     """One graph per row of ``thetas``: ``sweeps`` Gibbs sweeps from the observed graph."""
     m = ugm.UGM(ergm, 16, stats, prior_scale=5.0)
-    kernel = ugm.kernels.gibbs().build(m)
-    start = m.validate_data(data)
+    kernel = ugm.kernels.gibbs().build(m.target())
+    start = validate_data(m.state_sites, data)
 
     def simulate(theta, key):
         f = m.logdensity_fn({"theta": theta})
@@ -162,7 +163,7 @@ def predictive(thetas, data, stats, sweeps=500):
 
     keys = jax.random.split(jax.random.PRNGKey(7), len(thetas))
     graphs = jax.jit(jax.vmap(simulate))(jnp.asarray(thetas, jnp.float32), keys)
-    return m.to_data({"y": graphs})["y"]
+    return to_data(m.state_sites, {"y": graphs})["y"]
 
 
 def florentine(quick):

@@ -54,10 +54,11 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
+from numpyro_ugm.validation import validate_data
 from numpyro_ugm.datasets import binary_mnist
 from numpyro_ugm.evaluate import ais, exact
 from numpyro_ugm.learn import NonFiniteError
-from numpyro_ugm.conditionals import free_energy
+
 
 NUM_VISIBLE = 784
 METHODS = ("PCD-1", "PCD-H", "PT", "TT", "SMC", "PSMC", "PF")
@@ -103,8 +104,8 @@ class Evaluator:
         self.key = jax.random.PRNGKey(10_000 + seed)
         if not use_exact:
             self.base = ais.base_rate_log_probs(m, self.train)
-            model_train = m.validate_data(self.train)
-            model_test = m.validate_data(self.test)
+            model_train = validate_data(m.state_sites, self.train)
+            model_test = validate_data(m.state_sites, self.test)
             mean_f = jax.jit(lambda p, x: jnp.mean(
                 jax.vmap(free_energy, (None, None, 0))(m, p, x)))
             self.positive = lambda p: (float(mean_f(p, model_train)),
@@ -240,7 +241,7 @@ def pt_swap_rates(learner, state, betas, num_steps=100, seed=0):
     parameters (the learner's diagnostics hold the base kernel's acceptance only)."""
     m = learner.ugm
     params = learner.get_params(state)
-    kernel = ugm.kernels.parallel_tempering(betas=betas).build(m)
+    kernel = ugm.kernels.parallel_tempering(betas=betas).build(m.target())
     chains = state.estimator_state.kernel_state
     logdensity = m.logdensity_fn(params)
     num_chains = jax.tree.leaves(chains.position)[0].shape[0]

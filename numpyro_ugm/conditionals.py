@@ -4,15 +4,15 @@ For a log-potential f that is multilinear in each variable, the conditional log-
 every variable of a block follow from one gradient (:func:`conditional_logits`);
 :func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
 variables that do not interact can be summed out in closed form (:func:`sum_out`), which
-gives the free energy of a model with latent sites (:func:`free_energy`). A
+gives the free energy of a model with latent sites
+(:func:`numpyro_ugm.target.free_energy`, from :func:`block_gradients` and
+:func:`mean_and_entropy`). A
 log-density may know its own conditionals (:class:`LogDensity`, e.g. an ERGM's change
 statistics); :func:`block_logits` is where every sampler gets a block's conditionals, and
 :func:`linear_combination` / :func:`scaled` keep them through tempering and bridges.
 
-Everything here works on a log-density function and the domains; only
-:func:`free_energy` takes a model, through its public surface (``latent_sites``,
-``structure``, ``state_sites``, ``logdensity_fn``). This module imports neither
-:mod:`numpyro_ugm.model` nor :mod:`numpyro_ugm.structure`.
+Everything here works on a log-density function and the domains; this module imports
+only :mod:`numpyro_ugm.domains`.
 """
 
 from collections.abc import Callable, Mapping
@@ -70,12 +70,12 @@ def conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     -------
     dict of str -> array (num_block_variables, K)
     """
-    grads = _block_gradients(logdensity_fn, state, block)
+    grads = block_gradients(logdensity_fn, state, block)
     return {s: domains[s].conditional_logits(gather(grads[s], domains[s], idx))
             for s, idx in block.items()}
 
 
-def _block_gradients(logdensity_fn, state, sites):
+def block_gradients(logdensity_fn, state, sites):
     """The gradient of the log-density with respect to each of ``sites`` at ``state``."""
     sub = {s: state[s] for s in sites}
     return jax.grad(lambda v: logdensity_fn({**state, **v}))(sub)
@@ -233,48 +233,7 @@ def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
 # --- latent sites ----------------------------------------------------------------------
 
 
-def free_energy(m: Any, params: dict, state: dict) -> jax.Array:
-    """log Σ_latent exp f(state; θ): the log-potential with the latent sites of ``m``
-    summed out (just f when nothing is latent), for learning.
-
-    f is affine in the latent block, so with q = p(latent | observed) (independent per
-    variable) F = f(observed, E_q[latent]) + H(q). Evaluated this way with q held fixed
-    (``stop_gradient``), the value is exact and so is ∇θ F = E_q[∇θ f] (envelope
-    theorem) at the cost of one evaluation of f and one gradient — half the work of
-    differentiating :func:`sum_out`. Higher derivatives in θ are not those of F: use
-    :func:`sum_out` for them.
-
-    ``state`` holds the observed sites (model representation, one configuration); any
-    latent values it holds are ignored. ``m`` is a :class:`~numpyro_ugm.model.UGM` (only
-    its ``latent_sites``, ``structure``, ``state_sites`` and ``logdensity_fn`` are used).
-
-    Raises
-    ------
-    NotImplementedError
-        If the latent sites interact with each other or the potential is not
-        multilinear (no closed form).
-    """
-    latent = m.latent_sites
-    if not latent:
-        return m.log_potential(params, state)
-    if not (m.structure.multilinear and m.structure.independent(latent)):
-        raise NotImplementedError(
-            f"latent sites {list(latent)} interact with each other (or the potential is "
-            "not multilinear), so they cannot be summed out in closed form")
-    domains = m.state_sites
-    full = {**state, **{s: domains[s].reference(domains[s].batch_shape)
-                        for s in latent}}
-    f = m.logdensity_fn(params)
-    grads = jax.lax.stop_gradient(_block_gradients(f, full, latent))
-    entropy = 0.0
-    for s in latent:
-        mean, ent = _mean_and_entropy(domains[s], site_variables(grads[s], domains[s]))
-        full[s] = mean.reshape(full[s].shape)
-        entropy = entropy + jnp.sum(ent)
-    return f(full) + entropy
-
-
-def _mean_and_entropy(domain, grad):
+def mean_and_entropy(domain, grad):
     """Mean (model representation) and entropy of independent variables whose
     multilinear log-potential has gradient ``grad`` (num_variables, *event); two-valued
     scalar domains (Spin, Binary) use one sigmoid of the log-odds per variable, one-hot

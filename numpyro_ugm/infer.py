@@ -155,12 +155,12 @@ def coupled_factors(m: UGM, sites: Sequence[str], likelihood_factors: Sequence[s
     with jax.ensure_compile_time_eval():
         key_x, key_move = jax.random.split(jax.random.PRNGKey(0))
         base = m.init_params(jax.random.PRNGKey(0))
-        names = set(m.factor_terms(base, m.reference_state()))
+        names = set(m.factor_terms(base, m.target().reference_state()))
         unknown = [n for n in likelihood_factors if n not in names]
         if unknown:
             raise ValueError(f"likelihood_factors {unknown} are not numpyro.factor sites of "
                              f"the model; its factors are {sorted(names)}")
-        states = m.random_state(key_x, (2 * num_pairs,))
+        states = m.target().random_state(key_x, (2 * num_pairs,))
 
         def contrasts(params):
             terms = jax.vmap(lambda x: m.factor_terms(params, x))(states)
@@ -168,11 +168,11 @@ def coupled_factors(m: UGM, sites: Sequence[str], likelihood_factors: Sequence[s
                     if n not in likelihood_factors}
 
         reference = contrasts(base)
-        unconstrained = m.to_unconstrained(base)
+        unconstrained = m.param_space.to_unconstrained(base)
         out = {}
         for i, s in enumerate(sites):
             step = jax.random.normal(jax.random.fold_in(key_move, i), jnp.shape(base[s]))
-            moved = m.to_constrained({s: unconstrained[s] + step})
+            moved = m.param_space.to_constrained({s: unconstrained[s] + step})
             moved = contrasts({**base, **moved})
             coupling = [n for n in reference if not np.allclose(
                 moved[n], reference[n], rtol=1e-4, atol=1e-4 * (1 + np.abs(reference[n]).max()))]
@@ -413,9 +413,9 @@ class UGMSampler(MCMCKernel):
         fixed = {n: jnp.asarray(v) for n, v in given.items() if n in m.param_sites}
         if any(n not in fixed for n in m.param_sites):
             fixed = {**m.init_params(jax.random.PRNGKey(0)), **fixed}
-        m.check_params(fixed)
+        m.param_space.check(fixed)
         self._m, self._fixed = m, fixed
-        self._kernel = self._spec.build(m)
+        self._kernel = self._spec.build(m.target())
 
     def _logdensity(self, model_args, model_kwargs):
         # the arguments may be traced; the structure is the one found at init
@@ -451,7 +451,7 @@ class UGMSampler(MCMCKernel):
 
         def one(key, values):
             key, init_key = jax.random.split(key)
-            position = {**m.random_state(init_key), **values}
+            position = {**m.target().random_state(init_key), **values}
             return UGMSamplerState(kernel.init(position, logdensity),
                                    jnp.ones((), jnp.float32), key)
 
@@ -570,7 +570,7 @@ class UGMGibbsFn:
         _warn_if_coupled("gibbs_fn", m, [n for n, s in m.param_sites.items()
                                          if s.prior is not None and n not in given],
                          tuple(likelihood_factors), stacklevel=3)
-        self._kernel = as_spec(kernel, gibbs()).build(m)  # finds the blocks now
+        self._kernel = as_spec(kernel, gibbs()).build(m.target())  # finds the blocks now
 
     def conditional_logdensity(self, hmc_sites):
         """log-density of the state sites (model representation) given the continuous

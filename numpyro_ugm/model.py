@@ -13,66 +13,40 @@ A model function declares
 
 State sites present in the data are observed; the others are latent.
 
-Other modules use the model through its public surface only: :meth:`UGM.logdensity_fn`
-(the log-potential at fixed parameters), :meth:`UGM.replace` (the one way to copy a model:
-:meth:`UGM.observe` and :meth:`UGM.bind` are built on it), :meth:`UGM.cached` (the
-model's compile cache) and :func:`as_ugm` (a model function or a UGM -> a UGM). Every
-entry point that takes parameters checks them with :meth:`UGM.check_params`; the samplers
-check the potential at their results with :meth:`UGM.potential_is_finite` (compiled) and
-:meth:`UGM.check_finite` (on the host).
-
-Dependencies run one way: this module imports :mod:`numpyro_ugm.structure`, whose
-:func:`~numpyro_ugm.structure.analyze` works on a log-potential function, the domains and
-a parameter sampler and knows nothing of ``UGM``; :attr:`UGM.structure` hands it those.
-It imports :mod:`numpyro_ugm.conditionals` for the conditional log-odds the samplers see.
+The model class only traces: it finds the sites, evaluates the potential and the prior
+by tracing the model function, and produces the :class:`~numpyro_ugm.target.Target` the
+algorithms take (:meth:`UGM.target`) and its copies (:meth:`UGM.observe`,
+:meth:`UGM.bind`, :meth:`UGM.for_inputs`, :meth:`UGM.replace`). Parameter transforms and
+checks live in :mod:`numpyro_ugm.params`, data validation in
+:mod:`numpyro_ugm.validation`, finiteness diagnosis in :mod:`numpyro_ugm.diagnose`, the
+structure analysis in :mod:`numpyro_ugm.structure` and compiled programs in
+:mod:`numpyro_ugm.compile_cache`.
 """
 
-import difflib
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
 from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints
-from numpyro.distributions.transforms import biject_to
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
-from .conditionals import LogDensity, block_logits, zero_logits
+from .conditionals import block_logits, zero_logits
 from .domains import Domain
 from .factors import COLORS, CONDITIONALS, MULTILINEAR
+from .compile_cache import cached
+from .inputs import check_input_names, concrete_arrays
+from .params import ParamSite, ParamSpace
 from .structure import Structure
 from .structure import analyze as _analyze
 from .structure import cover as _cover
 from .structure import from_colors as _from_colors
+from .target import Target
 
-__all__ = ["UGM", "ParamSite", "as_ugm"]
-
-T = TypeVar("T")
-
-
-class ParamSite:
-    """A parameter of the model.
-
-    Attributes
-    ----------
-    name : str
-    shape : tuple of int
-    constraint : numpyro constraint
-        Support of the parameter; learning runs in the unconstrained space.
-    prior : numpyro Distribution or None
-        The prior of a ``numpyro.sample`` parameter (MAP), ``None`` for a
-        ``numpyro.param`` site (maximum likelihood).
-    """
-
-    def __init__(self, name, shape, constraint, prior):
-        self.name, self.shape, self.constraint, self.prior = name, shape, constraint, prior
-
-    def __repr__(self):
-        kind = "prior " + type(self.prior).__name__ if self.prior is not None else "param"
-        return f"ParamSite({self.name!r}, shape={self.shape}, {kind})"
+__all__ = ["UGM", "as_ugm"]
 
 
 def _innermost(fn):
@@ -106,20 +80,6 @@ def _domain_of(site):
 def _is_prior(site):
     return (site["type"] == "sample" and not site["is_observed"]
             and _domain_of(site) is None)
-
-
-def non_finite_error(owner: str, what: str, params: dict, details=()) -> FloatingPointError:
-    """The error for a result that is not finite under ``params``: ``what`` happened
-    (with ``details``), the largest magnitude of each parameter site, and what to look
-    for."""
-    largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
-                        for n, v in params.items())
-    dtype = jnp.result_type(float)
-    return FloatingPointError(
-        f"{owner}: {what} under the given params ({'; '.join([*details, ''])}largest "
-        f"|value| per parameter site: {{{largest}}}), so the results would be meaningless: "
-        f"look for parameters large enough to overflow {dtype.name} (above about "
-        f"{float(jnp.finfo(dtype).max):.1e} in a factor) or factors that are NaN")
 
 
 class UGM:
@@ -192,7 +152,8 @@ class UGM:
                           if site["type"] == "sample" and site["is_observed"]
                           and COLORS in (site.get("infer") or {})}
         self.latent_sites = ()
-        self._compiled = {}  # see cached(); shared with observe() copies only
+        self._cache_token = object()  # see cache_key
+        self._target = None  # see target()
         self._structure = _StructureCell()  # shared with every copy (see replace())
 
     # --- tracing ----------------------------------------------------------------------
@@ -245,6 +206,7 @@ class UGM:
         """
         other = object.__new__(UGM)
         other.__dict__.update(self.__dict__)
+        other._target = None
         if args is not None or kwargs is not None:
             if structure is None:
                 structure = self.structure  # from the concrete arguments, before rebinding
@@ -258,7 +220,7 @@ class UGM:
                                f"its state sites are {list(self.state_sites)}")
             other.latent_sites = latent_sites
         if structure is not None:
-            other._compiled = {}
+            other._cache_token = object()
             other._structure = (self._structure if structure is self._structure.value
                                 else _StructureCell(structure))
         return other
@@ -297,13 +259,9 @@ class UGM:
         :meth:`for_inputs` on all of them (the learner and :func:`~numpyro_ugm.predict`
         do). The copy does not share compiled functions (see :meth:`replace`).
         """
-        self._check_input_names(inputs)
-        leaves = jax.tree.leaves(inputs)
-        arrays = all(isinstance(v, (np.ndarray, jax.Array))
-                     and not isinstance(v, jax.core.Tracer) and v.dtype.kind in "biuf"
-                     for v in leaves)  # Python numbers may be static (shapes): not checked
-        covered = self.for_inputs(jax.tree.map(lambda v: np.asarray(v)[None], inputs)
-                                  ) if leaves and arrays else self
+        check_input_names(inputs, self.kwargs)
+        covered = (self.for_inputs(jax.tree.map(lambda v: np.asarray(v)[None], inputs))
+                   if concrete_arrays(inputs) else self)
         return covered.replace(kwargs={**self.kwargs, **inputs})
 
     def for_inputs(self, inputs: dict) -> "UGM":
@@ -325,7 +283,7 @@ class UGM:
             ``self`` when its structure holds for every example, else a copy with the
             joined structure (and its own compile cache).
         """
-        self._check_input_names(inputs)
+        check_input_names(inputs, self.kwargs)
         structure = self.structure
 
         def log_potential(params, state, example):
@@ -335,34 +293,21 @@ class UGM:
         with jax.ensure_compile_time_eval():
             covering = _cover(structure, log_potential, self.state_sites,
                               self._probe_params, inputs,
-                              cache=self.cached(("for_inputs",), dict))
+                              cache=cached(self.cache_key, ("for_inputs",), dict))
         return self if covering is structure else self.replace(structure=covering)
 
-    def _check_input_names(self, inputs):
-        """Raise if ``inputs`` names a keyword argument the model was not traced with."""
-        unknown = [k for k in inputs if k not in self.kwargs]
-        if unknown:
-            raise TypeError(f"inputs {unknown} are not keyword arguments the model was "
-                            f"traced with ({list(self.kwargs)})")
+    @property
+    def cache_key(self) -> object:
+        """This model's key in :mod:`numpyro_ugm.compile_cache`: shared with the copies
+        :meth:`observe` makes (same arguments), new for copies whose arguments or
+        structure differ (:meth:`bind`, :meth:`replace`), since compiled programs close
+        over them."""
+        return self._cache_token
 
-    def cached(self, key: Hashable, build: Callable[[], T]) -> T:
-        """``build()``, computed once per ``key`` and kept on this model: the model's
-        compile cache (jitted functions, enumeration plans).
-
-        The cache is shared with the copies :meth:`observe` makes (same arguments), not
-        with copies whose arguments differ (:meth:`bind`, :meth:`replace`), since what
-        ``build`` returns may close over the model. ``key`` must hold everything static
-        that ``build`` depends on (including the latent or observed sites when it does),
-        and start with the caller's name (e.g. ``("ais", ...)``). With an unhashable key
-        nothing is cached and ``build()`` runs at every call.
-        """
-        try:
-            return self._compiled[key]
-        except KeyError:
-            value = self._compiled[key] = build()
-            return value
-        except TypeError:  # unhashable key (e.g. a kernel spec holding arrays)
-            return build()
+    @property
+    def param_space(self) -> ParamSpace:
+        """The parameter sites and their transforms and checks."""
+        return ParamSpace(self.param_sites)
 
     @property
     def observed_sites(self) -> tuple:
@@ -412,9 +357,12 @@ class UGM:
         if set(colors) != set(self.state_sites):
             return None
         params = self.init_params(jax.random.PRNGKey(0))
+        domains = self.state_sites
+        states = [{n: d.reference(d.batch_shape) for n, d in domains.items()}]
+        states += [{n: d.sample(jax.random.fold_in(jax.random.PRNGKey(k), i))
+                    for i, (n, d) in enumerate(domains.items())} for k in (1, 2)]
         rest = [{n: term for n, _, term in self._terms(params, state) if n != name}
-                for state in (self.reference_state(),
-                              *(self.random_state(jax.random.PRNGKey(k)) for k in (1, 2)))]
+                for state in states]
         for other in rest[1:]:  # the other factors must not depend on the state
             if any(not np.allclose(np.asarray(other[n]), np.asarray(v), rtol=1e-6,
                                    atol=1e-6) for n, v in rest[0].items()):
@@ -425,11 +373,6 @@ class UGM:
     def blocks(self) -> list:
         """Blocks of conditionally independent variables (``structure.blocks``)."""
         return self.structure.blocks
-
-    @property
-    def log_num_states(self) -> float:
-        """log of the number of configurations of all state sites."""
-        return sum(d.log_num_states for d in self.state_sites.values())
 
     # --- parameters -------------------------------------------------------------------
     def init_params(self, rng_key: jax.Array) -> dict:
@@ -443,91 +386,11 @@ class UGM:
     def _probe_params(self, rng_key, rng):
         """Random parameters for the structure analysis: the initial parameters moved by
         N(0, 1) (drawn from the numpy generator ``rng``) in the unconstrained space."""
-        u = self.to_unconstrained(self.init_params(rng_key))
+        space = self.param_space
+        u = space.to_unconstrained(self.init_params(rng_key))
         u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
              for n, v in u.items()}
-        return self.to_constrained(u)
-
-    def to_unconstrained(self, params: dict) -> dict:
-        """Map constrained parameters to the unconstrained space learning runs in."""
-        return {n: biject_to(self.param_sites[n].constraint).inv(v)
-                for n, v in params.items()}
-
-    def to_constrained(self, unconstrained: dict) -> dict:
-        """Inverse of :meth:`to_unconstrained`."""
-        return {n: biject_to(self.param_sites[n].constraint)(v)
-                for n, v in unconstrained.items()}
-
-    def log_abs_det_jacobian(self, unconstrained: dict) -> jax.Array:
-        """``log |det ∂θ/∂u|`` of :meth:`to_constrained` at ``unconstrained`` (the sites
-        given): what a density over θ gains in the unconstrained space, for posterior
-        sampling there."""
-        total = jnp.zeros(())
-        for n, u in unconstrained.items():
-            transform = biject_to(self.param_sites[n].constraint)
-            total = total + jnp.sum(transform.log_abs_det_jacobian(u, transform(u)))
-        return total
-
-    def check_params(self, params: dict) -> None:
-        """Raise unless ``params`` hold exactly the model's parameter sites, each with the
-        site's shape, a floating-point dtype and finite values.
-
-        The one check of parameters: every entry point that takes them calls it
-        (evaluation, sampling, prediction, learning), and none falls back to the
-        ``numpyro.param`` init values for a site that is missing. Traced values (under
-        ``jax.jit``, ``jax.grad`` or ``jax.vmap``) are checked for names, shapes and dtypes;
-        their finiteness cannot be known before they are computed.
-
-        Raises
-        ------
-        TypeError
-            ``params`` not a dict, or a site with an integer or boolean dtype.
-        KeyError
-            A name that is not a parameter site (with the closest site names), or a
-            missing site.
-        ValueError
-            A shape that is not the site's.
-        FloatingPointError
-            A non-finite value (the first, with its index).
-        """
-        if not isinstance(params, Mapping):
-            raise TypeError(f"params must be a dict of parameter site -> array, got "
-                            f"{type(params).__name__}")
-        expected = list(self.param_sites)
-        missing = [n for n in expected if n not in params]
-        unknown = [n for n in params if n not in self.param_sites]
-        if unknown:
-            hints = ({unknown[0]: missing[0]} if len(unknown) == len(missing) == 1 else
-                     {n: _closest(n, missing or expected) for n in unknown})
-            hint = "; ".join(f"did you mean {h!r} for {n!r}?" for n, h in hints.items() if h)
-            hint = f" ({hint})" if hint else ""
-            raise KeyError(f"params has name(s) {unknown} that are not parameter sites of "
-                           f"the model{hint}; its parameter sites are {expected}")
-        if missing:
-            what = (f"parameter site {missing[0]!r} is" if len(missing) == 1
-                    else f"parameter sites {missing} are")
-            raise KeyError(f"{what} missing from params (the model's parameter sites are "
-                           f"{expected}); give every site, e.g. a learner's result.params "
-                           "or m.init_params(rng_key)")
-        for name, site in self.param_sites.items():
-            value = params[name]
-            shape = tuple(jnp.shape(value))
-            if shape != tuple(site.shape):
-                raise ValueError(f"parameter site {name!r} has shape {shape}, the model "
-                                 f"expects {tuple(site.shape)}")
-            dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
-            if not jnp.issubdtype(dtype, jnp.floating):
-                raise TypeError(f"parameter site {name!r} has dtype {dtype}; parameters are "
-                                "real-valued: give floating-point values (jnp.asarray(value, "
-                                "float); in a model, numpyro.param(name, 1.0), not 1)")
-            if isinstance(value, jax.core.Tracer):
-                continue
-            value = np.asarray(value)
-            bad = ~np.isfinite(value)
-            if bad.any():
-                where = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise FloatingPointError(f"parameter site {name!r} holds a non-finite value "
-                                         f"{value[where].item()} at index {where}")
+        return space.to_constrained(u)
 
     # --- potentials -------------------------------------------------------------------
     def log_potential(self, params: dict, state: dict) -> jax.Array:
@@ -573,71 +436,28 @@ class UGM:
                 log_factor = log_factor * site["scale"]
             yield name, isinstance(_innermost(site["fn"]), Unit), jnp.sum(log_factor)
 
-    def _conditionals(self, params, state):
-        """Conditional log-odds of every variable at ``state``, as the samplers get them."""
-        return block_logits(self.logdensity_fn(params), state, self.state_sites,
-                            {s: None for s in self.state_sites}, self.structure.multilinear)
-
-    def potential_is_finite(self, params: dict, state: dict) -> jax.Array:
-        """Whether f(state; params) and the conditional log-odds of every variable at
-        ``state`` are finite (a log-odds of −inf, a value of probability zero, is
-        allowed): where they are not, a sampler's draws mean nothing. Traceable; one
-        configuration (model representation)."""
-        ok = jnp.isfinite(self.log_potential(params, state))
-        for v in self._conditionals(params, state).values():
-            ok = ok & jnp.all(~jnp.isnan(v) & (v < jnp.inf))
-        return ok
-
-    def check_finite(self, owner: str, params: dict, ok: Any, states: dict,
-                     where: Callable[[tuple], str], inputs: dict | None = None) -> None:
-        """Raise ``FloatingPointError`` at the first ``False`` of ``ok``
-        (:meth:`potential_is_finite` at a batch of ``states``, model representation,
-        leading axes those of ``ok``), naming the factors and the sites whose log-odds
-        are not finite there and the largest parameter magnitudes.
-
-        ``where(index)`` says which state it is, in words; ``inputs`` (per-example model
-        keyword arguments, leading axis the first of ``ok``) bind the model there.
-        """
-        ok = np.asarray(ok)
-        if ok.all():
-            return
-        index = tuple(int(i) for i in np.argwhere(~ok)[0])
-        state = {n: jnp.asarray(v)[index] for n, v in states.items()}
-        m = self if inputs is None else self.bind(
-            **{k: jnp.asarray(v)[index[0]] for k, v in inputs.items()})
-        details = [f"factor {n!r} = {float(v):g}" for n, _, v in m._terms(params, state)
-                   if not np.isfinite(v)]
-        details = details or [f"conditional log-odds of site {n!r} NaN or +inf"
-                              for n, v in m._conditionals(params, state).items()
-                              if np.any(np.isnan(v) | (np.asarray(v) == np.inf))]
-        details = details or ["f and its log-odds are finite there, the results from it "
-                              "are not"]
-        raise non_finite_error(owner, "the log-potential or its conditional log-odds are "
-                               f"not finite at {where(index)}", params, details)
+    def target(self) -> Target:
+        """The :class:`~numpyro_ugm.target.Target` the algorithms take: this model's
+        state sites, latent sites, structure and log-density as a function of the
+        parameters (built once per model copy; the structure is found on first use)."""
+        if self._target is None:
+            self._target = Target(
+                dict(self.state_sites), tuple(self.latent_sites), self.structure,
+                self.log_potential,
+                conditionals=self._hooked_conditionals if self._hooked else None,
+                terms=lambda params, state: list(self._terms(params, state)),
+                binder=lambda inputs: self.bind(**inputs).target(),
+                cache_key=(self.cache_key, tuple(self.latent_sites)))
+        return self._target
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
-        """The log-potential at fixed parameters, as blackjax kernels take it.
-
-        Parameters
-        ----------
-        params : dict
-            Parameter values (constrained space).
-
-        Returns
-        -------
-        callable
-            ``state -> f(state; params)`` (one configuration, model representation).
-            When factors of the model give their own conditionals
-            (:func:`numpyro_ugm.factor`), a :class:`~numpyro_ugm.conditionals.LogDensity`
-            whose ``conditional_logits`` sums them with the conditionals of the other
-            factors (from their gradient if the model is multilinear, else by
-            evaluation).
-        """
-        fn = lambda state: self.log_potential(params, state)  # noqa: E731
-        if not self._hooked:
-            return fn
-        return LogDensity(fn, lambda state, domains, block:
-                          self._hooked_conditionals(params, state, domains, block))
+        """The log-potential at fixed parameters, as blackjax kernels take it
+        (:meth:`~numpyro_ugm.target.Target.logdensity_fn` of :meth:`target`): ``state ->
+        f(state; params)``, one configuration in the model representation; when factors
+        give their own conditionals (:func:`numpyro_ugm.factor`), a
+        :class:`~numpyro_ugm.conditionals.LogDensity` whose ``conditional_logits`` sums
+        them with the conditionals of the other factors."""
+        return self.target().logdensity_fn(params)
 
     def _hooked_conditionals(self, params, state, domains, block):
         """Conditional log-probabilities of a block: the hooked factors' own, plus those
@@ -677,97 +497,16 @@ class UGM:
         """Sum of the log prior densities of the parameters with a prior (0 if none)."""
         if not any(s.prior is not None for s in self.param_sites.values()):
             return jnp.zeros(())
-        state = self.reference_state()
+        state = {n: d.reference(d.batch_shape) for n, d in self.state_sites.items()}
         trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
         return sum(jnp.sum(trace[n]["fn"].log_prob(trace[n]["value"]))
                    for n, s in self.param_sites.items() if s.prior is not None)
-
-    def reference_state(self) -> dict:
-        """A fixed configuration (each variable at its first value), model representation."""
-        return {n: d.reference(d.batch_shape) for n, d in self.state_sites.items()}
-
-    def random_state(self, rng_key: jax.Array, sample_shape: tuple = ()) -> dict:
-        """Uniform random configuration(s) in the model representation."""
-        keys = jax.random.split(rng_key, len(self.state_sites))
-        return {n: d.sample(k, sample_shape)
-                for k, (n, d) in zip(keys, self.state_sites.items())}
-
-    # --- data -------------------------------------------------------------------------
-    def validate_data(self, data: dict, *, allow_missing: bool = True) -> dict:
-        """Check data against the domains and return it in the model representation.
-
-        Parameters
-        ----------
-        data : dict of str -> array
-            Observed state sites, each with a leading example axis.
-
-        Returns
-        -------
-        dict of str -> jax.Array
-            The same sites in the model representation.
-
-        Raises
-        ------
-        KeyError, ValueError
-            Naming the site and the problem: unknown site, empty data, a shape that
-            disagrees with the domain, examples counts that disagree, or the first value
-            outside the domain.
-        """
-        if not isinstance(data, dict):
-            raise TypeError(f"data must be a dict of site name -> array, got "
-                            f"{type(data).__name__}")
-        self.observe(data.keys())  # unknown / no sites
-        if not allow_missing and set(data) != set(self.state_sites):
-            missing = [n for n in self.state_sites if n not in data]
-            raise KeyError(f"data is missing state site(s) {missing}")
-        out, num_examples = {}, None
-        for name, value in data.items():
-            domain = self.state_sites[name]
-            value = np.asarray(value)
-            expected = tuple(domain.shape_)
-            if value.ndim != len(expected) + 1 or value.shape[1:] != expected:
-                raise ValueError(
-                    f"site {name!r}: data has shape {value.shape}; expected (num_examples, "
-                    f"{', '.join(map(str, expected))}) for {domain!r}")
-            if value.shape[0] == 0:
-                raise ValueError(f"site {name!r}: data has no examples")
-            if num_examples is None:
-                num_examples = value.shape[0]
-            elif value.shape[0] != num_examples:
-                raise ValueError(f"site {name!r} has {value.shape[0]} examples but other "
-                                 f"sites have {num_examples}")
-            if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
-                raise TypeError(f"site {name!r}: data has dtype {value.dtype}, expected "
-                                "numbers")
-            with jax.ensure_compile_time_eval():  # concrete data inside a user's jit too
-                inside = (np.asarray(domain.in_domain(value)) if value.size
-                          else np.ones(0, bool))
-            if not inside.all():
-                where = tuple(int(i) for i in np.argwhere(~inside)[0])
-                raise ValueError(
-                    f"site {name!r}: value {value[where].item()!r} at example {where[0]}, index "
-                    f"{where[1:]} is outside the domain {type(domain).__name__} "
-                    f"{{{', '.join(f'{v:g}' for v in domain.values)}}}")
-            out[name] = domain.to_model(value)
-        return out
-
-    def to_data(self, state: dict) -> dict:
-        """Model-representation state -> data representation (labels), site by site."""
-        return {n: self.state_sites[n].from_model(v) for n, v in state.items()}
 
     def __repr__(self):
         name = getattr(self.model, "__name__", "model")
         return (f"UGM({name}: params={list(self.param_sites)}, "
                 f"state={ {n: d for n, d in self.state_sites.items()} }, "
                 f"latent={list(self.latent_sites)})")
-
-
-
-def _closest(name, candidates):
-    """The candidate closest to ``name`` (ignoring case), or None if none is close."""
-    lower = {c.lower(): c for c in candidates}
-    match = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.5)
-    return lower[match[0]] if match else None
 
 
 class _StructureCell:

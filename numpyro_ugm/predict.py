@@ -29,6 +29,8 @@ from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM, as_ugm
 from .conditionals import block_logits, scaled, site_variables
+from .diagnose import check_finite, potential_is_finite
+from .compile_cache import cached
 
 __all__ = ["predict", "Prediction"]
 
@@ -70,7 +72,7 @@ def _labels_to_model(domain, labels, dtype):
 def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
            beta_max, rao_blackwell, input_names):
     """The jitted ``run(params, keys, inputs)``, vmapped over examples."""
-    kernel = kernel_spec.build(m)
+    kernel = kernel_spec.build(m.target())
     domains = m.state_sites
     whole = {s: None for s in domains}
     rao_blackwell = rao_blackwell and m.structure.multilinear
@@ -91,7 +93,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
         mb = m.bind(**inputs) if inputs else m
         f = mb.logdensity_fn(params)
         init_key, warm_key, run_key = jax.random.split(key, 3)
-        position = m.random_state(init_key, (num_chains,))
+        position = m.target().random_state(init_key, (num_chains,))
         states = jax.vmap(lambda x: kernel.init(x, f))(position)
         states = jax.lax.fori_loop(
             0, num_warmup, lambda i, s: moved(s, jax.random.fold_in(warm_key, i), f), states)
@@ -119,7 +121,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
         mb = m.bind(**inputs) if inputs else m
         f = mb.logdensity_fn(params)
         init_key, run_key = jax.random.split(key)
-        position = m.random_state(init_key, (num_chains,))
+        position = m.target().random_state(init_key, (num_chains,))
         values = jax.vmap(f)(position)
 
         def body(carry, xs):
@@ -148,7 +150,7 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
     def checked(mb, params, states, best, value, marginals):
         """The result, with what the host checks: whether the potential is finite at the
         chains' last states and at the prediction (``ok``), and those states."""
-        ok = jax.vmap(lambda x: mb.potential_is_finite(params, x))(states.position)
+        ok = jax.vmap(lambda x: potential_is_finite(mb.target(), params, x))(states.position)
         ok_best = jnp.isfinite(value)
         for v in jax.tree.leaves(marginals):
             ok_best = ok_best & jnp.all(jnp.isfinite(v))
@@ -276,13 +278,13 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     if inputs is not None:
         inputs, num_examples = check_inputs(inputs, m.kwargs)
         m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
-    m.check_params(params)
+    m.param_space.check(params)
     spec = as_spec(kernel, gibbs())
     rao_blackwell = bool(rao_blackwell) and method == "marginal"
     static = (method, spec, settings["num_chains"], settings["num_steps"],
               settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
               None if inputs is None else tuple(sorted(inputs)))
-    run = m.cached(("predict",) + static, lambda: _build(m, *static))
+    run = cached(m.cache_key, ("predict",) + static, lambda: _build(m, *static))
     keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
     best, marginals, values, ok, positions = run(params, keys, inputs)
     num_chains = settings["num_chains"]
@@ -292,6 +294,6 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
                 else f"the last state of chain {index[-1]}")
         return what if inputs is None else f"{what} of example {index[0]}"
 
-    m.check_finite("predict", params, ok, positions, where, inputs)
+    check_finite(m.target(), "predict", params, ok, positions, where, inputs)
     labels = {s: d.from_model(best[s]) for s, d in m.state_sites.items()}
     return Prediction(labels, marginals, values)

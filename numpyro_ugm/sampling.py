@@ -10,6 +10,8 @@ from ._checks import as_key, check_count
 from .kernels import gibbs
 from .kernels.base import as_spec, step_chains
 from .model import UGM
+from .diagnose import check_finite, potential_is_finite
+from .compile_cache import cached
 
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
@@ -53,15 +55,15 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     thinning = check_count("sample", "thinning", thinning)
     num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
     rng_key = as_key(rng_key, "sample")
-    m.check_params(params)
+    m.param_space.check(params)
     spec = as_spec(kernel, gibbs())
     init_key, run_key = jax.random.split(rng_key)
-    position = (m.random_state(init_key, (num_chains,)) if init_state is None
+    position = (m.target().random_state(init_key, (num_chains,)) if init_state is None
                 else init_state)
-    run = m.cached(("sample", spec, num_samples),
-                   lambda: jax.jit(functools.partial(_run, m, spec.build(m), num_samples)))
+    run = cached(m.cache_key, ("sample", spec, num_samples),
+                   lambda: jax.jit(functools.partial(_run, m, spec.build(m.target()), num_samples)))
     draws, ok = run(params, run_key, position, num_warmup, thinning)
-    m.check_finite("sample", params, ok, draws,
+    check_finite(m.target(), "sample", params, ok, draws,
                    lambda i: f"draw {i[0]} of chain {i[1]}")
     return {n: m.state_sites[n].from_model(jnp.swapaxes(v, 0, 1).reshape(
         (num_chains * num_samples,) + v.shape[2:])) for n, v in draws.items()}
@@ -86,5 +88,5 @@ def _run(m, kernel, num_samples, params, key, position, num_warmup, thinning):
         return states, (states.position, jnp.isfinite(jax.vmap(logdensity)(states.position)))
 
     states, (draws, ok) = jax.lax.scan(draw, states, jax.random.split(draw_key, num_samples))
-    last = jax.vmap(lambda x: m.potential_is_finite(params, x))(states.position)
+    last = jax.vmap(lambda x: potential_is_finite(m.target(), params, x))(states.position)
     return draws, ok.at[-1].set(ok[-1] & last)

@@ -106,7 +106,7 @@ def tv_threshold(p, num_samples, replicates=200, seed=0):
 def compiled_run(m, spec, num_chains, num_steps):
     """jit(key, params, beta) -> (initial positions, final positions, mean acceptance)
     of ``num_chains`` independent chains from uniform starts."""
-    kernel = spec.build(m)
+    kernel = spec.build(m.target())
 
     @jax.jit
     def run(rng_key, params, beta):
@@ -114,7 +114,7 @@ def compiled_run(m, spec, num_chains, num_steps):
             return beta * m.log_potential(params, x)
 
         init_key, run_key = jax.random.split(rng_key)
-        start = m.random_state(init_key, (num_chains,))
+        start = m.target().random_state(init_key, (num_chains,))
         states = jax.vmap(kernel.init, (0, None))(start, logdensity)
 
         def one_step(states, key):

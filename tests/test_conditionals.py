@@ -14,8 +14,9 @@ import pytest
 from helpers import potts5, random_params, vbm8
 
 import numpyro_ugm as ugm
+from numpyro_ugm.target import free_energy
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
-                                      exact_conditional_logits, free_energy, gather,
+                                      exact_conditional_logits, gather,
                                       scatter, sum_out)
 
 
@@ -40,7 +41,7 @@ def centred(logits):
 @pytest.mark.parametrize("make", [vbm8, potts5], ids=["spin-vbm8", "potts5"])
 def test_gradient_logits_equal_brute_force(make):
     m, params = make()
-    state = m.random_state(jax.random.PRNGKey(0))
+    state = m.target().random_state(jax.random.PRNGKey(0))
     f = lambda x: m.log_potential(params, x)  # noqa: E731
     for block in m.blocks:
         fast = conditional_logits(f, state, m.state_sites, block)
@@ -84,10 +85,10 @@ def test_sum_out_and_free_energy_equal_the_sum_over_hidden_states():
     state = {"v": jnp.asarray(v), "h": jnp.zeros(3)}
     got = sum_out(lambda x: m.log_potential(params, x), state, m.state_sites, {"h": None})
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
-    np.testing.assert_allclose(float(free_energy(latent, params, {"v": jnp.asarray(v)})),
+    np.testing.assert_allclose(float(latent.target().free_energy(params, {"v": jnp.asarray(v)})),
                                want, rtol=1e-5)
     # ∇θ F = E_q[∇θ f] = ∇θ of the summed-out value (the envelope theorem)
-    g_free = jax.grad(lambda p: free_energy(latent, p, {"v": jnp.asarray(v)}))(params)
+    g_free = jax.grad(lambda p: latent.target().free_energy(p, {"v": jnp.asarray(v)}))(params)
     g_sum = jax.grad(lambda p: sum_out(lambda x: m.log_potential(p, x), state,
                                        m.state_sites, {"h": None}))(params)
     for k in params:
@@ -96,7 +97,7 @@ def test_sum_out_and_free_energy_equal_the_sum_over_hidden_states():
     assert np.min(np.abs(f - want)) > 0.05
     # nothing latent: the free energy is f
     np.testing.assert_allclose(
-        float(free_energy(m, params, {"v": jnp.asarray(v), "h": jnp.asarray(hs[5])})),
+        float(m.target().free_energy(params, {"v": jnp.asarray(v), "h": jnp.asarray(hs[5])})),
         f[5], rtol=1e-6)
 
 
@@ -134,11 +135,11 @@ def test_latent_categorical_is_summed_out_exactly(num_categories):
     hs = np.eye(K, dtype=np.float32)[np.array(list(itertools.product(range(K), repeat=2)))]
     want = np.logaddexp.reduce([float(m.log_potential(params, {"v": v, "h": h}))
                                 for h in hs])
-    got = jax.jit(free_energy, static_argnums=0)(m, params, {"v": v})
+    got = jax.jit(lambda p, x: free_energy(m, p, x))(params, {"v": v})
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
     if K == 2:
         binary = SpinsWithLabels(None)
-        np.testing.assert_allclose(float(free_energy(binary, params, {"v": v})), want,
+        np.testing.assert_allclose(float(binary.target().free_energy(params, {"v": v})), want,
                                    rtol=1e-5)
     # the test can fail: the sum is not f at one latent configuration
     assert np.min(np.abs(want - np.array([float(m.log_potential(params, {"v": v, "h": h}))
@@ -172,7 +173,7 @@ def test_a_factors_own_conditionals_join_those_of_the_other_factors(with_field):
     params = {"J": jnp.asarray(0.7)}
     f = m.logdensity_fn(params)
     assert isinstance(f, LogDensity)
-    state = m.random_state(jax.random.PRNGKey(3))
+    state = m.target().random_state(jax.random.PRNGKey(3))
     for block in ({"x": None, "z": None}, {"x": np.array([2, 0]), "z": np.array([1])}):
         got = f.conditional_logits(state, m.state_sites, block)
         want = exact_conditional_logits(f, state, m.state_sites, block)

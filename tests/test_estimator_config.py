@@ -14,9 +14,10 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
+from numpyro_ugm.validation import validate_data
 from numpyro_ugm.estimators import (CDInfo, MCMCMLEInfo, PCDInfo, PFInfo, PSMCInfo,
                                     SMCInfo)
-from numpyro_ugm.estimators.base import free_energies, normalize, reweight
+from numpyro_ugm.estimators.base import normalize, reweight
 from numpyro_ugm.evaluate import exact
 
 GIBBS = ugm.kernels.gibbs()
@@ -233,7 +234,7 @@ INFO_FIELDS = {
 def small_model():
     m = ugm.UGM(ugm.models.vbm, 4).observe(["x"])
     params = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
-    batch = m.validate_data({"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
+    batch = validate_data(m.state_sites, {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
     return m, params, batch
 
 
@@ -243,9 +244,9 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     m, params, batch = small_model()
     estimator = make()
     # jitted: one compilation each instead of one per operation
-    state = jax.jit(lambda key: estimator.init(key, m, params, batch))(jax.random.PRNGKey(1))
+    state = jax.jit(lambda key: estimator.init(key, m.target(), params, batch))(jax.random.PRNGKey(1))
     state, particles, info = jax.jit(lambda key, state: estimator.update(
-        key, state, m, params, batch))(jax.random.PRNGKey(2), state)
+        key, state, m.target(), params, batch))(jax.random.PRNGKey(2), state)
     assert type(info) is info_type and info._fields == fields
     for field, value in zip(info._fields, info):
         assert jnp.shape(value) == () and not np.isnan(float(value)) or (
@@ -284,27 +285,27 @@ def test_reweight_with_and_without_carried_weights():
     """PF's recursive weights from uniform ones equal MCMC-MLE's weights from its sample
     (up to rounding), and both triggers (ESS, count) fire as documented."""
     m, params, _ = small_model()
-    position = m.random_state(jax.random.PRNGKey(3), (32,))
+    position = m.target().random_state(jax.random.PRNGKey(3), (32,))
     reference = jax.tree.map(lambda a: 0.5 * a, params)
-    energy = free_energies(m, reference, position)
+    energy = m.target().free_energies(reference, position)
     uniform = jnp.full((32,), -jnp.log(32.0))
-    sample = reweight(m, params, position, energy, jnp.asarray(1.0), threshold=0.5,
+    sample = reweight(m.target(), params, position, energy, jnp.asarray(1.0), threshold=0.5,
                       count=jnp.asarray(1))
-    carried = reweight(m, params, position, energy, jnp.asarray(1.0), threshold=0.5,
+    carried = reweight(m.target(), params, position, energy, jnp.asarray(1.0), threshold=0.5,
                        count=jnp.asarray(1), log_weights=uniform)
     np.testing.assert_allclose(sample.log_weights, carried.log_weights, rtol=1e-5)
     np.testing.assert_allclose(sample.log_z, carried.log_z, rtol=1e-6)
     np.testing.assert_allclose(sample.log_weights,
-                               normalize(free_energies(m, params, position) - energy))
+                               normalize(m.target().free_energies(params, position) - energy))
     assert float(sample.ess) == pytest.approx(float(
         1.0 / jnp.sum(jnp.exp(sample.log_weights) ** 2)), rel=1e-4)
-    assert bool(reweight(m, params, position, energy, 0.0, threshold=2.0,
+    assert bool(reweight(m.target(), params, position, energy, 0.0, threshold=2.0,
                          count=1).triggered)
-    assert not bool(reweight(m, params, position, energy, 0.0, threshold=0.0,
+    assert not bool(reweight(m.target(), params, position, energy, 0.0, threshold=0.0,
                              count=1, every=2).triggered)
-    assert bool(reweight(m, params, position, energy, 0.0, threshold=0.0,
+    assert bool(reweight(m.target(), params, position, energy, 0.0, threshold=0.0,
                          count=2, every=2).triggered)
-    unit = reweight(m, params, position, energy, 0.0, threshold=0.0, count=1,
+    unit = reweight(m.target(), params, position, energy, 0.0, threshold=0.0, count=1,
                     log_weights=uniform, temperature=float("inf"))
     np.testing.assert_allclose(unit.log_weights, uniform)
 
@@ -324,11 +325,11 @@ def test_reweight_log_z_standard_error_is_calibrated():
     uniform = jnp.full((50,), -jnp.log(50.0))
 
     def one(x):
-        energy = free_energies(m, start, x)
-        direct = reweight(m, end, x, energy, log_z_start, threshold=0.0, count=1)
-        half = reweight(m, middle, x, energy, log_z_start, threshold=0.0, count=1,
+        energy = m.target().free_energies(start, x)
+        direct = reweight(m.target(), end, x, energy, log_z_start, threshold=0.0, count=1)
+        half = reweight(m.target(), middle, x, energy, log_z_start, threshold=0.0, count=1,
                         log_weights=uniform)
-        carried = reweight(m, end, x, half.free_energy, half.log_z, threshold=0.0, count=2,
+        carried = reweight(m.target(), end, x, half.free_energy, half.log_z, threshold=0.0, count=2,
                            log_weights=half.log_weights)  # same segment: var banked 0
         return direct, carried
 

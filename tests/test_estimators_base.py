@@ -36,7 +36,7 @@ from helpers import (NUM_PARTICLES, PATH_STEPS, SLACK, Z_MAX, at, check_close, m
 from helpers import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
-from numpyro_ugm.estimators.base import free_energies, normalize, uniform_log_weights
+from numpyro_ugm.estimators.base import normalize, uniform_log_weights
 from numpyro_ugm.evaluate import exact
 
 NUM_SEEDS = 32
@@ -68,7 +68,7 @@ def negative_phase(m, params, particles):
     """Σ_s w_s ∇θ F(x_s; θ), and the same with the weights replaced by uniform ones."""
     def grad(log_weights):
         w = jnp.exp(log_weights)
-        return jax.grad(lambda p: jnp.sum(w * free_energies(m, p, particles.position)))(
+        return jax.grad(lambda p: jnp.sum(w * m.target().free_energies(p, particles.position)))(
             params)
 
     uniform = uniform_log_weights(particles.log_weights.shape[0])
@@ -86,12 +86,12 @@ def trajectory(model, estimator, times):
 
     def one(key):
         init_key, key = jax.random.split(key)
-        state = estimator.init(init_key, m, jax.tree.map(lambda a: a[0], params_path),
+        state = estimator.init(init_key, m.target(), jax.tree.map(lambda a: a[0], params_path),
                                None)
 
         def body(state, xs):
             k, params = xs
-            state, particles, info = estimator.update(k, state, m, params, None)
+            state, particles, info = estimator.update(k, state, m.target(), params, None)
             weighted, unweighted = negative_phase(m, params, particles)
             info = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
             return state, (weighted, unweighted, info)
@@ -354,8 +354,8 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     m, start, _ = vbm8()
     est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05,
                       check_log_z=False)  # the check has tests of its own
-    state = jax.jit(lambda key: est.init(key, m, start, None))(jax.random.PRNGKey(0))
-    update = jax.jit(lambda key, s: est.update(key, s, m, start, None))
+    state = jax.jit(lambda key: est.init(key, m.target(), start, None))(jax.random.PRNGKey(0))
+    update = jax.jit(lambda key, s: est.update(key, s, m.target(), start, None))
     grads = jax.tree.map(jnp.ones_like, start)
     for scale, expected in ((1.0, 0.0), (0.01, 1.0)):
         observed = est.observe(state, jax.tree.map(lambda g: scale * g, grads))
@@ -377,13 +377,13 @@ def frozen_mcmcmle_round(estimator, down_offset, num_up=8):
     chain's weight. Returns the new state, the particles and the spins."""
     m = ugm.UGM(ugm.models.vbm, 8, fields=False)
     params = {"W": jnp.full((8, 8), 3.0)}
-    state = jax.jit(lambda key: estimator.init(key, m, params, None))(jax.random.PRNGKey(0))
+    state = jax.jit(lambda key: estimator.init(key, m.target(), params, None))(jax.random.PRNGKey(0))
     up = jnp.where(jnp.arange(16)[:, None] < num_up, 1, -1) * jnp.ones(8, jnp.int32)
     position = {"x": up.astype(state.position["x"].dtype)}
-    energy = free_energies(m, params, position) + jnp.where(up[:, 0] < 0, down_offset, 0.0)
+    energy = m.target().free_energies(params, position) + jnp.where(up[:, 0] < 0, down_offset, 0.0)
     state = state._replace(position=position, anchor_free_energy=energy.astype(
         state.anchor_free_energy.dtype))
-    update = jax.jit(lambda key, s: estimator.update(key, s, m, params, None))
+    update = jax.jit(lambda key, s: estimator.update(key, s, m.target(), params, None))
     new_state, particles, info = update(jax.random.PRNGKey(1), state)
     assert float(info.rejuvenated) == 1.0
     spins = np.asarray(new_state.position["x"])
@@ -432,8 +432,8 @@ def test_an_impossible_running_log_z_reanneals_to_an_estimate_of_the_exact_one(n
     truth = float(exact.log_partition(m, end))
     make = {"PF": ugm.PF, "MCMCMLE": ugm.MCMCMLE}[name]
     estimator = make(256)
-    update = jax.jit(lambda k, s: estimator.update(k, s, m, end, batch))
-    sound = jax.jit(lambda k: estimator.init(k, m, end, batch))(jax.random.PRNGKey(0))
+    update = jax.jit(lambda k, s: estimator.update(k, s, m.target(), end, batch))
+    sound = jax.jit(lambda k: estimator.init(k, m.target(), end, batch))(jax.random.PRNGKey(0))
     log_z = "log_z" if name == "PF" else "anchor_log_z"
     assert abs(float(getattr(sound, log_z)) - truth) < 0.3
     _, _, info = update(jax.random.PRNGKey(1), sound)
@@ -444,6 +444,6 @@ def test_an_impossible_running_log_z_reanneals_to_an_estimate_of_the_exact_one(n
     assert abs(float(info.log_z) - truth) < 0.3
     assert abs(float(getattr(state, log_z)) - truth) < 0.3
     unchecked = make(256, check_log_z=False)
-    _, _, info = jax.jit(lambda k, s: unchecked.update(k, s, m, end, batch))(
+    _, _, info = jax.jit(lambda k, s: unchecked.update(k, s, m.target(), end, batch))(
         jax.random.PRNGKey(1), stale)
     assert float(info.reannealed) == 0 and float(info.log_z) < truth - 4

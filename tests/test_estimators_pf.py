@@ -17,7 +17,7 @@ from helpers import vbm8_path as vbm8
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
 from numpyro_ugm.estimators import PCDState, PFState
-from numpyro_ugm.estimators.base import free_energies, normalize, uniform_log_weights
+from numpyro_ugm.estimators.base import normalize, uniform_log_weights
 
 
 def test_collapsing_ess_recovers_and_warns():
@@ -45,7 +45,7 @@ def pf_from_pcd(m, pcd_state, params):
     """PF's state over PCD's initial particles (uniform weights, F at θ_0)."""
     position = pcd_state.position
     num = jax.tree.leaves(position)[0].shape[0]
-    return PFState(position, uniform_log_weights(num), free_energies(m, params, position),
+    return PFState(position, uniform_log_weights(num), m.target().free_energies(params, position),
                    jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros(()),
                    uniform_log_weights(num), jnp.ones((), jnp.int32))
 
@@ -55,7 +55,7 @@ def pcd_n():
     """PCD-2 with 64 particles on vbm8: the estimator, its kernel and its jitted update."""
     m, _, _ = vbm8()
     pcd = ugm.PCD(64, num_mcmc_steps=2)
-    return pcd, pcd.build_kernel(m), jax.jit(lambda k, s, p: pcd.update(k, s, m, p, None))
+    return pcd, pcd.build_kernel(m.target()), jax.jit(lambda k, s, p: pcd.update(k, s, m.target(), p, None))
 
 
 def test_pf_with_unit_weights_is_pcd_n():
@@ -63,9 +63,9 @@ def test_pf_with_unit_weights_is_pcd_n():
     params_path = path(start, end, schedule(0))
     pcd, _, pcd_update = pcd_n()
     pf = ugm.PF(64, resample_threshold=1.5, num_mcmc_steps=2, temperature=float("inf"))
-    pcd_state = pcd.init(jax.random.PRNGKey(0), m, start, None)
+    pcd_state = pcd.init(jax.random.PRNGKey(0), m.target(), start, None)
     pf_state = pf_from_pcd(m, pcd_state, start)
-    pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
+    pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m.target(), p, None))
     previous = pcd_state.position["x"]
     for t in range(PATH_STEPS):
         key = jax.random.fold_in(jax.random.PRNGKey(1), t)
@@ -90,13 +90,13 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
     num = 64
     pcd, kernel, pcd_update = pcd_n()
     pf = ugm.PF(num, resample_threshold=1.5, num_mcmc_steps=2)
-    pcd_state = pcd.init(jax.random.PRNGKey(0), m, start, None)
+    pcd_state = pcd.init(jax.random.PRNGKey(0), m.target(), start, None)
     pf_state = pf_from_pcd(m, pcd_state, start)
 
     @jax.jit
     def resampled(key, x, previous_params, params):
-        delta = (free_energies(m, params, {"x": x})
-                 - free_energies(m, previous_params, {"x": x}))
+        delta = (m.target().free_energies(params, {"x": x})
+                 - m.target().free_energies(previous_params, {"x": x}))
         log_weights = normalize(uniform_log_weights(num) + delta)
         idx = bj_resampling.systematic(jax.random.fold_in(key, 1), jnp.exp(log_weights),
                                        num)
@@ -106,7 +106,7 @@ def test_pf_at_unit_temperature_is_resample_then_pcd_n():
         state = PCDState(jax.vmap(lambda y: kernel.init(y, None))({"x": x}))
         return np.asarray(pcd_update(key, state, params)[0].position["x"])
 
-    pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
+    pf_update = jax.jit(lambda k, s, p: pf.update(k, s, m.target(), p, None))
     x, previous_params, differs_from_pcd, moved_steps = pcd_state.position["x"], start, 0, 0
     for t in range(PATH_STEPS):
         key = jax.random.fold_in(jax.random.PRNGKey(1), t)
@@ -140,7 +140,7 @@ def test_equilibrium_check_flags_particles_the_parameters_left_behind():
     far = jax.tree.map(lambda a, b: a + 3.0 * (b - a), start, end)
     num = 200
     draw = lambda params, seed: exact.sample(m, params, jax.random.PRNGKey(seed), num)  # noqa: E731
-    stats = lambda x: statistics(m, far, x)  # noqa: E731
+    stats = lambda x: statistics(m.target(), far, x)  # noqa: E731
     weights = uniform_log_weights(num)
     same = [float(equilibrium_z(weights, stats(draw(far, s)), stats(draw(far, s + 10))))
             for s in range(5)]
@@ -154,8 +154,8 @@ def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behin
     m, start, end = vbm8()
     pf = ugm.PF(64, rejuvenate_every=8)
     assert pf.checking and not ugm.PF(64).checking
-    update = jax.jit(lambda k, s, p: pf.update(k, s, m, p, None))
-    state = jax.jit(lambda k: pf.init(k, m, start, None))(jax.random.PRNGKey(0))
+    update = jax.jit(lambda k, s, p: pf.update(k, s, m.target(), p, None))
+    state = jax.jit(lambda k: pf.init(k, m.target(), start, None))(jax.random.PRNGKey(0))
     intervals, rejuvenated = [], []
     for t in range(40):
         state, _, info = update(jax.random.PRNGKey(t), state, start)
@@ -170,7 +170,7 @@ def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behin
     # the check fails and the interval falls back to 1
     one = jax.tree.map(lambda a: jnp.broadcast_to(a[:1], a.shape), state.position)
     state = state._replace(position=one, log_weights=uniform_log_weights(64),
-                           free_energy=free_energies(m, start, one),
+                           free_energy=m.target().free_energies(start, one),
                            since_rejuvenation=jnp.asarray(7, jnp.int32))
     state, _, info = update(jax.random.PRNGKey(99), state, start)
     assert float(info.ess) > 63 and int(info.rejuvenated) == 1
@@ -189,20 +189,20 @@ def test_distinct_log_sum_is_log_z_over_all_configurations_and_counts_each_once(
     x = exact.sample(m, end, jax.random.PRNGKey(0), 4000)
     distinct = np.unique(np.asarray(x["x"]), axis=0)
     assert len(distinct) < 4000  # repeats to be counted once
-    by_hand = float(jax.nn.logsumexp(free_energies(m, end, {"x": jnp.asarray(distinct)})))
-    assert float(distinct_log_sum(m, end, x)) == pytest.approx(by_hand, abs=1e-4)
+    by_hand = float(jax.nn.logsumexp(m.target().free_energies(end, {"x": jnp.asarray(distinct)})))
+    assert float(distinct_log_sum(m.target(), end, x)) == pytest.approx(by_hand, abs=1e-4)
     # every configuration, each many times over: the bound is log Z itself
     everything = {"x": jnp.asarray(np.repeat(np.array(
         [[1.0 if b == "1" else -1.0 for b in np.binary_repr(i, 8)] for i in range(256)]), 3, 0))}
-    assert float(distinct_log_sum(m, end, everything)) == pytest.approx(
+    assert float(distinct_log_sum(m.target(), end, everything)) == pytest.approx(
         float(exact.log_partition(m, end)), abs=1e-4)
 
 
 def test_moves_keep_even_weights_and_resample_only_on_a_low_ess():
     m, start, end = vbm8()
     pf = ugm.PF(64)
-    update = jax.jit(lambda k, s: pf.update(k, s, m, start, None))
-    state = jax.jit(lambda k: pf.init(k, m, start, None))(jax.random.PRNGKey(0))
+    update = jax.jit(lambda k, s: pf.update(k, s, m.target(), start, None))
+    state = jax.jit(lambda k: pf.init(k, m.target(), start, None))(jax.random.PRNGKey(0))
     tilted = normalize(0.01 * jnp.arange(64.0))  # an ESS near 64
     state = state._replace(log_weights=tilted)
     state, particles, info = update(jax.random.PRNGKey(1), state)

@@ -26,14 +26,14 @@ def tempering_runs():
     m, start, end = vbm8()
     far = jax.tree.map(lambda a, b: a + 3.0 * (b - a), start, end)
     near = jax.tree.map(lambda a, b: a + 0.01 * (b - a), start, end)
-    kernel = ugm.kernels.gibbs().build(m)
+    kernel = ugm.kernels.gibbs().build(m.target())
     f = lambda p: (lambda x: m.log_potential(p, x))  # noqa: E731
     zero = lambda x: jnp.zeros(())  # noqa: E731
     settings = dict(target_ess=TARGET_ESS, max_betas=64, record_path=True)
 
     def one(key):
         k0, k1, k2, k3, k4 = jax.random.split(key, 5)
-        position = m.random_state(k0, (500,))
+        position = m.target().random_state(k0, (500,))
         uniform = jnp.full((500,), 1.0 / 500)
         anneal = temper(kernel, k1, position, uniform, zero, f(start), **settings)
         weights = jnp.exp(anneal.log_weights)
@@ -86,7 +86,7 @@ def test_temper_beta_path_ends_at_one_with_ess_at_target():
     assert np.all(capped.ess[:, 1] < TARGET_ESS - 0.2)  # the forced jump loses ESS
     # the summed increments estimate log Z(θ_0) (from uniform) and the bridge's
     # log Z(θ_far) − log Z(θ_0)
-    check_close(anneal.log_z_increment + m.log_num_states, log_z_start, "anneal log Z",
+    check_close(anneal.log_z_increment + m.target().log_num_states, log_z_start, "anneal log Z",
                 0.05)
     check_close(bridge.log_z_increment, log_z_far - log_z_start, "bridge log Z", 0.15)
     assert abs(log_z_far - log_z_start) > 1.0
@@ -151,14 +151,14 @@ def test_psmc_fresh_particles_find_the_mass_a_stale_set_cannot_see():
     exact_minus = float(np.mean(states.sum(1) < 0))
     num = 200
     # all in the + mode, as stuck chains at θ_{t−1}
-    stuck = jax.tree.map(jnp.ones_like, m.random_state(jax.random.PRNGKey(1), (num,)))
+    stuck = jax.tree.map(jnp.ones_like, m.target().random_state(jax.random.PRNGKey(1), (num,)))
     state = PSMCState(stuck, jnp.full((num,), -jnp.log(num)), before,
                       exact.log_partition(m, before), jnp.zeros(()))
     error = {}
     for name, psmc in (("tempered", ugm.PSMC(num)), ("bridge", ugm.PSMC(num, keep_fraction=1.0)),
                        ("heuristic", ugm.PSMC(num, redraw="uniform-heuristic"))):
         minus = []
-        update = jax.jit(lambda key, psmc=psmc: psmc.update(key, state, m, after, None))
+        update = jax.jit(lambda key, psmc=psmc: psmc.update(key, state, m.target(), after, None))
         for seed in range(3):
             _, particles, info = update(jax.random.PRNGKey(seed))
             w = np.exp(np.asarray(particles.log_weights))

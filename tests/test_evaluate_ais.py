@@ -160,7 +160,7 @@ def test_raise_is_unbiased_for_the_annealing_model():
         start = {"v": jnp.broadcast_to(vs[index], (chains, 6)), "h": jnp.zeros((chains, 2))}
         log_w = ais._anneal(m, setup, params, jax.random.PRNGKey(index), betas[::-1].copy(),
                             chains, None, start)
-        free = float(ugm.conditionals.free_energy(m, params, {"v": jnp.asarray(vs[index]),
+        free = float(m.target().free_energy(params, {"v": jnp.asarray(vs[index]),
                                                               "h": jnp.zeros(2)}))
         estimates = np.exp(free - setup.log_z_base + np.asarray(log_w, np.float64))
         error = estimates.mean() - p_ann[index]

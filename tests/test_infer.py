@@ -66,7 +66,7 @@ def test_vectorized_chains_draw_the_exact_distribution():
     assert x.shape == (NUM_CHAINS, 8) and x.dtype == jnp.int8
     assert set(np.unique(np.asarray(x))) == {-1, 1}  # data representation
     tv = tv_of(m, p, {"x": x})
-    tv_start = total_variation(p, config_index(m, m.random_state(jax.random.PRNGKey(1),
+    tv_start = total_variation(p, config_index(m, m.target().random_state(jax.random.PRNGKey(1),
                                                                  (NUM_CHAINS,))))
     tv_cold = tv_of(m, p_cold, {"x": x})
     print(f"vbm8: TV {tv:.4f}, threshold {threshold:.4f}; uniform starts {tv_start:.4f}; "

@@ -18,7 +18,7 @@ import numpyro_ugm as ugm
 def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
     """blackjax adaptive tempered SMC from uniform particles to p(·; θ) with our kernel
     as the move; returns (final particles, normalized weights, log Z estimate, steps)."""
-    kernel = spec.build(m)
+    kernel = spec.build(m.target())
     algorithm = blackjax.adaptive_tempered_smc(
         logprior_fn=lambda x: 0.0,
         loglikelihood_fn=lambda x: m.log_potential(params, x),
@@ -29,7 +29,7 @@ def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
     @jax.jit
     def run(rng_key):
         init_key, key = jax.random.split(rng_key)
-        state = algorithm.init(m.random_state(init_key, (num_particles,)))
+        state = algorithm.init(m.target().random_state(init_key, (num_particles,)))
 
         def cond(carry):
             return carry[0].tempering_param < 1.0
@@ -42,7 +42,7 @@ def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
 
         state, _, log_z, steps = jax.lax.while_loop(
             cond, body, (state, key, jnp.zeros(()), jnp.zeros((), jnp.int32)))
-        return state.particles, state.weights, log_z + m.log_num_states, steps
+        return state.particles, state.weights, log_z + m.target().log_num_states, steps
 
     return jax.device_get(run(jax.random.PRNGKey(seed)))
 
@@ -76,8 +76,8 @@ def test_kernel_contract_and_jit_vmap():
     m, params = potts5()
     logdensity = functools.partial(m.log_potential, params)
     for spec in (GIBBS, GIBBS_RANDOM, METROPOLIS):
-        kernel = spec.build(m)
-        position = m.random_state(jax.random.PRNGKey(0))
+        kernel = spec.build(m.target())
+        position = m.target().random_state(jax.random.PRNGKey(0))
         state = kernel.init(position, logdensity)
         new, info = jax.jit(kernel.step, static_argnums=2)(jax.random.PRNGKey(1), state,
                                                            logdensity)

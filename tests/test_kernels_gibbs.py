@@ -152,10 +152,10 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
     from numpyro_ugm.kernels.base import step_chains
 
     m, params, _, _ = vbm18()  # 18 blocks > max_unrolled: padded tables
-    start = m.random_state(jax.random.PRNGKey(0), (8,))
+    start = m.target().random_state(jax.random.PRNGKey(0), (8,))
 
     def draws():
-        kernel = ugm.kernels.gibbs().build(m)
+        kernel = ugm.kernels.gibbs().build(m.target())
         states = jax.vmap(kernel.init)(start)
         step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.logdensity_fn(params)))
         return np.asarray(step(jax.random.PRNGKey(1), states)[0].position["x"])

@@ -28,7 +28,7 @@ METROPOLIS_PADDED = ugm.kernels.metropolis(max_unrolled=0)
 def one_step(m, params, spec, position, seed=0):
     """One step of ``spec`` from each of a batch of positions: (new positions, acceptance
     rate per chain)."""
-    kernel = spec.build(m)
+    kernel = spec.build(m.target())
 
     def logdensity(x):
         return m.log_potential(params, x)
@@ -118,7 +118,7 @@ def test_acceptance_is_the_fraction_of_variables_changed(model, spec):
     variable: the rate is the fraction changed, chain by chain (padded index entries
     are not counted)."""
     m, params = model()
-    position = jax.device_get(m.random_state(jax.random.PRNGKey(2), (500,)))
+    position = jax.device_get(m.target().random_state(jax.random.PRNGKey(2), (500,)))
     new, rate = one_step(m, params, spec, position)
     changed = position["x"] != new["x"]
     if m.state_sites["x"].event_shape:  # one-hot: a variable changed if any entry did
@@ -171,8 +171,8 @@ def test_acceptance_is_reported():
 
 def test_state_and_reverse():
     m, _ = potts5()
-    kernel = METROPOLIS.build(m)
-    state = kernel.init(m.random_state(jax.random.PRNGKey(0)), None)
+    kernel = METROPOLIS.build(m.target())
+    state = kernel.init(m.target().random_state(jax.random.PRNGKey(0)), None)
     assert isinstance(state, ugm.kernels.MetropolisState) and state._fields == ("position",)
     assert METROPOLIS.reverse() == ugm.kernels.metropolis(backward=True)
     assert METROPOLIS_RANDOM.reverse() is METROPOLIS_RANDOM

@@ -10,6 +10,7 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
+from numpyro_ugm.validation import validate_data
 from numpyro_ugm.estimators.per_example import ConditionalBatch, PerExample
 from numpyro_ugm.learn import LearnerCore
 
@@ -50,7 +51,7 @@ def test_core_update_is_pure_and_equals_the_learner_step(spins):
 def test_core_needs_no_learner(spins):
     m = ugm.UGM(ugm.models.vbm, 6).observe(["x"])
     core = LearnerCore(m, ugm.PCD(16), optax.sgd(0.1), num_examples=40)
-    batch = m.validate_data(spins)
+    batch = validate_data(m.state_sites, spins)
     state = core.init(jax.random.PRNGKey(0), batch)
     for _ in range(3):
         state, info = jax.jit(core.update)(state, batch)
@@ -63,18 +64,18 @@ def test_per_example_wrapper_updates_only_the_batch_examples():
     n, num = 4, 3
     fields = jnp.asarray(np.random.default_rng(2).normal(size=(num, n)), jnp.float32)
     m = ugm.UGM(chain_crf, n, field=fields[0]).observe(["y"])
-    data = m.validate_data({"y": np.ones((num, n), np.int8)})
+    data = validate_data(m.state_sites, {"y": np.ones((num, n), np.int8)})
     params = m.init_params(jax.random.PRNGKey(0))
     wrapper = PerExample(ugm.PCD(8))
     assert wrapper.num_particles == 8
-    state = wrapper.init(jax.random.PRNGKey(1), m, params,
+    state = wrapper.init(jax.random.PRNGKey(1), m.target(), params,
                          ConditionalBatch(data, {"field": fields}))
     assert state.position["y"].shape == (num, 8, n)
     index = jnp.array([2, 0])
     take = lambda tree: jax.tree.map(lambda a: a[index], tree)  # noqa: E731
     key = jax.random.PRNGKey(3)
     new, particles, info = wrapper.update(
-        key, state, m, params, ConditionalBatch(take(data), {"field": fields[index]}, index))
+        key, state, m.target(), params, ConditionalBatch(take(data), {"field": fields[index]}, index))
     assert particles.position["y"].shape == (2, 8, n)
     np.testing.assert_array_equal(new.position["y"][1], state.position["y"][1])  # kept
     # example 2's chains: exactly the wrapped estimator run on the model bound to its

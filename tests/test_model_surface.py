@@ -15,6 +15,8 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import enumeration, exact
+from numpyro_ugm import compile_cache
+from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM, as_ugm
 from numpyro_ugm.structure import Structure, analyze
 
@@ -70,20 +72,20 @@ def test_observe_shares_structure_and_compile_cache():
     assert mo is not m and mo.latent_sites == ("h",) and m.latent_sites == ()
     assert m.observe(["v", "h"]) is m
     built = []
-    value = mo.cached(("test", 1), lambda: built.append(1) or "compiled")
-    assert value == "compiled" and m.cached(("test", 1), lambda: "other") == "compiled"
+    value = cached(mo.cache_key, ("test", 1), lambda: built.append(1) or "compiled")
+    assert value == "compiled" and cached(m.cache_key, ("test", 1), lambda: "other") == "compiled"
     assert built == [1]
     assert mo.structure is m.structure
 
 
 def test_bind_shares_structure_not_compiled_functions():
     m = UGM(crf, u=jnp.ones(3))
-    m.cached(("test",), lambda: "of m")
+    cached(m.cache_key, ("test",), lambda: "of m")
     mb = m.bind(u=jnp.zeros(3))
     assert mb.kwargs["u"].sum() == 0 and m.kwargs["u"].sum() == 3
     assert mb.structure is m.structure
-    assert mb.cached(("test",), lambda: "of mb") == "of mb"
-    assert m.cached(("test",), lambda: "again") == "of m"
+    assert cached(mb.cache_key, ("test",), lambda: "of mb") == "of mb"
+    assert cached(m.cache_key, ("test",), lambda: "again") == "of m"
     with pytest.raises(TypeError, match=r"inputs \['v'\] are not keyword arguments"):
         m.bind(v=1.0)
 
@@ -100,19 +102,20 @@ def test_bind_under_vmap_with_traced_inputs():
 
 def test_replace_changes_arguments_latent_sites_and_structure():
     m = UGM(ugm.models.rbm, 4, 2)
-    m.cached(("test",), lambda: "of m")
+    cached(m.cache_key, ("test",), lambda: "of m")
     with pytest.raises(KeyError, match="not state sites"):
         m.replace(latent_sites=["z"])
     latent = m.replace(latent_sites=["h"])
-    assert latent.latent_sites == ("h",) and latent.cached(("test",), lambda: 0) == "of m"
+    assert latent.latent_sites == ("h",)
+    assert cached(latent.cache_key, ("test",), lambda: 0) == "of m"
     rebound = m.replace(args=(4, 2), kwargs={"init_scale": 0.5})
     assert rebound.kwargs == {"init_scale": 0.5} and m.kwargs == {}
     assert rebound.structure is m.structure
-    assert rebound.cached(("test",), lambda: "new") == "new"
+    assert cached(rebound.cache_key, ("test",), lambda: "new") == "new"
     other = m.structure._replace(multilinear=False)
     given = m.replace(structure=other)
     assert given.structure is other and m.structure is not other
-    assert given.cached(("test",), lambda: "fresh") == "fresh"
+    assert cached(given.cache_key, ("test",), lambda: "fresh") == "fresh"
 
 
 # --- the compile cache ----------------------------------------------------------------
@@ -122,35 +125,39 @@ def test_cached_builds_once_per_key_and_not_for_unhashable_keys():
     m = UGM(chain, 3)
     calls = []
     for _ in range(3):
-        m.cached(("test", 2), lambda: calls.append("a"))
+        cached(m.cache_key, ("test", 2), lambda: calls.append("a"))
     assert calls == ["a"]
     for _ in range(2):
-        m.cached(("test", np.zeros(2)), lambda: calls.append("b"))  # unhashable key
+        cached(m.cache_key, ("test", np.zeros(2)), lambda: calls.append("b"))  # unhashable
     assert calls == ["a", "b", "b"]
 
 
-def _spy(m):
-    keys = []
-    cached = m.cached
+def test_the_cache_is_bounded_and_drops_the_least_recently_used():
+    m = UGM(chain, 3)
+    calls = []
+    cached(m.cache_key, ("first",), lambda: calls.append("first"))
+    for i in range(compile_cache.MAX_ENTRIES - 1):
+        cached(m.cache_key, ("filler", i), lambda: None)
+    cached(m.cache_key, ("first",), lambda: calls.append("again"))  # used: kept
+    assert calls == ["first"]
+    cached(m.cache_key, ("one more",), lambda: None)  # evicts ("filler", 0)
+    assert len(compile_cache._entries) <= compile_cache.MAX_ENTRIES
+    cached(m.cache_key, ("first",), lambda: calls.append("again"))
+    assert calls == ["first"]
+    cached(m.cache_key, ("filler", 0), lambda: calls.append("rebuilt"))
+    assert calls == ["first", "rebuilt"]
 
-    def spy(key, build):
-        keys.append(key[0])
-        return cached(key, build)
 
-    m.cached = spy  # instance attribute: copies made by replace() keep it
-    return keys
-
-
-def test_evaluators_use_the_model_cache():
+def test_evaluators_use_the_compile_cache():
+    compile_cache.clear()
     m = UGM(chain, 4)
     params = m.init_params(jax.random.PRNGKey(0))
-    keys = _spy(m)
     exact.log_partition(m, params)
     exact.log_likelihood(m, params, {"x": np.ones((2, 4), np.int8)})
     ugm.ais.log_partition(m, params, jax.random.PRNGKey(1), num_chains=4, betas=5)
     ugm.predict(m, params, num_chains=2, num_steps=2, num_warmup=1)
-    assert {"enumeration.plan", "enumeration.jit", "ais", "predict"} <= set(keys)
-    assert not hasattr(m, "_cache")
+    keys = {key[0] for (owner, key) in compile_cache._entries}
+    assert {"enumeration.plan", "enumeration.jit", "ais", "predict"} <= keys
 
 
 # --- structure: one way ---------------------------------------------------------------

@@ -13,6 +13,7 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
+from numpyro_ugm.validation import validate_data, to_data
 from numpyro_ugm import structure
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)
@@ -274,7 +275,7 @@ def test_psmc_with_change_statistics_estimates_log_z():
     m = model(4, statistics)
     psmc = ugm.PSMC(400, keep_fraction=1.0)
     key = jax.random.PRNGKey(1)
-    first = psmc.init(key, m, {"theta": theta}, None)
+    first = psmc.init(key, m.target(), {"theta": theta}, None)
     second, _, _ = psmc.update(jax.random.fold_in(key, 1), first, m,
                                {"theta": theta + 0.5}, None)
     for st, th in ((first, theta), (second, theta + 0.5)):
@@ -338,7 +339,7 @@ def test_estimator_gradients_match_exact(triad4, name):
     theta1 = theta0 + jnp.array([0.1, -0.05, 0.1])
     graphs, S = brute_table(4, TRIAD)
     data = {"y": graphs[[3, 10, 33, 60]]}
-    batch = m.validate_data(data)
+    batch = validate_data(m.state_sites, data)
     _, mean1, cov1 = brute_moments(4, TRIAD, theta1)
     exact_grad = S[[3, 10, 33, 60]].mean(0) - mean1
     S_ = 4000
@@ -347,9 +348,9 @@ def test_estimator_gradients_match_exact(triad4, name):
     est = {"PCD": ugm.PCD(S_, num_mcmc_steps=1),
            "PF": ugm.PF(S_, resample_threshold=0.5, rejuvenate_every=None),
            "MCMCMLE": ugm.MCMCMLE(S_, num_mcmc_steps=10)}[name]
-    state = est.init(key, m, {"theta": theta0}, batch)
+    state = est.init(key, m.target(), {"theta": theta0}, batch)
     if name == "PCD":  # burn in at θ1, then one more update
-        update = jax.jit(lambda k, s: est.update(k, s, m, {"theta": theta1}, batch))
+        update = jax.jit(lambda k, s: est.update(k, s, m.target(), {"theta": theta1}, batch))
         for t in range(20):
             state, particles, info = update(jax.random.fold_in(key, t), state)
     else:  # particles at θ0 reweighted to θ1 (no rejuvenation at this ESS)
@@ -459,19 +460,19 @@ def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
 def _gibbs_draws(m, num_chains=100, sweeps=30):
     """A jitted θ -> final states of ``num_chains`` Gibbs chains (one compilation for
     every θ, unlike ``ugm.sample``, which closes over its parameters)."""
-    kernel = ugm.kernels.gibbs().build(m)
+    kernel = ugm.kernels.gibbs().build(m.target())
 
     @jax.jit
     def run(theta, key):
         f = lambda x: m.log_potential({"theta": theta}, x)  # noqa: E731
-        x = m.random_state(key, (num_chains,))
+        x = m.target().random_state(key, (num_chains,))
 
         def sweep(i, x):
             keys = jax.random.split(jax.random.fold_in(key, i), num_chains)
             return jax.vmap(lambda k, p: kernel.step(k, kernel.init(p), f)[0].position)(
                 keys, x)
 
-        return m.to_data(jax.lax.fori_loop(0, sweeps, sweep, x))
+        return to_data(m.state_sites, jax.lax.fori_loop(0, sweeps, sweep, x))
 
     return run
 

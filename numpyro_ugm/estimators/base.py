@@ -3,12 +3,12 @@
 An estimator is a configuration object (a frozen dataclass, like the kernel specs and
 optax transformations: hashable, equal by value, validated once at construction) with
 
-* ``init(rng_key, m, params, batch) -> state``
-* ``update(rng_key, state, m, params, batch) -> (state, Particles, info)``
+* ``init(rng_key, target, params, batch) -> state``
+* ``update(rng_key, state, target, params, batch) -> (state, Particles, info)``
 
-where ``m`` is the :class:`~numpyro_ugm.model.UGM` (observed sites set), ``params`` the
-current parameters θ_t (constrained space), ``batch`` the current data batch in the model
-representation, and :class:`Particles` the weighted configurations whose weighted mean of
+where ``target`` is the model's :class:`~numpyro_ugm.target.Target` (latent sites set),
+``params`` the current parameters θ_t (constrained space), ``batch`` the current data
+batch in the model representation, and :class:`Particles` the weighted configurations whose weighted mean of
 ∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is the estimator's own
 ``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...), with only the fields
 that apply to it.
@@ -27,9 +27,9 @@ from blackjax.smc.ess import ess
 
 from .._checks import check_count
 from .._deprecation import mapping_access
-from ..conditionals import block_logits, free_energy, scatter
+from ..conditionals import block_logits, scatter
 from ..kernels import gibbs
-from ..kernels.base import Kernel, KernelSpec, as_spec, sample_labels, step_chains
+from ..kernels.base import Kernel, KernelSpec, as_spec, bound_kernel, sample_labels, step_chains
 
 
 @mapping_access
@@ -129,12 +129,7 @@ def shard_particles(tree: Any) -> Any:
         if jnp.ndim(a) and a.shape[0] % count == 0 else a, tree)
 
 
-def free_energies(m, params: dict, position: dict) -> jax.Array:
-    """F(x_s; θ) for every particle: the log-potential with latent sites summed out."""
-    return jax.vmap(free_energy, (None, None, 0))(m, params, position)
-
-
-def distinct_log_sum(m, params: dict, position: dict) -> jax.Array:
+def distinct_log_sum(target, params: dict, position: dict) -> jax.Array:
     """log Σ_x exp F(x; θ) over the distinct configurations x among the rows of
     ``position`` (the rows' free energies, latent sites summed out): a lower bound on
     log Z(θ), however the rows were drawn.
@@ -143,7 +138,7 @@ def distinct_log_sum(m, params: dict, position: dict) -> jax.Array:
     rows hash equally); rows sharing a hash count once, so a collision only loosens
     the bound.
     """
-    energy = free_energies(m, params, position)
+    energy = target.free_energies(params, position)
     leaves = [jnp.asarray(leaf).reshape(energy.shape[0], -1) for leaf in
               jax.tree.leaves(position)]
     bits = jnp.concatenate([jax.lax.bitcast_convert_type(
@@ -159,7 +154,7 @@ def distinct_log_sum(m, params: dict, position: dict) -> jax.Array:
     return jax.nn.logsumexp(jnp.where(first, energy[order], -jnp.inf))
 
 
-def log_z_below_bound(m, params: dict, batch: dict, position: dict,
+def log_z_below_bound(target, params: dict, batch: dict, position: dict,
                       log_z: jax.Array, log_z_var: jax.Array) -> jax.Array:
     """Whether a running log Z is below a lower bound on log Z(θ) by more than three of
     its standard errors: an impossible estimate (the configurations seen would hold more
@@ -172,7 +167,7 @@ def log_z_below_bound(m, params: dict, batch: dict, position: dict,
     """
     rows = jax.tree.map(lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), batch,
                         {site: position[site] for site in batch})
-    return distinct_log_sum(m, params, rows) > log_z + 3.0 * jnp.sqrt(log_z_var)
+    return distinct_log_sum(target, params, rows) > log_z + 3.0 * jnp.sqrt(log_z_var)
 
 
 class Estimator:
@@ -184,15 +179,15 @@ class Estimator:
     #: collapsed (False for CD and PCD: their ESS is the number of chains)
     importance_weighted: ClassVar[bool] = True
 
-    def build_kernel(self, m) -> Kernel:
+    def build_kernel(self, target) -> Kernel:
         """The kernel (default: systematic-scan block Gibbs) bound to ``m``."""
-        return as_spec(self.kernel, gibbs()).build(m)
+        return as_spec(self.kernel, gibbs()).build(target)
 
-    def init(self, rng_key: jax.Array, m, params: dict, batch: Optional[dict]) -> Any:
+    def init(self, rng_key: jax.Array, target, params: dict, batch: Optional[dict]) -> Any:
         """The estimator's state before the first update."""
         raise NotImplementedError
 
-    def update(self, rng_key: jax.Array, state: Any, m, params: dict,
+    def update(self, rng_key: jax.Array, state: Any, target, params: dict,
                batch: Optional[dict]) -> tuple[Any, "Particles", NamedTuple]:
         """Move and weight the particles for the parameters ``params``."""
         raise NotImplementedError
@@ -203,7 +198,7 @@ class Estimator:
         it to end a round at the importance-sampled optimum)."""
         return state
 
-    def _impossible_log_z(self, m, params, batch, position, log_z, log_z_var
+    def _impossible_log_z(self, target, params, batch, position, log_z, log_z_var
                           ) -> tuple[bool, jax.Array]:
         """Whether an update on ``batch`` checks its running log Z (static: the
         estimator's ``check_log_z`` and training cases to bound it with) and whether the
@@ -211,7 +206,7 @@ class Estimator:
         checks = bool(getattr(self, "check_log_z", False)) and batch is not None
         if not checks:
             return False, jnp.zeros((), bool)
-        return True, log_z_below_bound(m, params, batch, position, log_z, log_z_var)
+        return True, log_z_below_bound(target, params, batch, position, log_z, log_z_var)
 
     # --- validation, once, in __post_init__ --------------------------------------------
     def _owner(self) -> str:
@@ -301,7 +296,7 @@ class Reweighted(NamedTuple):
     triggered: jax.Array
 
 
-def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
+def reweight(target, params: dict, position: dict, reference_free_energy: jax.Array,
              log_z: jax.Array, *, threshold: float, count: jax.Array,
              every: Optional[int] = None, log_weights: Optional[jax.Array] = None,
              temperature: float = 1.0, log_z_var: jax.Array = 0.0,
@@ -314,7 +309,7 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
 
     Parameters
     ----------
-    m : UGM
+    target : Target
     params : parameters θ_t
     position : dict of (S, ...) arrays, the particles
     reference_free_energy : (S,) array
@@ -347,7 +342,7 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     variance banked at the renewal. It treats the particles as independent draws and
     cannot see mass that no particle holds: a lower bound on the error, in practice.
     """
-    current = free_energies(m, params, position)
+    current = target.free_energies(params, position)
     delta = current - reference_free_energy
     num = delta.shape[0]
     if log_weights is None:
@@ -368,20 +363,20 @@ def reweight(m, params: dict, position: dict, reference_free_energy: jax.Array,
     return Reweighted(log_weights, ess_value, log_z, log_z_var, current, triggered)
 
 
-def sample_latent(m, params: dict, rng_key: jax.Array, position: dict) -> dict:
+def sample_latent(target, params: dict, rng_key: jax.Array, position: dict) -> dict:
     """Draw the latent sites exactly from p(latent | observed) for each particle.
 
     Requires latent sites that do not interact with each other (the learner checks);
     their conditional then factorizes and is read off one gradient.
     """
-    if not m.latent_sites:
+    if not target.latent_sites:
         return position
-    domains = m.state_sites
-    block = {s: None for s in m.latent_sites}
+    domains = target.state_sites
+    block = {s: None for s in target.latent_sites}
 
     def one(key, x):
-        logits = block_logits(m.logdensity_fn(params), x, domains, block,
-                              m.structure.multilinear)
+        logits = block_logits(target.logdensity_fn(params), x, domains, block,
+                              target.structure.multilinear)
         keys = jax.random.split(key, len(block))
         for k, s in zip(keys, block):
             labels = sample_labels(k, logits[s])
@@ -393,11 +388,11 @@ def sample_latent(m, params: dict, rng_key: jax.Array, position: dict) -> dict:
     return jax.vmap(one)(jax.random.split(rng_key, num), position)
 
 
-def with_latent(m, rng_key: jax.Array, batch: dict) -> dict:
+def with_latent(target, rng_key: jax.Array, batch: dict) -> dict:
     """Complete an observed batch with uniformly random latent sites."""
     num = jax.tree.leaves(batch)[0].shape[0]
-    keys = jax.random.split(rng_key, max(len(m.latent_sites), 1))
+    keys = jax.random.split(rng_key, max(len(target.latent_sites), 1))
     out = dict(batch)
-    for k, s in zip(keys, m.latent_sites):
-        out[s] = m.state_sites[s].sample(k, (num,))
+    for k, s in zip(keys, target.latent_sites):
+        out[s] = target.state_sites[s].sample(k, (num,))
     return out

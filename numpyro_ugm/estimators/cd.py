@@ -41,15 +41,15 @@ class CD(Estimator):
         self._check_count("num_mcmc_steps")
         self._check_kernel()
 
-    def init(self, rng_key, m, params, batch) -> CDState:
-        self.build_kernel(m)  # fail early on a kernel the model cannot use
+    def init(self, rng_key, target, params, batch) -> CDState:
+        self.build_kernel(target)  # fail early on a kernel the model cannot use
         return CDState()
 
-    def update(self, rng_key, state, m, params, batch) -> tuple[CDState, Particles, CDInfo]:
-        kernel = self.build_kernel(m)
+    def update(self, rng_key, state, target, params, batch) -> tuple[CDState, Particles, CDInfo]:
+        kernel = self.build_kernel(target)
         latent_key, init_key, move_key = jax.random.split(rng_key, 3)
-        position = sample_latent(m, params, latent_key, with_latent(m, init_key, batch))
-        logdensity = m.logdensity_fn(params)
+        position = sample_latent(target, params, latent_key, with_latent(target, init_key, batch))
+        logdensity = target.logdensity_fn(params)
         position, acceptance = move(kernel, move_key, position, logdensity,
                                     self.num_mcmc_steps)
         num = jax.tree.leaves(position)[0].shape[0]

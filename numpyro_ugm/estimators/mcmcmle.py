@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, move, resample, resample_where,
+from .base import (Estimator, Particles, move, resample, resample_where,
                    reweight, uniform_log_weights)
 from .tempering import anneal_from_uniform
 
@@ -142,39 +142,39 @@ class MCMCMLE(Estimator):
         self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 
-    def _draw(self, kernel, rng_key, m, params, position):
-        position, _ = move(kernel, rng_key, position, m.logdensity_fn(params),
+    def _draw(self, kernel, rng_key, target, params, position):
+        position, _ = move(kernel, rng_key, position, target.logdensity_fn(params),
                            self.num_mcmc_steps)
-        return position, free_energies(m, params, position)
+        return position, target.free_energies(params, position)
 
-    def _fresh(self, kernel, rng_key, m, params):
+    def _fresh(self, kernel, rng_key, target, params):
         """A sample and log Z(θ) drawn afresh: tempering uniform draws to p(·; θ),
         resampling, then ``num_mcmc_steps`` steps."""
         anneal_key, resample_key, key = jax.random.split(rng_key, 3)
-        result = anneal_from_uniform(m, kernel, anneal_key, params, self.num_particles)
+        result = anneal_from_uniform(target, kernel, anneal_key, params, self.num_particles)
         position = resample(resample_key, result.position, result.log_weights)
-        position, energy = self._draw(kernel, key, m, params, position)
+        position, energy = self._draw(kernel, key, target, params, position)
         return position, energy, result.log_z_increment, result.log_z_var
 
-    def init(self, rng_key, m, params, batch) -> MCMCMLEState:
-        position, energy, log_z, log_z_var = self._fresh(self.build_kernel(m), rng_key, m,
+    def init(self, rng_key, target, params, batch) -> MCMCMLEState:
+        position, energy, log_z, log_z_var = self._fresh(self.build_kernel(target), rng_key, target,
                                                          params)
         return MCMCMLEState(position, energy, log_z, jnp.zeros((), jnp.int32), log_z_var,
                             jnp.full((), jnp.finfo(energy.dtype).max, energy.dtype),
                             uniform_log_weights(self.num_particles).astype(energy.dtype))
 
-    def update(self, rng_key, state, m, params, batch
+    def update(self, rng_key, state, target, params, batch
                ) -> tuple[MCMCMLEState, Particles, MCMCMLEInfo]:
-        kernel = self.build_kernel(m)
+        kernel = self.build_kernel(target)
         # the paper's rounds: an unweighted sample at θ_0
         carried = None if self.resample_threshold is None else state.anchor_log_weights
-        new = reweight(m, params, state.position, state.anchor_free_energy,
+        new = reweight(target, params, state.position, state.anchor_free_energy,
                        state.anchor_log_z, threshold=self.restart_threshold,
                        count=state.since_reset + 1, every=self.reset_every,
                        log_z_var=state.anchor_log_z_var, log_weights=carried,
                        segment_log_weights=carried)
         dtype = new.log_weights.dtype
-        checks, impossible = self._impossible_log_z(m, params, batch, state.position,
+        checks, impossible = self._impossible_log_z(target, params, batch, state.position,
                                                      new.log_z, new.log_z_var)
         triggered = new.triggered | (state.gradient < self.gradient_tol) | impossible
         uniform = uniform_log_weights(self.num_particles).astype(dtype)
@@ -188,13 +188,13 @@ class MCMCMLE(Estimator):
                 position, weights = resample_where(
                     new.ess < self.resample_threshold * self.num_particles,
                     jax.random.fold_in(rng_key, 1), position, new.log_weights)
-            position, energy = self._draw(kernel, rng_key, m, params, position)
+            position, energy = self._draw(kernel, rng_key, target, params, position)
             return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
                                  new.log_z_var, state.gradient, weights), weights)
 
         def reanneal(_):
             position, energy, log_z, log_z_var = self._fresh(
-                kernel, jax.random.fold_in(rng_key, 2), m, params)
+                kernel, jax.random.fold_in(rng_key, 2), target, params)
             return (MCMCMLEState(position, energy, log_z.astype(new.log_z.dtype),
                                  jnp.zeros((), jnp.int32),
                                  log_z_var.astype(new.log_z_var.dtype), state.gradient,

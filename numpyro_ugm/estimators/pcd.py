@@ -55,16 +55,16 @@ class PCD(Estimator):
         self._check_count("num_mcmc_steps")
         self._check_kernel()
 
-    def init(self, rng_key, m, params, batch) -> PCDState:
-        kernel = self.build_kernel(m)
-        position = m.random_state(rng_key, (self.num_particles,))
-        logdensity = m.logdensity_fn(params)
+    def init(self, rng_key, target, params, batch) -> PCDState:
+        kernel = self.build_kernel(target)
+        position = target.random_state(rng_key, (self.num_particles,))
+        logdensity = target.logdensity_fn(params)
         return PCDState(jax.vmap(lambda x: kernel.init(x, logdensity))(position))
 
-    def update(self, rng_key, state, m, params, batch
+    def update(self, rng_key, state, target, params, batch
                ) -> tuple[PCDState, Particles, PCDInfo]:
-        kernel = self.build_kernel(m)
-        logdensity = m.logdensity_fn(params)
+        kernel = self.build_kernel(target)
+        logdensity = target.logdensity_fn(params)
         states, acceptance = move_states(kernel, rng_key, state.kernel_state, logdensity,
                                          self.num_mcmc_steps)
         return PCDState(states), Particles(states.position, uniform_log_weights(

@@ -70,22 +70,22 @@ class PerExample:
         """Whether the wrapped estimator's particles carry importance weights."""
         return self.estimator.importance_weighted
 
-    def init(self, rng_key, m, params, batch: ConditionalBatch):
+    def init(self, rng_key, target, params, batch: ConditionalBatch):
         """One state per example of ``batch`` (stacked), each under its own inputs."""
         def one(key, inputs, example):
-            return self.estimator.init(key, m.bind(**inputs), params,
+            return self.estimator.init(key, target.bind(**inputs), params,
                                        jax.tree.map(lambda a: a[None], example))
 
         num = jax.tree.leaves(batch.data)[0].shape[0]
         return jax.vmap(one)(jax.random.split(rng_key, num), batch.inputs, batch.data)
 
-    def update(self, rng_key, state: Any, m, params, batch: ConditionalBatch):
+    def update(self, rng_key, state: Any, target, params, batch: ConditionalBatch):
         """Update the states of the batch's examples; the others are kept."""
         index = batch.index
         states = state if index is None else jax.tree.map(lambda a: a[index], state)
 
         def one(key, example_state, inputs, example):
-            return self.estimator.update(key, example_state, m.bind(**inputs), params,
+            return self.estimator.update(key, example_state, target.bind(**inputs), params,
                                          jax.tree.map(lambda a: a[None], example))
 
         keys = jax.random.split(rng_key, jax.tree.leaves(batch.data)[0].shape[0])

@@ -9,9 +9,8 @@ from blackjax.smc.ess import ess
 
 from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, free_energies, move, resample_where, reweight,
+from .base import (Estimator, Particles, move, resample_where, reweight,
                    uniform_log_weights)
-from ..conditionals import free_energy
 from .tempering import anneal_from_uniform
 
 
@@ -62,9 +61,9 @@ class PFInfo(NamedTuple):
     reannealed: jax.Array
 
 
-def statistics(m, params: dict, position: dict) -> jax.Array:
+def statistics(target, params: dict, position: dict) -> jax.Array:
     """∇θ F(x_s; θ) of every particle, flattened: (S, number of parameter entries)."""
-    grads = jax.vmap(jax.grad(lambda p, x: free_energy(m, p, x)), (None, 0))(params,
+    grads = jax.vmap(jax.grad(lambda p, x: target.free_energy(p, x)), (None, 0))(params,
                                                                             position)
     leaves = jax.tree.leaves(grads)
     return jnp.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1)
@@ -214,18 +213,18 @@ class PF(Estimator):
     def _first_interval(self) -> int:
         return 1 if self.checking else (self.rejuvenate_every or 0)
 
-    def init(self, rng_key, m, params, batch) -> PFState:
-        result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
+    def init(self, rng_key, target, params, batch) -> PFState:
+        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles)
         return PFState(result.position, result.log_weights,
-                       free_energies(m, params, result.position), result.log_z_increment,
+                       target.free_energies(params, result.position), result.log_z_increment,
                        jnp.zeros((), jnp.int32), result.log_z_var, result.log_weights,
                        jnp.asarray(self._first_interval(), jnp.int32))
 
-    def update(self, rng_key, state, m, params, batch) -> tuple[PFState, Particles, PFInfo]:
-        kernel = self.build_kernel(m)
+    def update(self, rng_key, state, target, params, batch) -> tuple[PFState, Particles, PFInfo]:
+        kernel = self.build_kernel(target)
         since = state.since_rejuvenation + 1
-        new = reweight(m, params, state.position, state.free_energy, state.log_z,
+        new = reweight(target, params, state.position, state.free_energy, state.log_z,
                        threshold=self.resample_threshold, count=since,
                        every=None if self.rejuvenate_every is None else state.interval,
                        log_weights=state.log_weights,
@@ -241,11 +240,11 @@ class PF(Estimator):
                 low_ess, jax.random.fold_in(rng_key, 1), state.position, new.log_weights,
                 self.resampling)
             position, acceptance = move(kernel, rng_key, position,
-                                        m.logdensity_fn(params), self.num_mcmc_steps)
-            z = (equilibrium_z(new.log_weights, statistics(m, params, state.position),
-                               statistics(m, params, position), log_weights)
+                                        target.logdensity_fn(params), self.num_mcmc_steps)
+            z = (equilibrium_z(new.log_weights, statistics(target, params, state.position),
+                               statistics(target, params, position), log_weights)
                  if self.checking else jnp.full((), jnp.nan))
-            return (position, log_weights, free_energies(m, params, position),
+            return (position, log_weights, target.free_energies(params, position),
                     acceptance.astype(dtype), z.astype(dtype), new.log_z, new.log_z_var)
 
         def kept(_):
@@ -254,15 +253,15 @@ class PF(Estimator):
                     new.log_z_var)
 
         def reannealed(_):
-            fresh = anneal_from_uniform(m, kernel, jax.random.fold_in(rng_key, 2), params,
+            fresh = anneal_from_uniform(target, kernel, jax.random.fold_in(rng_key, 2), params,
                                         self.num_particles)
             return (fresh.position, fresh.log_weights.astype(dtype),
-                    free_energies(m, params, fresh.position),
+                    target.free_energies(params, fresh.position),
                     fresh.acceptance.astype(dtype), jnp.full((), jnp.nan, dtype),
                     fresh.log_z_increment.astype(new.log_z.dtype),
                     fresh.log_z_var.astype(new.log_z_var.dtype))
 
-        checks, impossible = self._impossible_log_z(m, params, batch, state.position,
+        checks, impossible = self._impossible_log_z(target, params, batch, state.position,
                                                      new.log_z, new.log_z_var)
         renewing = new.triggered | impossible
         branch = jnp.where(impossible, 2, new.triggered.astype(jnp.int32))

@@ -128,15 +128,15 @@ class PSMC(TemperingEstimator):
         """Particles carried over at each update: ``keep_fraction`` of them, rounded."""
         return int(round(self.keep_fraction * self.num_particles))
 
-    def init(self, rng_key, m, params, batch) -> PSMCState:
-        result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
+    def init(self, rng_key, target, params, batch) -> PSMCState:
+        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
                          result.log_z_increment, result.log_z_var)
 
-    def update(self, rng_key, state, m, params, batch
+    def update(self, rng_key, state, target, params, batch
                ) -> tuple[PSMCState, Particles, PSMCInfo]:
-        kernel = self.build_kernel(m)
+        kernel = self.build_kernel(target)
         resample_key, fresh_key, pick_key, bridge_key = jax.random.split(rng_key, 4)
         num, num_keep = self.num_particles, self.num_keep
         dtype = state.log_weights.dtype
@@ -145,12 +145,12 @@ class PSMC(TemperingEstimator):
         position = resample(resample_key, state.position, state.log_weights,
                             self.resampling, bridged)
         if self.redraw == "uniform-heuristic" and num_keep < num:
-            fresh = m.random_state(fresh_key, (num,))
+            fresh = target.random_state(fresh_key, (num,))
             redraw = jax.random.permutation(pick_key, num) >= num_keep
             position = jax.tree.map(
                 lambda new, old: jnp.where(redraw.reshape((-1,) + (1,) * (old.ndim - 1)),
                                            new, old), fresh, position)
-        before, after = m.logdensity_fn(state.params), m.logdensity_fn(params)
+        before, after = target.logdensity_fn(state.params), target.logdensity_fn(params)
         bridge = temper(
             kernel, bridge_key, position, jnp.full((bridged,), 1.0 / bridged, dtype),
             before, linear_combination((1.0, after), (-1.0, before)), **self.tempering())
@@ -159,7 +159,7 @@ class PSMC(TemperingEstimator):
         position, log_weights = bridge.position, bridge.log_weights
         fresh_betas, fresh_share = jnp.zeros((), jnp.int32), jnp.full((), jnp.nan, dtype)
         if tempered_redraw:
-            fresh = anneal_from_uniform(m, kernel, fresh_key, params, num - num_keep,
+            fresh = anneal_from_uniform(target, kernel, fresh_key, params, num - num_keep,
                                         **self.tempering())
             merged = merge((position, log_weights, log_z, log_z_var),
                            (fresh.position, fresh.log_weights, fresh.log_z_increment,

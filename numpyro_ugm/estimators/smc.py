@@ -46,13 +46,13 @@ class SMC(TemperingEstimator):
         Keyword only. Move at each β (default: systematic-scan block Gibbs).
     """
 
-    def init(self, rng_key, m, params, batch) -> SMCState:
-        self.build_kernel(m)
+    def init(self, rng_key, target, params, batch) -> SMCState:
+        self.build_kernel(target)
         return SMCState()
 
-    def update(self, rng_key, state, m, params, batch
+    def update(self, rng_key, state, target, params, batch
                ) -> tuple[SMCState, Particles, TemperingInfo]:
-        result = anneal_from_uniform(m, self.build_kernel(m), rng_key, params,
+        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
                              result.log_z_increment, jnp.sqrt(result.log_z_var))

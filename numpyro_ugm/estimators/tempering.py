@@ -155,7 +155,7 @@ def genealogy_log_z_var(weights: jax.Array, eve: jax.Array, num_resamplings) -> 
     return jnp.log1p(relative).astype(weights.dtype)
 
 
-def anneal_from_uniform(m, kernel: Kernel, rng_key: jax.Array, params: dict,
+def anneal_from_uniform(target, kernel: Kernel, rng_key: jax.Array, params: dict,
                         num_particles: int, *, target_ess: float = 0.9,
                         num_mcmc_steps: int = 1, resampling: str = "systematic",
                         max_betas: int = 1000) -> TemperResult:
@@ -168,14 +168,14 @@ def anneal_from_uniform(m, kernel: Kernel, rng_key: jax.Array, params: dict,
         number of configurations is added).
     """
     init_key, key = jax.random.split(rng_key)
-    position = shard_particles(m.random_state(init_key, (num_particles,)))
+    position = shard_particles(target.random_state(init_key, (num_particles,)))
     dtype = jnp.result_type(float)
     weights = jnp.full((num_particles,), 1.0 / num_particles, dtype)
     result = temper(kernel, key, position, weights, constant_log_density(jnp.zeros((), dtype)),
-                    m.logdensity_fn(params),
+                    target.logdensity_fn(params),
                     target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                     resampling=resampling, max_betas=max_betas)
-    return result._replace(log_z_increment=result.log_z_increment + m.log_num_states)
+    return result._replace(log_z_increment=result.log_z_increment + target.log_num_states)
 
 
 @mapping_access

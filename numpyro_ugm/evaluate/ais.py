@@ -33,12 +33,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_key, check_count, check_inputs
-from ..conditionals import LogDensity, free_energy, linear_combination, sum_out
+from ..conditionals import LogDensity, linear_combination, sum_out
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, draw_block, step_chains
 from ..kernels.blocks import BlockKernelSpec
 from ..model import UGM
+from ..validation import validate_data
+from ..compile_cache import cached
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
            "base_rate_log_probs", "DEFAULT_TOLERANCE"]
@@ -146,7 +148,7 @@ class _Setup(NamedTuple):
 
 
 def _setup(m, params, data, base_log_probs, sum_out_sites, kernel):
-    m.check_params(params)
+    m.param_space.check(params)
     domains = m.state_sites
     summed = tuple(m.latent_sites) if sum_out_sites is None else tuple(sum_out_sites)
     if summed and not _summable(m, summed):
@@ -313,7 +315,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     if num_reverse is not None:
         num_reverse = check_count("ais", "num_reverse", num_reverse, 2)
     observed = m.observe(tuple(data))
-    model_data = observed.validate_data(data)
+    model_data = validate_data(observed.state_sites, data)
     num_cases = int(jax.tree.leaves(model_data)[0].shape[0])
     if inputs is not None:
         if mesh is not None:
@@ -323,8 +325,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     setup = _setup(observed, params, data if base_log_probs is None else None,
                    base_log_probs, sum_out_sites, kernel)
     forward_key, reverse_key, pick_key = jax.random.split(rng_key, 3)
-    free_energies = observed.cached(("ais.free_energies",), lambda: jax.jit(jax.vmap(
-        lambda p, x, u: free_energy(observed.bind(**u) if u else observed, p, x),
+    free_energies = cached(observed.cache_key, ("ais.free_energies",), lambda: jax.jit(jax.vmap(
+        lambda p, x, u: (observed.bind(**u) if u else observed).target().free_energy(p, x),
         (None, 0, 0))))
     log_w = _anneal(observed, setup, params, forward_key, betas, num_chains, mesh,
                     inputs=inputs)
@@ -427,9 +429,9 @@ def _start_states(m, summed, states, name):
         if missing:
             raise KeyError(f"ais: {name} lacks the site(s) {missing}, which are not summed "
                            "out: the reverse chains start from complete draws")
-        states = m.validate_data({s: states[s] for s in needed})
+        states = validate_data(m.state_sites, {s: states[s] for s in needed})
     num = jax.tree.leaves(states)[0].shape[0]
-    reference = m.reference_state()
+    reference = m.target().reference_state()
     return {s: jnp.asarray(states[s]) if s in needed else
             jnp.broadcast_to(reference[s], (num,) + reference[s].shape) for s in domains}
 
@@ -456,13 +458,13 @@ def _cached_run(m, spec, summed, num_chains, mesh, started, input_names):
     of its inputs (an unhashable spec: built at each call): parameters, base, schedule,
     starting states and inputs are its arguments, so repeated estimates (e.g. along a
     learning curve) compile once."""
-    return m.cached(("ais", spec, summed, num_chains, mesh, started, input_names),
+    return cached(m.cache_key, ("ais", spec, summed, num_chains, mesh, started, input_names),
                     lambda: _build_run(m, spec, summed, num_chains))
 
 
 def _build_run(m, spec, summed, num_chains):
     domains = m.state_sites
-    kernel, refresh = spec.build(m), _refreshes(m, spec, summed)
+    kernel, refresh = spec.build(m.target()), _refreshes(m, spec, summed)
     block = {s: None for s in summed}
 
     def anneal(f, logq, rng_key, betas, start):

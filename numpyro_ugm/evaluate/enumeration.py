@@ -41,7 +41,10 @@ import numpy as np
 
 from .._checks import check_count, check_inputs
 from ..conditionals import conditional_logits, scatter, site_variables, sum_out
-from ..model import UGM, non_finite_error
+from ..model import UGM
+from ..validation import validate_data
+from ..compile_cache import cached
+from ..diagnose import non_finite_error
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "num_enumerated", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
@@ -152,7 +155,7 @@ def _make_plan(m, sites, sum_out="auto"):
     """Plan the enumeration of the variables of ``sites`` (cached on the model)."""
     sites = tuple(sites)
     mode = _sum_out_mode(sum_out)
-    return m.cached(("enumeration.plan", sites, mode), lambda: _build_plan(m, sites, mode))
+    return cached(m.cache_key, ("enumeration.plan", sites, mode), lambda: _build_plan(m, sites, mode))
 
 
 def _build_plan(m, sites, mode):
@@ -314,7 +317,7 @@ def _weighted_mean(m, params, plan, base, g_fn, chunk_size):
 
 def _cached_jit(m, key, build):
     """A jitted function in the model's compile cache (shared with its observed copies)."""
-    return m.cached(("enumeration.jit",) + key, lambda: jax.jit(build()))
+    return cached(m.cache_key, ("enumeration.jit",) + key, lambda: jax.jit(build()))
 
 
 # --- public API ---------------------------------------------------------------------------
@@ -352,7 +355,7 @@ def _checked_with_log_z(owner, result, params):
 def _log_partition(m, params, chunk_size, sum_out="auto"):
     plan = _make_plan(m, tuple(m.state_sites), sum_out)
     _check_size(plan, chunk_size, "log_partition")
-    return _log_sum(m, params, plan, m.reference_state(), chunk_size)
+    return _log_sum(m, params, plan, m.target().reference_state(), chunk_size)
 
 
 def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -396,7 +399,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     >>> m = ugm.UGM(ugm.models.rbm, 784, 10)
     >>> exact.log_partition(m, m.init_params(jax.random.PRNGKey(0)))  # 2**10 terms
     """
-    m.check_params(params)
+    m.param_space.check(params)
     plan = _make_plan(m, tuple(m.state_sites), sum_out)
     _check_size(plan, chunk_size, "log_partition")
     fn = _cached_jit(m, ("log_partition", int(chunk_size), _sum_out_mode(sum_out)),
@@ -430,12 +433,12 @@ def _log_prob_observed(m, params, x, chunk_size):
 def _validated(m, params, data):
     """Check ``params`` and ``data``; the model observing the data's sites and the data
     in the model representation."""
-    m.check_params(params)
+    m.param_space.check(params)
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict of site name -> array, got "
                         f"{type(data).__name__}")
     mo = m.observe(data.keys())
-    return mo, m.validate_data(data)
+    return mo, validate_data(m.state_sites, data)
 
 
 def _log_prob_per_input(m, params, x, inputs, chunk_size):
@@ -552,11 +555,11 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
     pytree
         Same structure as ``fn``'s output, floating point.
     """
-    m.check_params(params)
+    m.param_space.check(params)
     plan = _make_plan(m, tuple(m.state_sites), False)
     _check_size(plan, chunk_size, "expectation")
     return _finite("expectation", jax.jit(lambda p: _weighted_mean(
-        m, p, plan, m.reference_state(), fn, chunk_size))(params), params)
+        m, p, plan, m.target().reference_state(), fn, chunk_size))(params), params)
 
 
 def _marginals(m, params, chunk_size):
@@ -578,7 +581,7 @@ def _marginals(m, params, chunk_size):
             out[s] = p
         return out
 
-    flat = _weighted_mean(m, params, plan, m.reference_state(), probs, chunk_size)
+    flat = _weighted_mean(m, params, plan, m.target().reference_state(), probs, chunk_size)
     return {s: flat[s].reshape(tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
 
 
@@ -601,7 +604,7 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
         For each state site, the probability of each of its K values, in the order of
         the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels 0..K-1).
     """
-    m.check_params(params)
+    m.param_space.check(params)
     fn = _cached_jit(m, ("marginals", int(chunk_size)),
                      lambda: lambda p: _marginals(m, p, chunk_size))
     return _finite("marginals", fn(params), params)

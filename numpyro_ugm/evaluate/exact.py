@@ -18,7 +18,10 @@ import optax
 
 from .._checks import as_key, check_count
 from ..kernels.base import draw_block
+from ..compile_cache import cached
+from ..diagnose import check_finite
 from ..model import UGM
+from ..validation import to_data
 from ..runloop import minimize
 from .fitting import prepare_fit
 from .enumeration import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, _check_size,
@@ -131,18 +134,18 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
         raise TypeError("fit: optimizer must be an optax GradientTransformation")
 
     def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
-        p = m.to_constrained(u)
+        p = m.param_space.to_constrained(u)
         ll = jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)) \
             - _log_partition(m, p, chunk_size)
         return -(ll + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
 
     key = ("exact.fit", tuple(x), chunk_size, optimizer)
-    out = minimize(loss, m.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
+    out = minimize(loss, m.param_space.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
                    progress_bar=progress_bar, desc="exact fit",
-                   cached=lambda build: m.cached(key, build))
+                   cached=lambda build: cached(m.cache_key, key, build))
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
-    return FitResult(params=m.to_constrained(out.params), log_likelihood=out.aux,
+    return FitResult(params=m.param_space.to_constrained(out.params), log_likelihood=out.aux,
                      objective=-out.value, grad_norm=out.grad_norm,
                      num_steps=out.num_steps, converged=out.converged, trace=trace)
 
@@ -184,16 +187,16 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     """
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
-    m.check_params(params)
+    m.param_space.check(params)
     run, configuration = _cached_sampler("exact.sample", m, num_samples, chunk_size)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
-        m.check_finite("exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
+        check_finite(m.target(), "exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
                        lambda i: f"configuration {int(bad)}")
     if bool(impossible):
         raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
                                  "under the given params (Z = 0): there is nothing to draw")
-    return m.to_data(draws)
+    return to_data(m.state_sites, draws)
 
 
 def sampler(m: UGM, num_samples: int, *,
@@ -222,7 +225,7 @@ def _cached_sampler(owner, m, num_samples, chunk_size):
         chunk_size = max(1, min(chunk_size, 2 ** 24 // num_samples))
     _check_size(plan, chunk_size, "sample")
     key = ("exact.sample", num_samples, chunk_size, _index_dtype())
-    return m.cached(key, lambda: _sampler(m, plan, num_samples, chunk_size))
+    return cached(m.cache_key, key, lambda: _sampler(m, plan, num_samples, chunk_size))
 
 
 def _sampler(m, plan, num_samples, chunk_size):
@@ -230,7 +233,7 @@ def _sampler(m, plan, num_samples, chunk_size):
     single chunk, Gumbel-max over several) and the map from configuration indices to
     states (summed variables at their reference values), built once per model, sample
     count and chunk."""
-    domains, base = m.state_sites, m.reference_state()
+    domains, base = m.state_sites, m.target().reference_state()
     chunk, num_chunks = _chunks(plan, chunk_size)
     itype = _index_dtype()
 

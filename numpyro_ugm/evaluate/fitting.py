@@ -8,6 +8,7 @@ import jax
 
 from .._checks import as_key, check_count
 from ..model import UGM, as_ugm
+from ..validation import validate_data
 
 
 class FitProblem(NamedTuple):
@@ -40,10 +41,10 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
     (default ``m.init_params(rng_key or PRNGKey(0))``); errors name ``owner``."""
     m = as_ugm(model, *model_args, **model_kwargs)
     num_steps = check_count(owner, "num_steps", num_steps, minimum=0)
-    x = m.validate_data(data)
+    x = validate_data(m.state_sites, data)
     observed = m.observe(x.keys())
     if params is None:
         params = m.init_params(jax.random.PRNGKey(0) if rng_key is None
                                else as_key(rng_key, owner))
-    m.check_params(params)
+    m.param_space.check(params)
     return FitProblem(m, observed, x, int(jax.tree.leaves(x)[0].shape[0]), params, num_steps)

@@ -12,9 +12,11 @@ import optax
 
 from .._checks import check_inputs
 from ..model import UGM
-from ..conditionals import block_logits, exact_conditional_logits, free_energy
+from ..conditionals import block_logits, exact_conditional_logits
 from ..runloop import minimize
 from .fitting import prepare_fit
+from ..validation import validate_data
+from ..compile_cache import cached
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
@@ -31,7 +33,7 @@ def _pseudo_log_likelihood(m, params, x, inputs=None):
         mb = m.bind(**example_inputs) if example_inputs else m
         if m.latent_sites:
             logits = exact_conditional_logits(
-                lambda y: free_energy(mb, params, y), example, domains, block)
+                lambda y: mb.target().free_energy(params, y), example, domains, block)
         else:
             logits = block_logits(mb.logdensity_fn(params), example, domains, block,
                                   multilinear)
@@ -66,15 +68,15 @@ def pseudo_log_likelihood(m: UGM, params: dict, data: dict, *,
         as in learning): each example's conditionals given its own inputs.
     """
     m = m.observe(tuple(data))
-    x = m.validate_data(data)
-    m.check_params(params)
+    x = validate_data(m.state_sites, data)
+    m.param_space.check(params)
     if inputs is None:
-        fn = m.cached(("pseudo_log_likelihood", m.observed_sites),
+        fn = cached(m.cache_key, ("pseudo_log_likelihood", m.observed_sites),
                       lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
         return fn(params, x)
     inputs, _ = check_inputs(inputs, m.kwargs, int(jax.tree.leaves(x)[0].shape[0]))
     m = m.for_inputs(inputs)
-    fn = m.cached(("pseudo_log_likelihood", m.observed_sites, tuple(sorted(inputs))),
+    fn = cached(m.cache_key, ("pseudo_log_likelihood", m.observed_sites, tuple(sorted(inputs))),
                   lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
     return fn(params, x, inputs)
 
@@ -153,15 +155,15 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
         rng_key)
 
     def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
-        p = m.to_constrained(u)
+        p = m.param_space.to_constrained(u)
         value = _pseudo_log_likelihood(mo, p, xs)
         return -(value + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), value
 
     key = ("fit_pseudo_likelihood", tuple(x), optimizer)
-    out = minimize(loss, m.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
+    out = minimize(loss, m.param_space.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
                    progress_bar=progress_bar, desc="pseudo-likelihood fit",
-                   cached=lambda build: m.cached(key, build))
-    return PseudoFitResult(params=m.to_constrained(out.params),
+                   cached=lambda build: cached(m.cache_key, key, build))
+    return PseudoFitResult(params=m.param_space.to_constrained(out.params),
                            pseudo_log_likelihood=out.aux, objective=-out.value,
                            grad_norm=out.grad_norm, num_steps=out.num_steps,
                            converged=out.converged)

@@ -8,9 +8,11 @@ inner kernel of ``blackjax.smc`` and of the tempered kernels.
 
 What users pass to estimators and to :func:`~numpyro_ugm.sampling.sample` is a
 :class:`KernelSpec`: a description (``gibbs(scan="random")``) that is bound to a model's
-structure by ``spec.build(m)``.
+:class:`~numpyro_ugm.target.Target` (its domains and blocks) by ``spec.build(target)``,
+once per target (:func:`bound_kernel`).
 """
 
+import weakref
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -49,8 +51,8 @@ class KernelInfo(NamedTuple):
 class KernelSpec:
     """Base class of kernel descriptions; subclasses implement :meth:`build`."""
 
-    def build(self, m) -> Kernel:
-        """Bind to the model ``m`` (a :class:`~numpyro_ugm.model.UGM`) -> :class:`Kernel`."""
+    def build(self, target) -> Kernel:
+        """Bind to ``target`` (a :class:`~numpyro_ugm.target.Target`) -> :class:`Kernel`."""
         raise NotImplementedError
 
     def reverse(self) -> "KernelSpec":
@@ -60,8 +62,25 @@ class KernelSpec:
         the spec that applies them in the reverse order."""
         return self
 
-    def __call__(self, m) -> Kernel:
-        return self.build(m)
+    def __call__(self, target) -> Kernel:
+        return self.build(target)
+
+
+#: kernels already built, per target (weakly: a target that is gone takes its kernels)
+_BUILT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def bound_kernel(spec: "KernelSpec", target) -> Kernel:
+    """``spec.build(target)``, built once per target and (hashable) spec: estimators and
+    samplers ask for their kernel at every update, and get the one built at the first."""
+    try:
+        built = _BUILT.setdefault(target, {})
+        return built[spec]
+    except KeyError:
+        kernel = built[spec] = spec.build(target)
+        return kernel
+    except TypeError:  # unhashable spec or a target that takes no weak reference
+        return spec.build(target)
 
 
 def step_chains(kernel, rng_key, states, logdensity_fn):

@@ -1,6 +1,6 @@
 """Block updates shared by the block kernels (:mod:`.gibbs`, :mod:`.metropolis`).
 
-A block of ``m.structure.blocks`` holds variables that are conditionally independent
+A block of ``target.structure.blocks`` holds variables that are conditionally independent
 given the rest, so any kernel that updates each of them from its own conditional
 (:func:`~numpyro_ugm.conditionals.block_logits`) updates the block in parallel and leaves
 p(x) invariant. The kernels differ only in the rule that turns a block's conditional
@@ -30,7 +30,7 @@ from .base import Kernel, KernelInfo, KernelSpec
 
 @dataclasses.dataclass(frozen=True)
 class BlockKernelSpec(KernelSpec):
-    """Base of kernels that update the model's blocks (``m.blocks``) one at a time, each
+    """Base of kernels that update the model's blocks (``target.blocks``) one at a time, each
     block's variables in parallel by :meth:`draw` (subclasses define it and ``state``).
 
     Parameters
@@ -98,8 +98,8 @@ class BlockKernelSpec(KernelSpec):
         object.__setattr__(self, "num_mcmc_steps",
                            check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
 
-    def build(self, m) -> Kernel:
-        sweep = block_sweep(m, self.draw, self.num_uniforms, self.scan, self.backward,
+    def build(self, target) -> Kernel:
+        sweep = block_sweep(target, self.draw, self.num_uniforms, self.scan, self.backward,
                             self.max_unrolled)
         sweeps, state = int(self.num_mcmc_steps), self.state
 
@@ -146,14 +146,14 @@ class _Block(NamedTuple):
     real: dict | None = None
 
 
-def block_sweep(m, draw, num_uniforms, scan, backward, max_unrolled):
+def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
     """``sweep(rng_key, position, logdensity_fn, chains=None) -> (position, accepted,
     proposed)``: one sweep over the blocks of ``m`` (see :class:`BlockKernelSpec` for
     ``scan``, ``backward`` and ``max_unrolled``), each block's variables updated by
     ``draw`` with ``num_uniforms(domain)`` uniforms each. The numbers of accepted and
     proposed updates are float32 scalars, or per chain when ``position`` holds
     ``chains`` chains along a leading axis (systematic scan only)."""
-    structure, domains = m.structure, m.state_sites
+    structure, domains = target.structure, target.state_sites
     per_variable = {s: num_uniforms(d) for s, d in domains.items()}
 
     def update(uniforms, position, logdensity_fn, block):

@@ -17,7 +17,7 @@ class GibbsState(NamedTuple):
 @renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class gibbs(BlockKernelSpec):
-    """Block Gibbs sampler over the model's coloring (``m.blocks``).
+    """Block Gibbs sampler over the model's coloring (``target.blocks``).
 
     Each block holds conditionally independent variables, updated together from their
     exact conditionals: read off one gradient for multilinear potentials, or computed by

@@ -20,7 +20,7 @@ class MetropolisState(NamedTuple):
 @renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class metropolis(BlockKernelSpec):
-    """Metropolis sampler over the model's coloring (``m.blocks``), one block at a time.
+    """Metropolis sampler over the model's coloring (``target.blocks``), one block at a time.
 
     A block's variables are conditionally independent given the rest, so they are
     proposed and accepted in parallel: each variable gets a uniformly drawn *different*

@@ -95,9 +95,9 @@ class tempered_transitions(KernelSpec):
                            check_count("tempered_transitions", "every", self.every))
         as_spec(self.kernel, gibbs())
 
-    def build(self, m) -> Kernel:
+    def build(self, target) -> Kernel:
         spec = as_spec(self.kernel, gibbs())
-        forward, backward = spec.build(m), spec.reverse().build(m)
+        forward, backward = spec.build(target), spec.reverse().build(target)
         betas = jnp.asarray(self.betas)
         down = betas[:-1][::-1]          # β_{S−1}, ..., β_0
         up_from, up_to = betas[:-1], betas[1:]
@@ -222,8 +222,8 @@ class parallel_tempering(KernelSpec):
                                                        self.betas, 0.0, 10))
         as_spec(self.kernel, gibbs())
 
-    def build(self, m) -> Kernel:
-        kernel = as_spec(self.kernel, gibbs()).build(m)
+    def build(self, target) -> Kernel:
+        kernel = as_spec(self.kernel, gibbs()).build(target)
         betas = jnp.asarray(self.betas)
         num = len(self.betas)
         pair = jnp.arange(num - 1)

@@ -24,8 +24,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..conditionals import free_energy
-from ..estimators.base import free_energies as particle_free_energies
 from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
 
@@ -88,21 +86,15 @@ def _norm_and_finite(tree):
     return jnp.sqrt(total), _finite_unless(total, leaves)
 
 
-def free_energies(m, params, positions, inputs=None):
-    """F(x; θ) for a batch of configurations (each under its example's ``inputs``, if
-    given)."""
-    if inputs is None:
-        return particle_free_energies(m, params, positions)
-    return jax.vmap(lambda inp, x: free_energy(m.bind(**inp), params, x))(inputs, positions)
-
-
 class LearnerCore:
     """One learning update as a pure function of the state and the batch.
 
     Parameters
     ----------
     m : UGM
-        The model with its observed sites set (``m.observe``).
+        The model with its observed sites set (``m.observe``): the learner reads its
+        parameter sites (initial values, prior, transforms) from it, and hands the
+        estimator its :class:`~numpyro_ugm.target.Target` (:attr:`target`, built once).
     estimator : Estimator or PerExample
         Negative-phase estimator (wrapped in ``PerExample`` for conditional models).
     optimizer : optax.GradientTransformation
@@ -113,6 +105,7 @@ class LearnerCore:
 
     def __init__(self, m, estimator, optimizer, num_examples: int):
         self.m, self.estimator, self.optimizer = m, estimator, optimizer
+        self.target, self.param_space = m.target(), m.param_space
         self.num_examples = int(num_examples)
         # jitted once per core: an estimator's init may anneal (a while loop), slow op
         # by op and costly to recompile
@@ -127,9 +120,9 @@ class LearnerCore:
         """
         param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
         params = self.m.init_params(param_key) if init_params is None else dict(init_params)
-        self.m.check_params(params)
-        unconstrained = self.m.to_unconstrained(params)
-        estimator_state = self.init_estimator(est_key, self.m, params, batch)
+        self.param_space.check(params)
+        unconstrained = self.param_space.to_unconstrained(params)
+        estimator_state = self.init_estimator(est_key, self.target, params, batch)
         return LearnState(unconstrained, self.optimizer.init(unconstrained), estimator_state,
                           key, data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
 
@@ -139,7 +132,7 @@ class LearnerCore:
         :func:`~numpyro_ugm.learn.averaging.averaged` (averaged in the unconstrained
         space, where the optimizer runs)."""
         if not averaged:
-            return self.m.to_constrained(state.params)
+            return self.param_space.to_constrained(state.params)
         opt_state = state.opt_state
         if not isinstance(opt_state, AveragedState):
             raise TypeError("get_params(averaged=True) needs an optimizer wrapped in "
@@ -149,7 +142,7 @@ class LearnerCore:
             raise ValueError(f"get_params(averaged=True): no iterate averaged yet (step "
                              f"{int(opt_state.step)}; the average starts after its "
                              "'start' updates)")
-        return self.m.to_constrained(opt_state.mean)
+        return self.param_space.to_constrained(opt_state.mean)
 
     def objective(self, unconstrained, params, positive, negative):
         """What the update ascends, from the batch mean of F (``positive``) and the
@@ -169,25 +162,25 @@ class LearnerCore:
             The estimator's info, ``grad_norm``, ``positive`` (batch mean of F) and,
             when the estimator reports ``log_z``, the running ``log_likelihood``.
         """
-        m, num_examples = self.m, self.num_examples
+        target, space = self.target, self.param_space
         key, est_key = jax.random.split(state.rng_key)
-        params = m.to_constrained(state.params)
+        params = space.to_constrained(state.params)
         estimator_state, particles, info = self.estimator.update(
-            est_key, state.estimator_state, m, params, batch)
+            est_key, state.estimator_state, target, params, batch)
         weights = jax.lax.stop_gradient(jnp.exp(particles.log_weights))
         positions = jax.lax.stop_gradient(particles.position)
         conditional = isinstance(batch, ConditionalBatch)
         data, inputs = (batch.data, batch.inputs) if conditional else (batch, None)
 
         def objective(u):
-            p = m.to_constrained(u)
-            positive = jnp.mean(free_energies(m, p, data, inputs))
+            p = space.to_constrained(u)
+            positive = jnp.mean(target.free_energies(p, data, inputs))
             if inputs is None:
-                negative = jnp.sum(weights * free_energies(m, p, positions))
+                negative = jnp.sum(weights * target.free_energies(p, positions))
             else:  # per example: its own weighted particles under its own inputs
                 def example_negative(w, inp, x):
                     many = jax.tree.map(lambda a: jnp.broadcast_to(a, w.shape + a.shape), inp)
-                    return jnp.sum(w * free_energies(m, p, x, many))
+                    return jnp.sum(w * target.free_energies(p, x, many))
 
                 negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
             return self.objective(u, p, positive, negative), positive

@@ -18,13 +18,13 @@ import optax
 
 from .. import checkpoint
 from .._checks import as_key, check_count
-from ..conditionals import free_energy
 from ..estimators.base import Estimator
 from ..estimators.per_example import ConditionalBatch, PerExample
 from ..model import UGM, as_ugm
 from ..runloop import capacity, chunk_size, run_loop
 from .core import LearnerCore, LearnState
 from .data import Minibatches, Placement, check_inputs
+from ..validation import validate_data
 
 
 class RunResult(NamedTuple):
@@ -272,7 +272,7 @@ class MLE:
         except (TypeError, ValueError):  # array-valued model arguments: compare no further
             reuse = False
         if reuse:
-            data = self._core.m.validate_data(data)
+            data = validate_data(self._core.m.state_sites, data)
         else:
             self._setup_key = None
             data = self._build(data, model_args, model_kwargs, inputs, batch_size)
@@ -291,11 +291,11 @@ class MLE:
             m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
         if first and not traced_with:
             m = m.bind(**first)
-        data = m.validate_data(data)
+        data = validate_data(m.state_sites, data)
         m = m.observe(data.keys())
         m.structure  # analyse once, outside any trace
         if m.latent_sites:
-            free_energy(m, m.init_params(jax.random.PRNGKey(0)),
+            m.target().free_energy(m.init_params(jax.random.PRNGKey(0)),
                         {n: v[0] for n, v in data.items()})  # raises if not summable
         num_examples = int(jax.tree.leaves(data)[0].shape[0])
         batch = num_examples if batch_size is None else batch_size
@@ -413,7 +413,7 @@ class MLE:
         """Check ``batch`` (observed sites, data representation) against the domains
         once and convert it for :meth:`update` (and for ``core.update``:
         ``prepare(batch).batch``)."""
-        return PreparedBatch(self.core.m.validate_data(batch))
+        return PreparedBatch(validate_data(self.core.m.state_sites, batch))
 
     def update(self, state: LearnState, batch=None):
         """One learning step.
@@ -484,7 +484,7 @@ class MLE:
         """
         core = self.core
         fresh = self._placement.run(core.init_estimator)(
-            as_key(rng_key, "MLE.restart_estimator"), core.m, core.get_params(state),
+            as_key(rng_key, "MLE.restart_estimator"), core.target, core.get_params(state),
             self._batch(None))
         if position is not None:
             kernel_state = getattr(fresh, "kernel_state", None)

@@ -34,7 +34,6 @@ from .._checks import check_count, same_arguments
 from ..evaluate import exact
 from ..kernels import gibbs
 from ..kernels.base import as_spec, step_chains
-from ..conditionals import free_energy
 from ..model import UGM
 from .target import Posterior
 
@@ -174,12 +173,12 @@ class Exchange(MCMCKernel):
                     "num_aux_steps for the approximate exchange algorithm (a run of the "
                     "kernel from the observed cases)")
             return exact.sampler(m, n)
-        kernel, num_steps, data = self._kernel_spec.build(m), self.num_aux_steps, post.data
+        kernel, num_steps, data = self._kernel_spec.build(m.target()), self.num_aux_steps, post.data
 
         def draw(params, key):
             f = m.logdensity_fn(params)
             init_key, run_key = jax.random.split(key)
-            start = {**m.random_state(init_key, (n,)), **data}
+            start = {**m.target().random_state(init_key, (n,)), **data}
             states = jax.vmap(kernel.init, (0, None))(start, f)
 
             def sweep(i, s):
@@ -282,7 +281,7 @@ class Exchange(MCMCKernel):
         """Unconstrained samples -> constrained values of the sampled sites."""
         if self.posterior is None:
             return lambda z: z  # noqa: E731
-        return self.posterior.m.to_constrained
+        return self.posterior.m.param_space.to_constrained
 
     def get_diagnostics_str(self, state):
         return (f"acc. prob={float(jnp.mean(state.mean_accept_prob)):.2f}, "
@@ -305,7 +304,7 @@ def _reshape_fn(post: Posterior, draw: Callable, unravel: Callable) -> Callable:
     observed = tuple(post.data)
 
     def energy(u_flat, y):
-        return free_energy(post.m, post.params(unravel(u_flat)), y)
+        return post.m.target().free_energy(post.params(unravel(u_flat)), y)
 
     def log_prior(u_flat):
         return post.log_prior(unravel(u_flat))

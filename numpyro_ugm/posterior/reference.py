@@ -14,6 +14,7 @@ import numpyro
 from ..evaluate import exact
 from ..model import UGM
 from .target import Posterior
+from ..validation import to_data
 
 
 def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
@@ -49,7 +50,7 @@ def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
     """
     post = Posterior("exact_posterior", model, data, model_args, model_kwargs, params)
     m, priors = post.m, {n: post.m.param_sites[n].prior for n in post.sites}
-    observed = m.to_data(post.data)
+    observed = to_data(m.state_sites, post.data)
     exact.log_likelihood(m, post.params(post.init_position()), observed)  # size check
 
     def posterior_model():

@@ -100,7 +100,7 @@ class PosteriorCore(LearnerCore):
 
     def objective(self, unconstrained, params, positive, negative):
         return (self.num_examples * (positive - negative) + self.m.log_prior(params)
-                + self.m.log_abs_det_jacobian(unconstrained))
+                + self.m.param_space.log_abs_det_jacobian(unconstrained))
 
 
 class SGMCMCResult(NamedTuple):

@@ -18,8 +18,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from ..estimators.base import free_energies
+
 from ..model import UGM, as_ugm
+from ..validation import validate_data
 
 
 class Posterior:
@@ -56,7 +57,7 @@ class Posterior:
     def __init__(self, owner: str, model: Callable | UGM, data: dict, model_args: tuple = (),
                  model_kwargs: dict | None = None, params: dict | None = None):
         m = as_ugm(model, *model_args, **(model_kwargs or {}))
-        self.data = m.validate_data(data)
+        self.data = validate_data(m.state_sites, data)
         self.m = m = m.observe(self.data.keys())
         self.num_examples = int(jax.tree.leaves(self.data)[0].shape[0])
         given = dict(params or {})
@@ -74,30 +75,30 @@ class Posterior:
         init = m.init_params(jax.random.PRNGKey(0))
         self.fixed = {n: jnp.asarray(given.get(n, init[n])) for n in m.param_sites
                       if n not in self.sites}
-        m.check_params({**init, **self.fixed})
+        m.param_space.check({**init, **self.fixed})
         if m.latent_sites:  # raises if the latent sites cannot be summed out
             self.free_energy_sum(init, jax.tree.map(lambda a: a[:1], self.data))
 
     def init_position(self) -> dict:
         """The sampled sites at the model's initial values (prior medians), unconstrained."""
         init = self.m.init_params(jax.random.PRNGKey(0))
-        return self.m.to_unconstrained({n: init[n] for n in self.sites})
+        return self.m.param_space.to_unconstrained({n: init[n] for n in self.sites})
 
     def params(self, position: dict) -> dict:
         """Every parameter site, constrained, for the sampled sites at ``position``."""
-        return {**self.fixed, **self.m.to_constrained(position)}
+        return {**self.fixed, **self.m.param_space.to_constrained(position)}
 
     def log_prior(self, position: dict) -> jax.Array:
         """``log p(θ) + log |det ∂θ/∂u|``: the prior density at ``position`` in the
         unconstrained space."""
         return (self.m.log_prior(self.params(position))
-                + self.m.log_abs_det_jacobian(position))
+                + self.m.param_space.log_abs_det_jacobian(position))
 
     def free_energy_sum(self, params: dict, states: dict) -> jax.Array:
         """Σ_n F(x_n; θ) over the rows of ``states`` (model representation; latent sites,
         if present, are ignored and summed out)."""
         observed = {n: states[n] for n in self.data}
-        return jnp.sum(free_energies(self.m, params, observed))
+        return jnp.sum(self.m.target().free_energies(params, observed))
 
     def log_unnormalized(self, position: dict) -> jax.Array:
         """``log p(θ) + log |J| + Σ_n F(x_n; θ)``: the log posterior density at ``position``

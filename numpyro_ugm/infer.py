@@ -66,7 +66,6 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from ._checks import check_count, same_arguments
-from ._deprecation import warn_deprecated
 from .kernels import gibbs
 from .kernels.base import as_spec
 from .model import UGM, as_ugm
@@ -317,16 +316,8 @@ class UGMSampler(MCMCKernel):
 
     sample_field = "z"
 
-    def __init__(self, model: Callable, *legacy: Any, kernel: Any = None,
+    def __init__(self, model: Callable, *, kernel: Any = None,
                  params: dict | None = None, likelihood_factors: Sequence[str] = ()):
-        if legacy:  # the old positional (model, kernel, params)
-            if len(legacy) > 2:
-                raise TypeError(f"UGMSampler takes 1 positional argument, got "
-                                f"{1 + len(legacy)}")
-            warn_deprecated("UGMSampler: passing kernel (and params) positionally is "
-                            "deprecated; use UGMSampler(model, kernel=..., params=...)")
-            kernel = legacy[0]
-            params = legacy[1] if len(legacy) > 1 else params
         if not callable(model):
             raise TypeError(f"UGMSampler: model must be a numpyro model function, got "
                             f"{model!r}")
@@ -612,12 +603,6 @@ class UGMGibbsFn:
     def __repr__(self):
         return f"UGMGibbsFn(sites={list(self.sites)}, num_mcmc_steps={self.num_mcmc_steps})"
 
-    @property
-    def num_steps(self):
-        """Deprecated name of :attr:`num_mcmc_steps`."""
-        warn_deprecated("UGMGibbsFn: 'num_steps' is deprecated, use 'num_mcmc_steps'")
-        return self.num_mcmc_steps
-
 
 def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
              num_mcmc_steps: int = 1, params: dict | None = None,
@@ -645,12 +630,11 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
     *model_args, **model_kwargs
         The arguments ``MCMC.run`` passes to the model (``HMCGibbs`` does not hand them
         to ``gibbs_fn``, so they are bound here). The names ``kernel``, ``num_mcmc_steps``,
-        ``params`` and ``likelihood_factors`` (and, while deprecated, ``num_steps``) are
-        taken by this function.
+        ``params`` and ``likelihood_factors`` are taken by this function.
     kernel : KernelSpec, optional
         A :mod:`numpyro_ugm.kernels` spec (default: ``ugm.kernels.gibbs()``).
     num_mcmc_steps : int
-        Kernel steps per call (per MCMC step); ``num_steps`` is its deprecated name.
+        Kernel steps per call (per MCMC step).
     params : dict, optional
         Values of ``numpyro.param`` sites (default: their init values) or of continuous
         sites that no other block samples.
@@ -674,8 +658,5 @@ def gibbs_fn(model: Callable | UGM, *model_args: Any, kernel: Any = None,
         prior(θ)·exp f(x; θ) without 1/Z(θ), a wrong posterior for θ. Learn such
         parameters by MAP with :class:`~numpyro_ugm.MLE` instead.
     """
-    if "num_steps" in model_kwargs:
-        warn_deprecated("gibbs_fn: 'num_steps' is deprecated, use 'num_mcmc_steps'")
-        num_mcmc_steps = model_kwargs.pop("num_steps")
     return UGMGibbsFn(model, model_args, model_kwargs, kernel, num_mcmc_steps, params,
                       likelihood_factors)

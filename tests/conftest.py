@@ -54,7 +54,6 @@ LONGEST_FIRST = [
     "test_model.py",
     "test_sampling.py",
     "test_runloop.py",
-    "test_deprecations.py",
     "test_checks.py",
 ]
 

@@ -1,8 +1,8 @@
 """Estimators and kernel specs as configuration objects (issue 12): frozen, hashable,
 equal by value, validated at construction, generated ``repr``; one name for the kernel
 steps per move (``num_mcmc_steps``), ``kernel`` by keyword, separate names for the three
-ESS settings; old spellings still work with a ``DeprecationWarning`` naming the new one;
-each update reports a typed info ``NamedTuple`` with only the fields that apply."""
+ESS settings; each update reports a typed info ``NamedTuple`` with only the fields that
+apply."""
 
 import dataclasses
 import warnings
@@ -24,73 +24,6 @@ GIBBS = ugm.kernels.gibbs()
 
 # --- construction -----------------------------------------------------------------------
 
-#: (old call, new call): the same estimator, the old one with the warnings it gives
-RENAMED = [
-    (lambda: ugm.CD(k=3), lambda: ugm.CD(num_mcmc_steps=3), ["'k'", "'num_mcmc_steps'"]),
-    (lambda: ugm.PCD(10, k=2), lambda: ugm.PCD(10, num_mcmc_steps=2),
-     ["'k'", "'num_mcmc_steps'"]),
-    (lambda: ugm.MCMCMLE(10, burn_in=4), lambda: ugm.MCMCMLE(10, num_mcmc_steps=4),
-     ["'burn_in'", "'num_mcmc_steps'"]),
-    (lambda: ugm.MCMCMLE(10, ess_threshold=0.2),
-     lambda: ugm.MCMCMLE(10, restart_threshold=0.2),
-     ["'ess_threshold'", "'restart_threshold'"]),
-    (lambda: ugm.PF(10, ess_threshold=0.5), lambda: ugm.PF(10, resample_threshold=0.5),
-     ["'ess_threshold'", "'resample_threshold'"]),
-    (lambda: ugm.PF(10, rejuvenation_steps=3), lambda: ugm.PF(10, num_mcmc_steps=3),
-     ["'rejuvenation_steps'", "'num_mcmc_steps'"]),
-    (lambda: ugm.SMC(10, ess_threshold=0.7), lambda: ugm.SMC(10, target_ess=0.7),
-     ["'ess_threshold'", "'target_ess'"]),
-    (lambda: ugm.SMC(10, steps=2), lambda: ugm.SMC(10, num_mcmc_steps=2),
-     ["'steps'", "'num_mcmc_steps'"]),
-    (lambda: ugm.PSMC(10, ess_threshold=0.7, steps=2),
-     lambda: ugm.PSMC(10, target_ess=0.7, num_mcmc_steps=2),
-     ["'ess_threshold'", "'target_ess'"]),
-    (lambda: ugm.kernels.gibbs(sweeps=2), lambda: ugm.kernels.gibbs(num_mcmc_steps=2),
-     ["'sweeps'", "'num_mcmc_steps'"]),
-    (lambda: ugm.kernels.metropolis(sweeps=2),
-     lambda: ugm.kernels.metropolis(num_mcmc_steps=2), ["'sweeps'", "'num_mcmc_steps'"]),
-    (lambda: ugm.kernels.tempered_transitions(base=GIBBS, betas=3),
-     lambda: ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3), ["'base'", "'kernel'"]),
-    (lambda: ugm.kernels.parallel_tempering(base=GIBBS), lambda: ugm.kernels.parallel_tempering(
-        kernel=GIBBS), ["'base'", "'kernel'"]),
-    # the old positional order: kernel (now keyword-only) and what followed it
-    (lambda: ugm.kernels.tempered_transitions(GIBBS, 3, 2),
-     lambda: ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3, every=2),
-     ["'kernel'", "kernel=", "'every'"]),
-    (lambda: ugm.kernels.parallel_tempering(GIBBS, (0.5, 1.0)),
-     lambda: ugm.kernels.parallel_tempering(kernel=GIBBS, betas=(0.5, 1.0)),
-     ["'kernel'", "'betas'"]),
-    (lambda: ugm.CD(2, GIBBS), lambda: ugm.CD(2, kernel=GIBBS), ["'kernel'", "kernel="]),
-    (lambda: ugm.PCD(10, 2, GIBBS), lambda: ugm.PCD(10, 2, kernel=GIBBS),
-     ["'kernel'", "kernel="]),
-    (lambda: ugm.MCMCMLE(10, 3, 5, GIBBS, 0.2),
-     lambda: ugm.MCMCMLE(10, 3, 5, kernel=GIBBS, restart_threshold=0.2),
-     ["'restart_threshold'", "restart_threshold="]),
-    (lambda: ugm.PF(10, 0.5, 2, 2.0, "stratified", GIBBS, 7),
-     lambda: ugm.PF(10, 0.5, 2, 2.0, "stratified", kernel=GIBBS, rejuvenate_every=7),
-     ["'rejuvenate_every'", "rejuvenate_every="]),
-    (lambda: ugm.SMC(10, 0.8, GIBBS, 2, "residual", 50),
-     lambda: ugm.SMC(10, 0.8, kernel=GIBBS, num_mcmc_steps=2, resampling="residual",
-                     max_betas=50), ["'max_betas'", "max_betas="]),
-    (lambda: ugm.PSMC(10, 0.8, 0.5, GIBBS, 2),
-     lambda: ugm.PSMC(10, 0.8, 0.5, kernel=GIBBS, num_mcmc_steps=2),
-     ["'num_mcmc_steps'", "num_mcmc_steps="]),
-]
-
-
-@pytest.mark.parametrize("old, new, words", RENAMED, ids=[str(i) for i in range(len(RENAMED))])
-def test_old_spellings_warn_naming_the_new_one_and_build_the_same_object(old, new, words):
-    with pytest.warns(DeprecationWarning) as record:
-        before = old()
-    messages = " ".join(str(w.message) for w in record)
-    for word in words:
-        assert word in messages, (word, messages)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        after = new()  # the new spelling does not warn
-    assert before == after and hash(before) == hash(after) and repr(before) == repr(after)
-
-
 def test_positional_settings_that_kept_their_place_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -99,28 +32,6 @@ def test_positional_settings_that_kept_their_place_do_not_warn():
         assert ugm.PF(10, 0.5, 2) == ugm.PF(10, resample_threshold=0.5, num_mcmc_steps=2)
         assert ugm.SMC(10, 0.8) == ugm.SMC(10, target_ess=0.8)
         assert ugm.PSMC(10, 0.8, 1.0) == ugm.PSMC(10, target_ess=0.8, keep_fraction=1.0)
-
-
-def test_old_attribute_names_read_the_new_ones_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="'num_mcmc_steps'"):
-        assert ugm.PCD(10, 4).k == 4
-    with pytest.warns(DeprecationWarning, match="'resample_threshold'"):
-        assert ugm.PF(10, 0.3).ess_threshold == 0.3
-    with pytest.warns(DeprecationWarning, match="'target_ess'"):
-        assert ugm.SMC(10, 0.6).ess_threshold == 0.6
-    with pytest.warns(DeprecationWarning, match="'num_mcmc_steps'"):
-        assert ugm.kernels.gibbs(num_mcmc_steps=3).sweeps == 3
-    with pytest.raises(AttributeError):
-        ugm.PCD(10).bogus
-
-
-def test_misuse_of_old_and_new_spellings_is_refused():
-    with pytest.raises(TypeError, match="'k'.*'num_mcmc_steps'"):
-        ugm.PCD(10, k=1, num_mcmc_steps=2)
-    with pytest.raises(TypeError, match="multiple values for 'kernel'"):
-        ugm.PCD(10, 1, GIBBS, kernel=GIBBS)
-    with pytest.raises(TypeError, match="positional"):
-        ugm.CD(1, GIBBS, 3)
 
 
 ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),
@@ -195,14 +106,8 @@ def test_invalid_settings_raise_at_construction(make, match):
         make()
 
 
-def test_deprecated_count_alias_is_checked_like_the_new_name():
-    with pytest.warns(DeprecationWarning, match="'k' is deprecated"), \
-            pytest.raises(ValueError, match="^CD: num_mcmc_steps must be an integer >= 1, "
-                                            "got 1.7"):
-        ugm.CD(k=1.7)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="^PCD: num_mcmc"):
-        ugm.PCD(4, k=1.7)
-    assert ugm.PSMC(4, keep_fraction=0.25).num_keep == 1  # one particle kept: allowed
+def test_psmc_may_keep_a_single_particle():
+    assert ugm.PSMC(4, keep_fraction=0.25).num_keep == 1
 
 
 @pytest.mark.parametrize("cls", [ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC])
@@ -252,16 +157,6 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
         assert jnp.shape(value) == () and not np.isnan(float(value)) or (
             name == "PF" and field in ("acceptance", "equilibrium_z"))
     assert 0 < float(info.ess) <= 16 + 1e-3
-    # the old dict access keeps working for a release, with a warning
-    with pytest.warns(DeprecationWarning, match="NamedTuple"):
-        assert float(info["ess"]) == float(info.ess)
-    with pytest.warns(DeprecationWarning):
-        assert info.get("num_betas", -1.0) == (info.num_betas if "num_betas" in fields
-                                               else -1.0)
-    with pytest.warns(DeprecationWarning):
-        assert dict(info.items()) == info._asdict()
-    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
-        info["bogus"]
     assert info[0] is info.ess  # integer indexing is the tuple's
 
 

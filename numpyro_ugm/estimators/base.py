@@ -26,13 +26,11 @@ from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess
 
 from .._checks import check_count
-from .._deprecation import mapping_access
 from ..conditionals import block_logits, scatter
 from ..kernels import gibbs
 from ..kernels.base import Kernel, KernelSpec, as_spec, bound_kernel, sample_labels, step_chains
 
 
-@mapping_access
 class ChainInfo(NamedTuple):
     """Diagnostics of an update by equally weighted chains (CD, PCD).
 

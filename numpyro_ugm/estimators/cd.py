@@ -6,7 +6,6 @@ from typing import ClassVar, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._deprecation import renamed_arguments
 from ..kernels.base import KernelSpec
 from .base import ChainInfo, Estimator, Particles, move, sample_latent, uniform_log_weights, with_latent
 
@@ -18,7 +17,6 @@ class CDState(NamedTuple):
 CDInfo = ChainInfo
 
 
-@renamed_arguments({"k": "num_mcmc_steps"}, ("num_mcmc_steps", "kernel"))
 @dataclasses.dataclass(frozen=True)
 class CD(Estimator):
     """CD-k: start one chain at each example of the batch (latent sites drawn from
@@ -27,7 +25,7 @@ class CD(Estimator):
     Parameters
     ----------
     num_mcmc_steps : int
-        Kernel steps (sweeps) per update, the k of CD-k (formerly ``k``).
+        Kernel steps (sweeps) per update, the k of CD-k.
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
     """

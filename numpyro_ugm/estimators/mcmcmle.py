@@ -7,7 +7,6 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
 from .base import (Estimator, Particles, move, resample, resample_where,
                    reweight, uniform_log_weights)
@@ -29,7 +28,6 @@ class MCMCMLEState(NamedTuple):
     anchor_log_weights: jax.Array
 
 
-@mapping_access
 class MCMCMLEInfo(NamedTuple):
     """Diagnostics of one MCMC-MLE update.
 
@@ -51,9 +49,6 @@ class MCMCMLEInfo(NamedTuple):
     reannealed: jax.Array
 
 
-@renamed_arguments({"burn_in": "num_mcmc_steps", "ess_threshold": "restart_threshold"},
-                   ("num_particles", "num_mcmc_steps", "reset_every", "kernel",
-                    "restart_threshold"))
 @dataclasses.dataclass(frozen=True)
 class MCMCMLE(Estimator):
     """MCMC-MLE: a fixed sample x_s from p(·; θ_0) and importance log-weights
@@ -86,7 +81,7 @@ class MCMCMLE(Estimator):
     ----------
     num_particles : int
     num_mcmc_steps : int
-        Kernel steps (sweeps) per redraw (formerly ``burn_in``).
+        Kernel steps (sweeps) per redraw.
     reset_every : int
         Round length L in updates: at most this many updates per sample (default 10,
         about PCD-1's cost with 10 sweeps per round). The ESS cannot see mass that moved
@@ -96,8 +91,8 @@ class MCMCMLE(Estimator):
         (the paper's) ends 1.9 nats short of exact-gradient ascent, L = 20 0.064, L = 10
         0.004 (the docs' "Choosing an estimator" page).
     restart_threshold : float in [0, 1)
-        Keyword only. Start a new round early when the ESS falls below this fraction of
-        S (formerly ``ess_threshold``).
+        Keyword only. Start a new round early when the ESS falls below this fraction
+        of S.
     gradient_tol : float >= 0
         Keyword only. Start a new round when the mean absolute value of the last
         update's gradient (over all parameter entries) is below it (0: never).

@@ -7,7 +7,6 @@ from typing import Any, ClassVar, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .._deprecation import renamed_arguments
 from ..kernels.base import KernelSpec
 from .base import ChainInfo, Estimator, Particles, move_states, uniform_log_weights
 
@@ -27,7 +26,6 @@ class PCDState(NamedTuple):
 PCDInfo = ChainInfo
 
 
-@renamed_arguments({"k": "num_mcmc_steps"}, ("num_particles", "num_mcmc_steps", "kernel"))
 @dataclasses.dataclass(frozen=True)
 class PCD(Estimator):
     """PCD-k: ``num_particles`` persistent chains, ``num_mcmc_steps`` kernel steps under
@@ -38,7 +36,7 @@ class PCD(Estimator):
     num_particles : int
         Number of persistent chains S.
     num_mcmc_steps : int
-        Kernel steps (sweeps) per update, the k of PCD-k (formerly ``k``).
+        Kernel steps (sweeps) per update, the k of PCD-k.
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs; e.g.
         ``ugm.kernels.metropolis()``.

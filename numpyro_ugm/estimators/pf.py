@@ -7,7 +7,6 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
-from .._deprecation import mapping_access, renamed_arguments
 from ..kernels.base import KernelSpec
 from .base import (Estimator, Particles, move, resample_where, reweight,
                    uniform_log_weights)
@@ -30,7 +29,6 @@ class PFState(NamedTuple):
     interval: jax.Array
 
 
-@mapping_access
 class PFInfo(NamedTuple):
     """Diagnostics of one PF update.
 
@@ -98,10 +96,6 @@ def equilibrium_z(log_weights: jax.Array, before: jax.Array, after: jax.Array,
     return jnp.mean(((mean_after - mean_before) / se) ** 2)
 
 
-@renamed_arguments(
-    {"ess_threshold": "resample_threshold", "rejuvenation_steps": "num_mcmc_steps"},
-    ("num_particles", "resample_threshold", "num_mcmc_steps", "temperature", "resampling",
-     "kernel", "rejuvenate_every"))
 @dataclasses.dataclass(frozen=True)
 class PF(Estimator):
     """PF: importance weights carried recursively along the optimizer's path,
@@ -148,10 +142,9 @@ class PF(Estimator):
     ----------
     num_particles : int
     resample_threshold : float > 0
-        Fraction of S below which the ESS triggers resampling (> 1: always; formerly
-        ``ess_threshold``).
+        Fraction of S below which the ESS triggers resampling (> 1: always).
     num_mcmc_steps : int
-        Kernel steps n at each move (formerly ``rejuvenation_steps``).
+        Kernel steps n at each move.
     temperature : float > 0
         Weight temperature T (``inf``: unit weights).
     resampling : {"systematic", "stratified", "multinomial", "residual"}

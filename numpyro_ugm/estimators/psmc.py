@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
-from .._deprecation import mapping_access, renamed_arguments
 from ..conditionals import linear_combination
 from .base import Particles, resample
 from .tempering import TemperingEstimator, anneal_from_uniform, temper
@@ -29,7 +28,6 @@ class PSMCState(NamedTuple):
     log_z_var: jax.Array
 
 
-@mapping_access
 class PSMCInfo(NamedTuple):
     """Diagnostics of one PSMC update.
 
@@ -60,9 +58,6 @@ class PSMCInfo(NamedTuple):
 REDRAWS = ("tempered", "uniform-heuristic")
 
 
-@renamed_arguments({"ess_threshold": "target_ess", "steps": "num_mcmc_steps"},
-                   ("num_particles", "target_ess", "keep_fraction", "kernel",
-                    "num_mcmc_steps", "resampling", "max_betas"))
 @dataclasses.dataclass(frozen=True)
 class PSMC(TemperingEstimator):
     """PSMC: at each update the bridge p_β ∝ p(·; θ_{t−1})^{1−β} p(·; θ_t)^β, β: 0 → 1,
@@ -92,12 +87,12 @@ class PSMC(TemperingEstimator):
     ----------
     num_particles : int
     target_ess : float in (0, 1)
-        σ*, the ESS fraction each bridge step keeps (formerly ``ess_threshold``).
+        σ*, the ESS fraction each bridge step keeps.
     keep_fraction : float in (0, 1]
         Fraction of particles carried over (the paper: one half), rounded to a number of
         particles (:attr:`num_keep`), which must be at least one.
     num_mcmc_steps : int
-        Keyword only. Kernel steps per β (formerly ``steps``).
+        Keyword only. Kernel steps per β.
     resampling : {"systematic", "stratified", "multinomial", "residual"}
         Keyword only.
     max_betas : int

@@ -7,7 +7,6 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
-from .._deprecation import renamed_arguments
 from .base import Particles
 from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform
 
@@ -20,9 +19,6 @@ class SMCState(NamedTuple):
 SMCInfo = TemperingInfo
 
 
-@renamed_arguments({"ess_threshold": "target_ess", "steps": "num_mcmc_steps"},
-                   ("num_particles", "target_ess", "kernel", "num_mcmc_steps", "resampling",
-                    "max_betas"))
 @dataclasses.dataclass(frozen=True)
 class SMC(TemperingEstimator):
     """SMC: each update draws ``num_particles`` uniform configurations and follows
@@ -35,9 +31,9 @@ class SMC(TemperingEstimator):
     ----------
     num_particles : int
     target_ess : float in (0, 1)
-        Target ESS fraction of each tempering step (formerly ``ess_threshold``).
+        Target ESS fraction of each tempering step.
     num_mcmc_steps : int
-        Keyword only. Kernel steps per β (formerly ``steps``).
+        Keyword only. Kernel steps per β.
     resampling : {"systematic", "stratified", "multinomial", "residual"}
         Keyword only.
     max_betas : int

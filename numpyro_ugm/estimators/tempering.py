@@ -18,7 +18,6 @@ from blackjax.smc import from_mcmc, solver, tempered
 from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess_solver
 
-from .._deprecation import mapping_access
 from ..conditionals import constant_log_density, linear_combination
 from ..kernels.base import Kernel, KernelSpec
 from .base import Estimator, shard_particles
@@ -178,7 +177,6 @@ def anneal_from_uniform(target, kernel: Kernel, rng_key: jax.Array, params: dict
     return result._replace(log_z_increment=result.log_z_increment + target.log_num_states)
 
 
-@mapping_access
 class TemperingInfo(NamedTuple):
     """Diagnostics of one SMC or PSMC update.
 

@@ -39,7 +39,7 @@ class BlockKernelSpec(KernelSpec):
         ``"systematic"``: one step visits every block in order. ``"random"``: one step
         updates ``num_blocks`` blocks drawn uniformly at random (reversible).
     num_mcmc_steps : int
-        Number of such sweeps per ``step`` (formerly ``sweeps``).
+        Number of such sweeps per ``step``.
     max_unrolled : int
         With systematic scan, models with at most this many blocks get each block's
         update compiled separately (gradients only with respect to the sites the block

@@ -3,7 +3,6 @@
 import dataclasses
 from typing import NamedTuple
 
-from .._deprecation import renamed_arguments
 from .base import values_from_uniforms
 from .blocks import BlockKernelSpec
 
@@ -14,7 +13,6 @@ class GibbsState(NamedTuple):
     position: dict
 
 
-@renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class gibbs(BlockKernelSpec):
     """Block Gibbs sampler over the model's coloring (``target.blocks``).
@@ -30,7 +28,7 @@ class gibbs(BlockKernelSpec):
     ----------
     scan, num_mcmc_steps, max_unrolled, backward
         As in :class:`~numpyro_ugm.kernels.blocks.BlockKernelSpec` (``scan="systematic"``
-        or ``"random"``; ``num_mcmc_steps`` sweeps per step, formerly ``sweeps``).
+        or ``"random"``; ``num_mcmc_steps`` sweeps per step).
     """
 
     state = GibbsState

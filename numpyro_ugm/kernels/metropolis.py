@@ -7,7 +7,6 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from .._deprecation import renamed_arguments
 from .blocks import BlockKernelSpec
 
 
@@ -17,7 +16,6 @@ class MetropolisState(NamedTuple):
     position: dict
 
 
-@renamed_arguments({"sweeps": "num_mcmc_steps"})
 @dataclasses.dataclass(frozen=True)
 class metropolis(BlockKernelSpec):
     """Metropolis sampler over the model's coloring (``target.blocks``), one block at a time.
@@ -36,7 +34,7 @@ class metropolis(BlockKernelSpec):
     ----------
     scan, num_mcmc_steps, max_unrolled, backward
         As in :class:`~numpyro_ugm.kernels.blocks.BlockKernelSpec` (``scan="systematic"``
-        or ``"random"``; ``num_mcmc_steps`` sweeps per step, formerly ``sweeps``).
+        or ``"random"``; ``num_mcmc_steps`` sweeps per step).
     """
 
     state = MetropolisState

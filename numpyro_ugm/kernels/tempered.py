@@ -15,7 +15,6 @@ import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
 from .._checks import check_count
-from .._deprecation import renamed_arguments
 from ..conditionals import scaled
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
@@ -56,7 +55,6 @@ class TemperedTransitionsInfo(NamedTuple):
     ran: jax.Array
 
 
-@renamed_arguments({"base": "kernel"}, ("kernel", "betas", "every"))
 @dataclasses.dataclass(frozen=True)
 class tempered_transitions(KernelSpec):
     """Tempered transitions (Neal 1996; Salakhutdinov 2009, Alg. 2).
@@ -67,14 +65,12 @@ class tempered_transitions(KernelSpec):
     end point is accepted with probability
     min(1, Π_{s=1..S} exp((β_{s−1} − β_s) f(x_s) + (β_s − β_{s−1}) f(x̃_s))).
 
-    All arguments are keyword only (formerly ``tempered_transitions(base, betas,
-    every)``; the old order and the name ``base`` still work, with a warning).
+    All arguments are keyword only.
 
     Parameters
     ----------
     kernel : KernelSpec, optional
         Base kernel (default: systematic-scan block Gibbs); its ``reverse()`` gives T̃.
-        Formerly ``base``.
     betas : int or sequence of float, optional
         Increasing inverse temperatures ending at 1, or their number spaced uniformly in
         [0.9, 1] (default 50, as in the paper's MNIST experiment).
@@ -192,7 +188,6 @@ class ParallelTemperingInfo(NamedTuple):
     swap_accepted: jax.Array
 
 
-@renamed_arguments({"base": "kernel"}, ("kernel", "betas"))
 @dataclasses.dataclass(frozen=True)
 class parallel_tempering(KernelSpec):
     """Parallel tempering: one replica per β, each moved by one base step at p_β, then
@@ -201,13 +196,12 @@ class parallel_tempering(KernelSpec):
     the β = 1 replica; replicas persist in the state (keep the kernel state between
     updates, as ``PCD`` does).
 
-    All arguments are keyword only (formerly ``parallel_tempering(base, betas)``; the
-    old order and the name ``base`` still work, with a warning).
+    All arguments are keyword only.
 
     Parameters
     ----------
     kernel : KernelSpec, optional
-        Base kernel (default: systematic-scan block Gibbs). Formerly ``base``.
+        Base kernel (default: systematic-scan block Gibbs).
     betas : int or sequence of float, optional
         Increasing inverse temperatures ending at 1, or their number spaced uniformly in
         [0, 1] (default 10; the PSMC paper spaces H of them uniformly in [0, 1]).

@@ -30,56 +30,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
-from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
 from .conditionals import block_logits, zero_logits
-from .domains import Domain
-from .factors import COLORS, CONDITIONALS, MULTILINEAR
-from .compile_cache import cached
+from .analysis import check_declared_conditionals, covering_structure, find_structure
+from .factors import own_conditionals
 from .inputs import check_input_names, concrete_arrays
-from .params import ParamSite, ParamSpace
+from .params import ParamSpace
+from .sites import find_sites, log_terms, trace_model
 from .structure import Structure
-from .structure import analyze as _analyze
-from .structure import cover as _cover
-from .structure import from_colors as _from_colors
 from .target import Target
 
 __all__ = ["UGM", "as_ugm"]
-
-
-def _innermost(fn):
-    """The distribution inside ``.expand()`` / ``.to_event()`` / ``.mask()`` wrappers."""
-    while hasattr(fn, "base_dist"):
-        fn = fn.base_dist
-    return fn
-
-
-def _domain_of(site):
-    """The domain of a state site over the site's whole shape, or None for other sites.
-
-    A domain inside plates (or ``.expand()``, ``.to_event()``) is the same domain with
-    the site's shape: ``with numpyro.plate("i", n): numpyro.sample("x", Spin())`` is
-    ``numpyro.sample("x", Spin(n))``.
-    """
-    if site["type"] != "sample":
-        return None
-    fn = site["fn"]
-    if isinstance(fn, Domain):
-        return fn
-    base = fn
-    while isinstance(base, (ExpandedDistribution, Independent)):
-        base = base.base_dist
-    if not isinstance(base, Domain):
-        return None
-    shape = tuple(fn.batch_shape) + tuple(fn.event_shape)
-    return base.with_shape(shape[:len(shape) - len(base.event_shape)])
-
-
-def _is_prior(site):
-    return (site["type"] == "sample" and not site["is_observed"]
-            and _domain_of(site) is None)
 
 
 class UGM:
@@ -108,49 +71,8 @@ class UGM:
     def __init__(self, model, *args, init_strategy=init_to_median, **kwargs):
         self.model, self.args, self.kwargs = model, args, kwargs
         self.init_strategy = init_strategy
-        trace = self._trace(jax.random.PRNGKey(0))
-        self.param_sites, self.state_sites = {}, {}
-        for name, site in trace.items():
-            if site["type"] == "param":
-                constraint = site["kwargs"].get("constraint", constraints.real)
-                self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
-                                                   constraint, None)
-            elif _domain_of(site) is not None:
-                if site["is_observed"]:
-                    raise ValueError(f"state site {name!r} has obs=...: pass its values as "
-                                     "data to the learner instead")
-                if site.get("scale") is not None:
-                    raise ValueError(
-                        f"state site {name!r} is in a subsampled plate (or under a scale "
-                        "handler): the state is never subsampled; use a plate without "
-                        "subsample_size, or give the shape to the domain")
-                self.state_sites[name] = _domain_of(site)
-            elif _is_prior(site):
-                if site["fn"].is_discrete:
-                    base = _innermost(site["fn"])
-                    if isinstance(base, Domain):
-                        raise TypeError(
-                            f"site {name!r}: a {type(base).__name__} domain inside "
-                            f"{type(site['fn']).__name__} (a mask handler or .mask()) is "
-                            "not supported; declare the state site with its shape on the "
-                            f"domain, e.g. numpyro.sample({name!r}, ugm.Spin(shape))")
-                    raise TypeError(
-                        f"site {name!r} has the discrete distribution "
-                        f"{type(base).__name__}: declare discrete state with "
-                        "ugm.Spin, ugm.Binary or ugm.Categorical")
-                self.param_sites[name] = ParamSite(name, jnp.shape(site["value"]),
-                                                   site["fn"].support, site["fn"])
-        if not self.state_sites:
-            raise ValueError("the model has no state site: declare discrete variables with "
-                             "numpyro.sample(name, domain), the domain ugm.Spin(shape), "
-                             "ugm.Binary(shape) or ugm.Categorical(shape, num_categories=K)")
-        self._hooked = tuple(name for name, site in trace.items()
-                             if site["type"] == "sample" and site["is_observed"]
-                             and CONDITIONALS in (site.get("infer") or {}))
-        self._declared = {name: (site["infer"][COLORS], site["infer"][MULTILINEAR])
-                          for name, site in trace.items()
-                          if site["type"] == "sample" and site["is_observed"]
-                          and COLORS in (site.get("infer") or {})}
+        self._sites = find_sites(self._trace(jax.random.PRNGKey(0)))
+        self.param_sites, self.state_sites = self._sites.params, self._sites.state
         self.latent_sites = ()
         self._cache_token = object()  # see cache_key
         self._target = None  # see target()
@@ -158,23 +80,7 @@ class UGM:
 
     # --- tracing ----------------------------------------------------------------------
     def _trace(self, rng_key, values=None):
-        model = handlers.seed(self.model, rng_key)
-        if values is not None:
-            model = handlers.substitute(model, data=values)
-        try:
-            return handlers.trace(model).get_trace(*self.args, **self.kwargs)
-        except (TypeError, ValueError, IndexError) as error:
-            text = str(error)
-            if "integer" in text and ("ndex" in text or "indices" in text):
-                raise TypeError(
-                    f"the model failed with {type(error).__name__}: {text}. Inside the "
-                    "model, state sites are floating-point arrays, not integer labels: "
-                    "Spin ±1, Binary 0/1, and Categorical one-hot vectors of length K (a "
-                    "site of shape s is an array of shape (*s, K)). Select a table's rows "
-                    "with x @ table (or jnp.einsum), not table[x]; jnp.argmax(x, -1) gives "
-                    "the labels, at the price of a potential that is no longer "
-                    "multilinear (slower sampling)") from error
-            raise
+        return trace_model(self.model, self.args, self.kwargs, rng_key, values)
 
     def replace(self, *, args: tuple | None = None, kwargs: dict | None = None,
                 latent_sites: Iterable[str] | None = None,
@@ -193,8 +99,8 @@ class UGM:
             functions close over the arguments).
         latent_sites : iterable of str, optional
             New latent sites (state sites the data does not supply). A copy that changes
-            only them shares the structure and the compile cache (:meth:`cached` keys
-            that depend on the latent sites must say so).
+            only them shares the structure and the compile cache (cache keys that
+            depend on the latent sites must say so).
         structure : Structure, optional
             Use this structure instead of analyzing the copy's model (for a model traced
             differently whose interaction graph is known to be the same); the copy gets
@@ -284,17 +190,8 @@ class UGM:
             joined structure (and its own compile cache).
         """
         check_input_names(inputs, self.kwargs)
-        structure = self.structure
-
-        def log_potential(params, state, example):
-            return self.replace(kwargs={**self.kwargs, **example}).log_potential(params,
-                                                                                  state)
-
-        with jax.ensure_compile_time_eval():
-            covering = _cover(structure, log_potential, self.state_sites,
-                              self._probe_params, inputs,
-                              cache=cached(self.cache_key, ("for_inputs",), dict))
-        return self if covering is structure else self.replace(structure=covering)
+        covering = covering_structure(self, inputs)
+        return self if covering is self.structure else self.replace(structure=covering)
 
     @property
     def cache_key(self) -> object:
@@ -321,7 +218,10 @@ class UGM:
         cell = self._structure
         if cell.value is None:
             with jax.ensure_compile_time_eval():  # concrete even if first used in a trace
-                cell.value = self.analyze()
+                structure = self.analyze()
+                if self._sites.hooked:
+                    check_declared_conditionals(self)
+                cell.value = structure
         return cell.value
 
     def analyze(self, rng_key: jax.Array | None = None, **options: Any) -> Structure:
@@ -343,31 +243,7 @@ class UGM:
             it covers every state site and every other factor is constant in the state;
             otherwise the one found from the log-potential.
         """
-        declared = self._declared_structure()
-        if declared is not None:
-            return declared
-        return _analyze(self.log_potential, self.state_sites, self._probe_params,
-                        rng_key=rng_key, **options)
-
-    def _declared_structure(self):
-        """The structure a factor declares, or None (see :meth:`analyze`)."""
-        if len(self._declared) != 1:
-            return None
-        (name, (colors, multilinear)), = self._declared.items()
-        if set(colors) != set(self.state_sites):
-            return None
-        params = self.init_params(jax.random.PRNGKey(0))
-        domains = self.state_sites
-        states = [{n: d.reference(d.batch_shape) for n, d in domains.items()}]
-        states += [{n: d.sample(jax.random.fold_in(jax.random.PRNGKey(k), i))
-                    for i, (n, d) in enumerate(domains.items())} for k in (1, 2)]
-        rest = [{n: term for n, _, term in self._terms(params, state) if n != name}
-                for state in states]
-        for other in rest[1:]:  # the other factors must not depend on the state
-            if any(not np.allclose(np.asarray(other[n]), np.asarray(v), rtol=1e-6,
-                                   atol=1e-6) for n, v in rest[0].items()):
-                return None
-        return _from_colors(self.state_sites, colors, multilinear)
+        return find_structure(self, rng_key, **options)
 
     @property
     def blocks(self) -> list:
@@ -382,15 +258,6 @@ class UGM:
                                     substitute_fn=self.init_strategy)
         trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
         return {name: trace[name]["value"] for name in self.param_sites}
-
-    def _probe_params(self, rng_key, rng):
-        """Random parameters for the structure analysis: the initial parameters moved by
-        N(0, 1) (drawn from the numpy generator ``rng``) in the unconstrained space."""
-        space = self.param_space
-        u = space.to_unconstrained(self.init_params(rng_key))
-        u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
-             for n, v in u.items()}
-        return space.to_constrained(u)
 
     # --- potentials -------------------------------------------------------------------
     def log_potential(self, params: dict, state: dict) -> jax.Array:
@@ -423,18 +290,7 @@ class UGM:
     def _terms(self, params, state):
         """(name, whether a ``numpyro.factor``, summed log-factor) of each observed site,
         in the order the model declares them."""
-        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
-        for name, site in trace.items():
-            if site["type"] != "sample":
-                continue
-            if not site["is_observed"]:
-                if _domain_of(site) is not None and name not in state:
-                    raise KeyError(f"state site {name!r} is missing from the state")
-                continue
-            log_factor = site["fn"].log_prob(site["value"])
-            if site.get("scale") is not None:
-                log_factor = log_factor * site["scale"]
-            yield name, isinstance(_innermost(site["fn"]), Unit), jnp.sum(log_factor)
+        return log_terms(self._trace(jax.random.PRNGKey(0), {**params, **state}), state)
 
     def target(self) -> Target:
         """The :class:`~numpyro_ugm.target.Target` the algorithms take: this model's
@@ -444,7 +300,7 @@ class UGM:
             self._target = Target(
                 dict(self.state_sites), tuple(self.latent_sites), self.structure,
                 self.log_potential,
-                conditionals=self._hooked_conditionals if self._hooked else None,
+                conditionals=self._hooked_conditionals if self._sites.hooked else None,
                 terms=lambda params, state: list(self._terms(params, state)),
                 binder=lambda inputs: self.bind(**inputs).target(),
                 cache_key=(self.cache_key, tuple(self.latent_sites)))
@@ -462,33 +318,16 @@ class UGM:
     def _hooked_conditionals(self, params, state, domains, block):
         """Conditional log-probabilities of a block: the hooked factors' own, plus those
         of the other factors' sum (gradient or evaluation)."""
+        hooked = self._sites.hooked
         trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
-        out, others = {}, False
-        for name, site in trace.items():
-            if site["type"] != "sample" or not site["is_observed"]:
-                continue
-            if name not in self._hooked:
-                others = True
-                continue
-            own = site["infer"][CONDITIONALS]
-            for s, idx in block.items():
-                logits = own(s, idx)
-                if logits is None:
-                    continue
-                if site.get("scale") is not None:
-                    logits = logits * site["scale"]
-                out[s] = logits if s not in out else out[s] + logits
-        if others:
+        out = own_conditionals(trace, hooked, block)
+        if any(s["type"] == "sample" and s["is_observed"] and n not in hooked
+               for n, s in trace.items()):
             def rest(x):
-                total = 0.0
-                for name, _, term in self._terms(params, x):
-                    if name not in self._hooked:
-                        total = total + term
-                return total
+                return sum((t for n, _, t in self._terms(params, x) if n not in hooked), 0.0)
 
-            rest_logits = block_logits(rest, state, domains, block,
-                                       self.structure.multilinear)
-            for s, logits in rest_logits.items():
+            for s, logits in block_logits(rest, state, domains, block,
+                                          self.structure.multilinear).items():
                 out[s] = logits if s not in out else out[s] + logits
         missing = {s: idx for s, idx in block.items() if s not in out}
         return {**out, **zero_logits(domains, missing, jnp.result_type(float))}

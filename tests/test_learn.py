@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import optax
 import pytest
+from conftest import TraceCounter
 from helpers import make
 
 import numpyro_ugm as ugm
@@ -128,25 +129,29 @@ def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
     """The learner uses the data passed on each call (not a copy cached by the arrays'
     identity), and data of the same layout reuses the compiled steps."""
     x = np.array(spins["x"])
-    learner = make()
-    learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
-    compiled = learner._scan_jit
+    model = TraceCounter(ugm.models.vbm)
+    learner = make(model=model)
+    # the model's initial parameters (zeros), given: drawing them would trace the model
+    start = {"W": np.zeros((6, 6), np.float32), "b": np.zeros(6, np.float32)}
+    learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start, progress_bar=False)
     x[:] = -x  # in place: the same array object
-    changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
+    with model.unchanged("a second run on data of the same layout"):
+        changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start,
+                              progress_bar=False)
     fresh = make().run(jax.random.PRNGKey(1), 5, {"x": x.copy()}, 6, progress_bar=False)
     for name in fresh.params:
         np.testing.assert_array_equal(changed.params[name], fresh.params[name])
-    assert learner._scan_jit is compiled and compiled._cache_size() == 1
 
 
 def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
     """The compiled scan is built for a power-of-two capacity, not the run's length:
     runs of 5 to 8 steps share one program, and continue one another bit-identically
     (12 steps at once run on a program built for 16)."""
-    learner = make()
+    model = TraceCounter(ugm.models.vbm)
+    learner = make(model=model)
     parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
-    parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
-    assert learner._scan_jit._cache_size() == 1
+    with model.unchanged("a run of 7 steps after one of 5"):
+        parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
     whole = make().run(jax.random.PRNGKey(1), 12, spins, 6, progress_bar=False)
     for name in whole.params:
         np.testing.assert_array_equal(parts.params[name], whole.params[name])

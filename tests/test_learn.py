@@ -16,6 +16,10 @@ from helpers import make
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
 from numpyro_ugm.estimators.base import normalize
+from numpyro_ugm.evaluate import exact
+
+#: nats per case that CD-1 may fall short of the exact MLE's log-likelihood
+LL_TOLERANCE = 1.0
 
 
 def test_bad_estimator_and_optimizer():
@@ -93,16 +97,29 @@ def test_step_api_matches_run(spins):
     np.testing.assert_allclose(learner.get_params(state)["W"], run.params["W"], rtol=1e-6)
 
 
-def test_cd_on_rbm_with_minibatches_increases_data_fit():
+def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():
+    """CD-1 on an RBM (16 visible, 8 hidden units summed out) with minibatches of 50 of
+    300 noisy copies of 3 prototypes: its exact log-likelihood per case comes within
+    LL_TOLERANCE of the exact MLE's (``exact.fit``: 1000 Adam steps by enumeration from
+    the model's initial parameters). CD-1's bias and the last iterate's noise cost
+    0.2-0.75 nats here over ten seeds; the start is 7 nats below, and the best model of
+    independent units 4.8. (A rising positive phase, checked before, is no evidence:
+    it also rises when the negative phase is lost.)"""
     rng = np.random.default_rng(1)
     proto = rng.random((3, 16)) < 0.5
     x = proto[rng.integers(0, 3, 300)] ^ (rng.random((300, 16)) < 0.05)
+    data = {"v": x.astype(np.int8)}
     learner = ugm.MLE(ugm.models.rbm, ugm.CD(1), optax.adam(0.05))
-    result = learner.run(jax.random.PRNGKey(0), 300, {"v": x.astype(np.int8)}, 16, 4,
-                         batch_size=50, progress_bar=False)
+    result = learner.run(jax.random.PRNGKey(0), 300, data, 16, 8, batch_size=50,
+                         progress_bar=False)
     assert result.diagnostics["positive"].shape == (300,)
-    # the positive phase (mean free energy of data) rises as the model fits the data
-    assert result.diagnostics["positive"][-20:].mean() > result.diagnostics["positive"][:20].mean() + 1.0
+    m = ugm.UGM(ugm.models.rbm, 16, 8)
+    best = exact.fit(m, data, num_steps=1000, optimizer=optax.adam(0.05))
+    got = float(exact.log_likelihood(m, result.params, data))
+    assert got > float(best.log_likelihood) - LL_TOLERANCE, (got, float(best.log_likelihood))
+    # not blind: the start is far outside the tolerance
+    start = best.trace["log_likelihood"][0]
+    assert start < float(best.log_likelihood) - 5.0, start
 
 
 class ZeroWeightPCD(ugm.PCD):

@@ -9,8 +9,12 @@
   compiled by one test (the same model, estimator and shapes under a new learner
   object) is loaded, not recompiled, by the next.
 * ``spins``: the learner's small data set (``helpers.spins_data``).
+* ``TraceCounter``: a model function that counts its calls, for the tests that a
+  repeated call reuses a compiled program (``from conftest import TraceCounter``).
 """
 
+import contextlib
+import functools
 from pathlib import Path
 
 import jax
@@ -74,3 +78,43 @@ def spins():
     from helpers import spins_data
 
     return spins_data()
+
+
+class TraceCounter:
+    """A numpyro model function that counts its calls (``calls``).
+
+    The Python code of a model runs only when the model is traced (when the ``UGM`` is
+    built, when its structure is analyzed, and each time a jitted program calling it is
+    traced), never when a compiled program runs. A call of the package that runs a
+    program it compiled before therefore makes no call here; one that traces it again
+    (a new cache key, a lost cache, a changed static argument) makes some. Eager uses of
+    the model count too (drawing the default initial parameters traces it): tests give
+    what avoids them. ``unchanged`` checks that no call happens across a block::
+
+        model = TraceCounter(ugm.models.vbm)
+        m = ugm.UGM(model, 6)
+        ugm.sample(m, params, key, 20)  # traces and compiles
+        with model.unchanged("a second call"):
+            ugm.sample(m, other_params, other_key, 20)  # must reuse the program
+    """
+
+    def __init__(self, model):
+        functools.update_wrapper(self, model)
+        self.model = model
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.model(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def unchanged(self, what="the block"):
+        """Assert that the code in the ``with`` block does not call (trace) the model,
+        and that something did before (a counter wired to no model would pass unseen;
+        tests also check that the first call of what they repeat traced it)."""
+        assert self.calls > 0, "the counted model was never traced (test is blind)"
+        before = self.calls
+        yield
+        assert self.calls == before, (
+            f"{what} traced the model {self.calls - before} more time(s): it did not reuse "
+            "the compiled program")

@@ -317,9 +317,9 @@ def spins_data():
     return {"x": rng.choice(np.array([-1, 1], np.int8), size=(40, 6))}
 
 
-def make(k=1, lr=0.05):
-    """MLE of the spin VBM with PCD-k (32 particles) and SGD."""
-    return ugm.MLE(ugm.models.vbm, ugm.PCD(32, num_mcmc_steps=k), optax.sgd(lr))
+def make(k=1, lr=0.05, model=ugm.models.vbm):
+    """MLE of the spin VBM (or ``model``) with PCD-k (32 particles) and SGD."""
+    return ugm.MLE(model, ugm.PCD(32, num_mcmc_steps=k), optax.sgd(lr))
 
 
 #: labels of every training image: an "L" (neighbours agree and disagree, so the

@@ -11,8 +11,9 @@ independent seeds) on small models whose log Z and E_p[∇θ f] = ∇θ log Z ar
   on an RBM with latent hidden units: log Z of the joint);
 * the learner's running log Z follows the exact log Z of the parameters of each step
   (here, beside the estimators' log Z, whose compiled functions it shares);
-* bad settings are refused at construction, naming the estimator; the weight
-  normalization never returns NaN.
+* bad settings are refused at construction, naming the estimator; settings at the
+  edges of their ranges are kept, and each resampling scheme draws the particles in
+  proportion to their weights; the weight normalization never returns NaN.
 
 (The adaptive tempering behind SMC and PSMC is checked in test_estimators_tempering.py,
 PF's special cases in test_estimators_pf.py; the shared models and checks are in
@@ -36,7 +37,7 @@ from helpers import (NUM_PARTICLES, PATH_STEPS, SLACK, Z_MAX, at, check_close, m
 from helpers import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
-from numpyro_ugm.estimators.base import normalize, uniform_log_weights
+from numpyro_ugm.estimators.base import normalize, resample, uniform_log_weights
 from numpyro_ugm.evaluate import exact
 
 NUM_SEEDS = 32
@@ -330,12 +331,37 @@ def test_bad_settings_are_refused_naming_the_estimator(owner, make):
         make()
 
 
-def test_boundary_settings_are_accepted():
-    ugm.PF(1, resample_threshold=2.0, temperature=float("inf"))  # > 1: always resample
-    ugm.PSMC(1, keep_fraction=1.0)
-    ugm.MCMCMLE(1, restart_threshold=0.0)
+def test_boundary_settings_are_accepted_and_kept():
+    """The edges of the ranges are accepted and kept as given (PF's always-resample
+    threshold and unit weights, PSMC keeping every particle), and every resampling
+    scheme the estimators accept draws the particles in proportion to their weights:
+    S·w copies of each, within one for the low-variance schemes and five standard
+    errors for multinomial's, none of a particle of weight zero."""
+    pf = ugm.PF(1, resample_threshold=2.0, temperature=float("inf"))  # > 1: always resample
+    assert pf.resample_threshold == 2.0 and pf.temperature == float("inf")
+    assert ugm.PSMC(7, keep_fraction=1.0).num_keep == 7
+    assert ugm.MCMCMLE(1, restart_threshold=0.0).restart_threshold == 0.0
+    num = 400
+    chosen, w = np.array([3, 100, 250]), np.array([0.5, 0.3, 0.2])
+    log_weights = jnp.full(num, -jnp.inf).at[chosen].set(jnp.log(jnp.asarray(w)))
+    position = {"x": jnp.arange(num)}
+    counts = {}
     for resampling in ("systematic", "stratified", "multinomial", "residual"):
-        ugm.PF(2, resampling=resampling), ugm.SMC(2, resampling=resampling)
+        pf, smc = ugm.PF(2, resampling=resampling), ugm.SMC(2, resampling=resampling)
+        assert pf.resampling == smc.resampling == resampling
+        drawn = resample(jax.random.PRNGKey(0), position, log_weights, pf.resampling)["x"]
+        counts[resampling] = np.bincount(np.asarray(drawn), minlength=num)
+        assert counts[resampling].sum() == num
+        stray = np.delete(counts[resampling], chosen).sum()
+        assert stray == 0, f"{resampling}: {stray} draws of particles of weight zero"
+        tol = 5 * np.sqrt(num * w * (1 - w)) if resampling == "multinomial" else 1
+        assert np.all(np.abs(counts[resampling][chosen] - num * w) <= tol), (
+            resampling, counts[resampling][chosen])
+    # not blind to the scheme: multinomial's counts are not the low-variance ones
+    assert np.any(np.abs(counts["multinomial"][chosen] - num * w) > 1)
+    # equal weights: the particles are kept as they are (PF with unit weights is PCD)
+    same = resample(jax.random.PRNGKey(0), position, uniform_log_weights(num), "multinomial")
+    np.testing.assert_array_equal(same["x"], position["x"])
 
 
 def test_normalize_never_returns_nan():

@@ -9,9 +9,10 @@ import numpy as np
 import numpyro
 import optax
 import pytest
+from conftest import TraceCounter
+from helpers import all_states, spins3
 from scipy.optimize import minimize
 from scipy.special import logsumexp
-from helpers import all_states, spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
@@ -461,22 +462,24 @@ def test_fit_map_matches_brute_force_optimum(vbm):
 
 
 def test_exact_samples_follow_the_marginals(potts):
-    m, params = potts
+    _, params = potts
+    model = TraceCounter(potts_chain)  # the fixture's model, its tracing counted
+    m = ugm.UGM(model, 6, 3)
     p = np.asarray(exact.marginals(m, params)["x"])
     # 729 configurations: Gumbel-max over chunks of 100, and inverse CDF over one chunk
     for chunk in (100, exact.DEFAULT_CHUNK_SIZE):
+        before = model.calls
         draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=chunk)
+        assert model.calls > before  # each chunk size is a program of its own
         assert draws["x"].shape == (4000, 6)
         freq = np.stack([(np.asarray(draws["x"]) == k).mean(0) for k in range(3)], -1)
         assert np.max(np.abs(freq - p)) < 4 * np.sqrt(0.25 / 4000)
-    draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=100)
-    # a second call (another key, other parameters) reuses the compiled draw
-    other = exact.sample(m, jax.tree.map(lambda v: -v, params), jax.random.PRNGKey(1), 4000,
-                         chunk_size=100)
+    # second calls (the same key and parameters, then others) reuse the compiled draw
+    with model.unchanged("a second exact.sample"):
+        draws = exact.sample(m, params, jax.random.PRNGKey(0), 4000, chunk_size=100)
+        other = exact.sample(m, jax.tree.map(lambda v: -v, params), jax.random.PRNGKey(1),
+                             4000, chunk_size=100)
     assert not np.array_equal(other["x"], draws["x"])
-    from numpyro_ugm.evaluate.enumeration import _index_dtype
-    run, _ = m.cached(("exact.sample", 4000, 100, _index_dtype()), lambda: (None, None))
-    assert run is not None and run._cache_size() == 1
     for settings in ({"num_samples": 40.5}, {"num_samples": 40, "chunk_size": 2.5}):
         with pytest.raises(ValueError, match="^exact.sample: (num_samples|chunk_size) must"):
             exact.sample(m, params, jax.random.PRNGKey(0), **settings)
@@ -544,22 +547,25 @@ def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
 
 def test_fits_compile_once_per_model(rbm):
     """A second exact fit (or pseudo-likelihood fit) on the same model, with other data of
-    the same shape and another step count (of the same power-of-two capacity), reuses the compiled steps and gives what a
-    freshly traced model gives."""
-    from numpyro_ugm.evaluate.enumeration import DEFAULT_CHUNK_SIZE
+    the same shape and another step count (of the same power-of-two capacity), reuses the
+    compiled steps (it does not trace the model) and gives what a freshly traced model
+    gives."""
     from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
 
-    m, _ = rbm
+    model = TraceCounter(ugm.models.rbm)  # the fixture's model, its tracing counted
+    m = ugm.UGM(model, *rbm[0].args)
+    # given initial parameters: the default ones would be drawn by tracing the model
+    start = m.init_params(jax.random.PRNGKey(0))
     rng = np.random.default_rng(7)
     first, second = ({"v": rng.integers(0, 2, size=(20, 6))} for _ in range(2))
-    for fit, key in ((exact.fit, "exact.fit"), (fit_pseudo_likelihood, "fit_pseudo_likelihood")):
+    for fit, name in ((exact.fit, "exact.fit"), (fit_pseudo_likelihood, "fit_pseudo_likelihood")):
         opt = optax.adam(0.05)
-        fit(m, first, num_steps=30, optimizer=opt)
-        again = fit(m, second, num_steps=20, optimizer=opt)
-        chunk = (DEFAULT_CHUNK_SIZE,) if key == "exact.fit" else ()
-        program = m.cached((key, ("v",)) + chunk + (opt,), lambda: None)
-        assert program is not None and program.advance._cache_size() == 1
-        fresh = fit(ugm.UGM(m.model, *m.args, **m.kwargs), second, num_steps=20,
+        before = model.calls
+        fit(m, first, params=start, num_steps=30, optimizer=opt)
+        assert model.calls > before  # the first fit traced its steps
+        with model.unchanged(f"a second {name}"):
+            again = fit(m, second, params=start, num_steps=20, optimizer=opt)
+        fresh = fit(ugm.UGM(ugm.models.rbm, *m.args), second, params=start, num_steps=20,
                     optimizer=opt)
         assert again.num_steps == fresh.num_steps == 20
         for k in again.params:

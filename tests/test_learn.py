@@ -10,11 +10,16 @@ import jax
 import numpy as np
 import optax
 import pytest
+from conftest import TraceCounter
 from helpers import make
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
 from numpyro_ugm.estimators.base import normalize
+from numpyro_ugm.evaluate import exact
+
+#: nats per case that CD-1 may fall short of the exact MLE's log-likelihood
+LL_TOLERANCE = 1.0
 
 
 def test_bad_estimator_and_optimizer():
@@ -92,16 +97,29 @@ def test_step_api_matches_run(spins):
     np.testing.assert_allclose(learner.get_params(state)["W"], run.params["W"], rtol=1e-6)
 
 
-def test_cd_on_rbm_with_minibatches_increases_data_fit():
+def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():
+    """CD-1 on an RBM (16 visible, 8 hidden units summed out) with minibatches of 50 of
+    300 noisy copies of 3 prototypes: its exact log-likelihood per case comes within
+    LL_TOLERANCE of the exact MLE's (``exact.fit``: 1000 Adam steps by enumeration from
+    the model's initial parameters). CD-1's bias and the last iterate's noise cost
+    0.2-0.75 nats here over ten seeds; the start is 7 nats below, and the best model of
+    independent units 4.8. (A rising positive phase, checked before, is no evidence:
+    it also rises when the negative phase is lost.)"""
     rng = np.random.default_rng(1)
     proto = rng.random((3, 16)) < 0.5
     x = proto[rng.integers(0, 3, 300)] ^ (rng.random((300, 16)) < 0.05)
+    data = {"v": x.astype(np.int8)}
     learner = ugm.MLE(ugm.models.rbm, ugm.CD(1), optax.adam(0.05))
-    result = learner.run(jax.random.PRNGKey(0), 300, {"v": x.astype(np.int8)}, 16, 4,
-                         batch_size=50, progress_bar=False)
+    result = learner.run(jax.random.PRNGKey(0), 300, data, 16, 8, batch_size=50,
+                         progress_bar=False)
     assert result.diagnostics["positive"].shape == (300,)
-    # the positive phase (mean free energy of data) rises as the model fits the data
-    assert result.diagnostics["positive"][-20:].mean() > result.diagnostics["positive"][:20].mean() + 1.0
+    m = ugm.UGM(ugm.models.rbm, 16, 8)
+    best = exact.fit(m, data, num_steps=1000, optimizer=optax.adam(0.05))
+    got = float(exact.log_likelihood(m, result.params, data))
+    assert got > float(best.log_likelihood) - LL_TOLERANCE, (got, float(best.log_likelihood))
+    # not blind: the start is far outside the tolerance
+    start = best.trace["log_likelihood"][0]
+    assert start < float(best.log_likelihood) - 5.0, start
 
 
 class ZeroWeightPCD(ugm.PCD):
@@ -109,7 +127,7 @@ class ZeroWeightPCD(ugm.PCD):
     underflow in a tempering step."""
 
     def update(self, rng_key, state, m, params, data):
-        state, particles, info = super().update(rng_key, state, m, params, data)
+        state, particles, info = super().update(rng_key, state, m.target(), params, data)
         log_weights = normalize(particles.log_weights.at[0].set(-np.inf))
         return state, particles._replace(log_weights=log_weights), info
 
@@ -128,25 +146,29 @@ def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
     """The learner uses the data passed on each call (not a copy cached by the arrays'
     identity), and data of the same layout reuses the compiled steps."""
     x = np.array(spins["x"])
-    learner = make()
-    learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
-    compiled = learner._scan_jit
+    model = TraceCounter(ugm.models.vbm)
+    learner = make(model=model)
+    # the model's initial parameters (zeros), given: drawing them would trace the model
+    start = {"W": np.zeros((6, 6), np.float32), "b": np.zeros(6, np.float32)}
+    learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start, progress_bar=False)
     x[:] = -x  # in place: the same array object
-    changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
+    with model.unchanged("a second run on data of the same layout"):
+        changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start,
+                              progress_bar=False)
     fresh = make().run(jax.random.PRNGKey(1), 5, {"x": x.copy()}, 6, progress_bar=False)
     for name in fresh.params:
         np.testing.assert_array_equal(changed.params[name], fresh.params[name])
-    assert learner._scan_jit is compiled and compiled._cache_size() == 1
 
 
 def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
     """The compiled scan is built for a power-of-two capacity, not the run's length:
     runs of 5 to 8 steps share one program, and continue one another bit-identically
     (12 steps at once run on a program built for 16)."""
-    learner = make()
+    model = TraceCounter(ugm.models.vbm)
+    learner = make(model=model)
     parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
-    parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
-    assert learner._scan_jit._cache_size() == 1
+    with model.unchanged("a run of 7 steps after one of 5"):
+        parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
     whole = make().run(jax.random.PRNGKey(1), 12, spins, 6, progress_bar=False)
     for name in whole.params:
         np.testing.assert_array_equal(parts.params[name], whole.params[name])

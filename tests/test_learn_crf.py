@@ -192,7 +192,6 @@ def test_particles_persist_per_example_with_minibatches(problem):
     result = learner.run(jax.random.PRNGKey(6), 300, data, inputs=inputs, batch_size=4,
                          init_params=THETA0, progress_bar=False)
     assert result.state.estimator_state.position["x"].shape == (NUM_EXAMPLES, 16, 3, 3)
-    print("DBG mb", float(problem["cll"](result.params)), problem["best_cll"])
     assert float(problem["cll"](result.params)) > problem["best_cll"] - 0.02
 
 

@@ -51,7 +51,6 @@ def test_predict_marginals_match_exact(prediction_case):
     assert pred.labels["x"].shape == (3, 3, 3) and pred.labels["x"].dtype == np.int8
     np.testing.assert_allclose(pred.marginals["x"].sum(-1), 1.0, atol=1e-5)
     # 4800 Rao-Blackwellized draws per image, autocorrelated: error well under 0.01
-    print("DBG marg", np.abs(pred.marginals["x"] - case["marginals"]).max())
     np.testing.assert_allclose(pred.marginals["x"], case["marginals"], atol=0.01)
     exact_labels = np.where(np.asarray(case["marginals"])[..., 1] > 0.5, 1, -1)
     clear = np.abs(np.asarray(case["marginals"])[..., 1] - 0.5) > 0.05

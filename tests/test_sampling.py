@@ -22,12 +22,16 @@ def test_counts_are_checked_not_rounded(settings, match):
 def test_a_second_call_reuses_the_compiled_chains():
     """Other keys, parameters, warm-up and thinning run the program
     compiled by the first call (one per model, kernel and num_samples)."""
-    from helpers import spins3
+    from conftest import TraceCounter
+    from helpers import chain3, spins3
 
-    m, params, _, _ = spins3()
+    _, params, _, _ = spins3()
+    model = TraceCounter(chain3)
+    m = ugm.UGM(model)
+    before = model.calls
     first = ugm.sample(m, params, jax.random.PRNGKey(0), 20, num_chains=2)
-    again = ugm.sample(m, jax.tree.map(lambda a: 0.5 * a, params), jax.random.PRNGKey(1), 20,
-                       num_chains=2, num_warmup=5, thinning=3)
+    assert model.calls > before  # the first call traced the chains
+    with model.unchanged("a second ugm.sample"):
+        again = ugm.sample(m, jax.tree.map(lambda a: 0.5 * a, params), jax.random.PRNGKey(1),
+                           20, num_chains=2, num_warmup=5, thinning=3)
     assert (first["x"] != again["x"]).any()
-    compiled = m.cached(("sample", ugm.kernels.gibbs(), 20), lambda: None)
-    assert compiled._cache_size() == 1

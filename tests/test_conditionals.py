@@ -135,7 +135,7 @@ def test_latent_categorical_is_summed_out_exactly(num_categories):
     hs = np.eye(K, dtype=np.float32)[np.array(list(itertools.product(range(K), repeat=2)))]
     want = np.logaddexp.reduce([float(m.log_potential(params, {"v": v, "h": h}))
                                 for h in hs])
-    got = jax.jit(lambda p, x: m.target().free_energy(p, x))(params, {"v": v})
+    got = jax.jit(lambda p, x: free_energy(m, p, x))(params, {"v": v})
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
     if K == 2:
         binary = SpinsWithLabels(None)

@@ -127,7 +127,7 @@ class ZeroWeightPCD(ugm.PCD):
     underflow in a tempering step."""
 
     def update(self, rng_key, state, m, params, data):
-        state, particles, info = super().update(rng_key, state, m.target(), params, data)
+        state, particles, info = super().update(rng_key, state, m, params, data)
         log_weights = normalize(particles.log_weights.at[0].set(-np.inf))
         return state, particles._replace(log_weights=log_weights), info
 

@@ -29,7 +29,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
 from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
@@ -37,6 +36,7 @@ from .conditionals import block_logits, zero_logits
 from .analysis import check_declared_conditionals, covering_structure, find_structure
 from .factors import own_conditionals
 from .inputs import check_input_names, concrete_arrays
+from .validation import observed_sites
 from .params import ParamSpace
 from .sites import find_sites, log_terms, trace_model
 from .structure import Structure
@@ -85,30 +85,15 @@ class UGM:
     def replace(self, *, args: tuple | None = None, kwargs: dict | None = None,
                 latent_sites: Iterable[str] | None = None,
                 structure: Structure | None = None) -> "UGM":
-        """A copy of this model with some of its attributes changed, without tracing the
-        model again (the one way this package copies a ``UGM``).
+        """A copy with some attributes changed, without tracing again (the one way this
+        package copies a ``UGM``).
 
-        Parameters
-        ----------
-        args, kwargs : optional
-            New positional / keyword arguments of the model function (each replaces the
-            old ones entirely); values may be traced arrays (e.g. under ``jax.vmap``).
-            They may change the potential's values, not its sites or interaction graph:
-            the copy shares this model's structure (found now, from this model's concrete
-            arguments, if it was not yet) and starts an empty compile cache (compiled
-            functions close over the arguments).
-        latent_sites : iterable of str, optional
-            New latent sites (state sites the data does not supply). A copy that changes
-            only them shares the structure and the compile cache (cache keys that
-            depend on the latent sites must say so).
-        structure : Structure, optional
-            Use this structure instead of analyzing the copy's model (for a model traced
-            differently whose interaction graph is known to be the same); the copy gets
-            its own compile cache.
-
-        Returns
-        -------
-        UGM
+        ``args`` / ``kwargs`` replace the model function's arguments (values may be
+        traced, e.g. under ``jax.vmap``; they may change the potential's values, not its
+        sites or interaction graph): the copy shares the structure, found now from the
+        concrete arguments if it was not yet, and gets its own :attr:`cache_key`.
+        ``latent_sites`` sets the state sites the data does not supply (structure and
+        cache key shared). ``structure`` replaces the structure (own cache key).
         """
         other = object.__new__(UGM)
         other.__dict__.update(self.__dict__)
@@ -132,26 +117,12 @@ class UGM:
         return other
 
     def observe(self, observed: Iterable[str]) -> "UGM":
-        """A copy whose latent sites are the state sites not in ``observed`` (``self`` if
-        they already are); it shares structure and compile cache with ``self``.
-
-        Parameters
-        ----------
-        observed : iterable of str
-            Names of the state sites the data supplies (e.g. ``data.keys()``).
-        """
-        observed = tuple(observed)
-        unknown = [n for n in observed if n not in self.state_sites]
-        if unknown:
-            raise KeyError(f"data has site(s) {unknown} that are not state sites of the "
-                           f"model; its state sites are {list(self.state_sites)}")
-        if not observed:
-            raise ValueError(f"data has none of the model's state sites "
-                             f"{list(self.state_sites)}")
+        """A copy whose latent sites are the state sites not in ``observed`` (names of
+        the sites the data supplies), or ``self`` if they already are; it shares the
+        structure and :attr:`cache_key`."""
+        observed = observed_sites(self.state_sites, observed)
         latent = tuple(n for n in self.state_sites if n not in observed)
-        if latent == self.latent_sites:
-            return self
-        return self.replace(latent_sites=latent)
+        return self if latent == self.latent_sites else self.replace(latent_sites=latent)
 
     def bind(self, **inputs: Any) -> "UGM":
         """A copy whose model keyword arguments are updated with ``inputs`` (one
@@ -171,24 +142,9 @@ class UGM:
         return covered.replace(kwargs={**self.kwargs, **inputs})
 
     def for_inputs(self, inputs: dict) -> "UGM":
-        """This model, or a copy whose structure holds for every example of ``inputs``.
-
-        The structure is found for the arguments the model was traced with; a CRF whose
-        interaction graph depends on its inputs needs blocks valid for all its examples.
-        :func:`numpyro_ugm.structure.cover` checks the blocks on every example and joins
-        the interactions it finds to the graph.
-
-        Parameters
-        ----------
-        inputs : dict of str -> array
-            Model keyword arguments with a leading example axis.
-
-        Returns
-        -------
-        UGM
-            ``self`` when its structure holds for every example, else a copy with the
-            joined structure (and its own compile cache).
-        """
+        """This model, or a copy whose structure holds for every example of ``inputs``
+        (model keyword arguments with a leading example axis): a CRF's interaction graph
+        may depend on its inputs (:func:`~numpyro_ugm.analysis.covering_structure`)."""
         check_input_names(inputs, self.kwargs)
         covering = covering_structure(self, inputs)
         return self if covering is self.structure else self.replace(structure=covering)
@@ -225,24 +181,9 @@ class UGM:
         return cell.value
 
     def analyze(self, rng_key: jax.Array | None = None, **options: Any) -> Structure:
-        """Run the structure analysis of :func:`numpyro_ugm.structure.analyze` on this
-        model (a fresh result, not cached: :attr:`structure` is the cached one).
-
-        Parameters
-        ----------
-        rng_key : jax PRNGKey, optional
-            Key for the random probe states and parameters (fixed default).
-        **options
-            ``num_points``, ``num_interior``, ``max_flip_variables`` of
-            :func:`~numpyro_ugm.structure.analyze`.
-
-        Returns
-        -------
-        Structure
-            The coloring a factor declares (:func:`numpyro_ugm.factor`), when one does,
-            it covers every state site and every other factor is constant in the state;
-            otherwise the one found from the log-potential.
-        """
+        """A fresh structure analysis (:func:`~numpyro_ugm.analysis.find_structure`; not
+        cached: :attr:`structure` is). ``options``: ``num_points``, ``num_interior``,
+        ``max_flip_variables`` of :func:`~numpyro_ugm.structure.analyze`."""
         return find_structure(self, rng_key, **options)
 
     @property
@@ -254,27 +195,15 @@ class UGM:
     def init_params(self, rng_key: jax.Array) -> dict:
         """Initial parameters (constrained space): ``numpyro.param`` init values, and the
         ``init_strategy`` (default: median of prior draws) for sites with a prior."""
-        model = handlers.substitute(handlers.seed(self.model, as_key(rng_key, "init_params")),
-                                    substitute_fn=self.init_strategy)
-        trace = handlers.trace(model).get_trace(*self.args, **self.kwargs)
+        trace = trace_model(self.model, self.args, self.kwargs,
+                            as_key(rng_key, "init_params"), substitute_fn=self.init_strategy)
         return {name: trace[name]["value"] for name in self.param_sites}
 
     # --- potentials -------------------------------------------------------------------
     def log_potential(self, params: dict, state: dict) -> jax.Array:
-        """Unnormalized log-probability f(x; θ): the sum of the model's factors.
-
-        Parameters
-        ----------
-        params : dict
-            Parameter values (constrained space), one per parameter site.
-        state : dict
-            State values in the model representation (see :mod:`numpyro_ugm.domains`),
-            one per state site, without a leading batch axis (``jax.vmap`` for batches).
-
-        Returns
-        -------
-        scalar
-        """
+        """Unnormalized log-probability f(x; θ), the sum of the model's factors, at
+        constrained ``params`` and one configuration ``state`` (model representation,
+        every state site, no batch axis: ``jax.vmap`` for batches)."""
         total = 0.0
         for _, _, term in self._terms(params, state):
             total = total + term

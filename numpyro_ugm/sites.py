@@ -1,6 +1,7 @@
 """The roles of a numpyro model's sites: tracing the model function, and telling
 parameters, state sites (domains) and the terms of the log-potential apart in a trace."""
 
+import threading
 from typing import NamedTuple
 
 import jax
@@ -12,18 +13,24 @@ from .domains import Domain
 from .factors import COLORS, CONDITIONALS, MULTILINEAR
 from .params import ParamSite
 
-__all__ = ["trace_model", "find_sites", "Sites", "log_terms", "domain_of"]
+__all__ = ["trace_model", "find_sites", "Sites", "log_terms", "domain_of", "TRACE_LOCK"]
+
+#: numpyro's handler stack is global to the process: models are traced one at a time
+#: (re-entrant, so a model traced while another is being traced in the same thread works)
+TRACE_LOCK = threading.RLock()
 
 
-def trace_model(model, args, kwargs, rng_key, values=None):
+def trace_model(model, args, kwargs, rng_key, values=None, substitute_fn=None):
     """numpyro's trace of ``model(*args, **kwargs)``, seeded with ``rng_key`` and with
-    ``values`` (parameters and state) substituted; an integer-indexing error inside the
-    model is explained (state sites are floating-point arrays in the model)."""
+    ``values`` (parameters and state) substituted (or ``substitute_fn``, an init
+    strategy); an integer-indexing error inside the model is explained (state sites are
+    floating-point arrays in the model). Threads trace one at a time (:data:`TRACE_LOCK`)."""
     seeded = handlers.seed(model, rng_key)
-    if values is not None:
-        seeded = handlers.substitute(seeded, data=values)
+    if values is not None or substitute_fn is not None:
+        seeded = handlers.substitute(seeded, data=values, substitute_fn=substitute_fn)
     try:
-        return handlers.trace(seeded).get_trace(*args, **kwargs)
+        with TRACE_LOCK:
+            return handlers.trace(seeded).get_trace(*args, **kwargs)
     except (TypeError, ValueError, IndexError) as error:
         text = str(error)
         if "integer" in text and ("ndex" in text or "indices" in text):

@@ -71,7 +71,8 @@ class UGM:
     def __init__(self, model, *args, init_strategy=init_to_median, **kwargs):
         self.model, self.args, self.kwargs = model, args, kwargs
         self.init_strategy = init_strategy
-        self._sites = find_sites(self._trace(jax.random.PRNGKey(0)))
+        self._sites = find_sites(trace_model(model, args, kwargs, jax.random.PRNGKey(0),
+                                             substitute_fn=init_strategy))
         self.param_sites, self.state_sites = self._sites.params, self._sites.state
         self.latent_sites = ()
         self._cache_token = object()  # see cache_key

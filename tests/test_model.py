@@ -152,3 +152,23 @@ def test_an_integer_parameter_is_an_error_naming_the_site(spins):
     with pytest.raises(TypeError, match=r"parameter site 'J' has dtype int\d+; parameters "
                        r"are real-valued: give floating-point values"):
         ugm.exact.fit(model, spins, 6)
+
+
+def test_an_improper_flat_prior_is_map_with_no_prior_term():
+    """A parameter with numpyro's ImproperUniform prior failed at construction with an
+    empty NotImplementedError (it cannot be sampled); it is now initialized by the init
+    strategy, its log prior is 0, and MAP is the MLE: for independent spins with a
+    common field b, tanh(b) is the mean spin (2/3 here), so b = atanh(2/3)."""
+    from numpyro_ugm.evaluate import exact
+
+    def model():
+        b = numpyro.sample("b", dist.ImproperUniform(dist.constraints.real, (), ()))
+        x = numpyro.sample("x", ugm.Spin(3))
+        numpyro.factor("field", b * jnp.sum(x))
+
+    m = ugm.UGM(model)
+    params = m.init_params(jax.random.PRNGKey(0))
+    assert float(m.log_prior(params)) == 0.0
+    data = {"x": np.array([[1, 1, -1], [1, 1, 1]])}
+    fit = exact.fit(m, data, num_steps=300)
+    assert float(fit.params["b"]) == pytest.approx(np.arctanh(2 / 3), abs=1e-3)

@@ -8,16 +8,24 @@ nothing but arrays is ever read back. Diagnostics recorded so far travel with it
 
 import os
 import re
+import warnings
+import zipfile
 from pathlib import Path
 
 import jax
 import numpy as np
 
-__all__ = ["save", "load", "latest"]
+__all__ = ["save", "load", "latest", "CheckpointError"]
 
 _STATE = "state/"
 _DIAG = "diagnostics/"
+_META = "meta/"
 _TMP = ".tmp.npz"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read (truncated, damaged, not a checkpoint) or that
+    was written for another model, estimator, optimizer or setting."""
 
 
 def _flatten(tree):
@@ -25,14 +33,17 @@ def _flatten(tree):
     return {jax.tree_util.keystr(path): np.asarray(leaf) for path, leaf in leaves}
 
 
-def save(path, state, diagnostics=None):
-    """Write ``state`` (and per-step ``diagnostics``) to ``path`` atomically: the file
-    appears whole or not at all, and no temporary file is left behind."""
+def save(path, state, diagnostics=None, meta=None):
+    """Write ``state`` (and per-step ``diagnostics``, and ``meta``: strings describing
+    what wrote it, checked by :func:`load`) to ``path`` atomically: the file appears
+    whole or not at all, and no temporary file is left behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {_STATE + k: v for k, v in _flatten(state).items()}
     for k, v in (diagnostics or {}).items():
         arrays[_DIAG + k] = np.asarray(v)
+    for k, v in (meta or {}).items():
+        arrays[_META + k] = np.asarray(str(v))
     for stale in path.parent.glob("step_*" + _TMP):  # left by a process killed mid-save
         stale.unlink(missing_ok=True)
     tmp = path.with_name(path.name + _TMP)
@@ -44,7 +55,26 @@ def save(path, state, diagnostics=None):
     return path
 
 
-def load(path, template):
+def _read(path):
+    """Every array of the checkpoint at ``path``, or :class:`CheckpointError` saying why
+    it cannot be read."""
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        size = path.stat().st_size if path.exists() else None
+        what = ("it does not exist" if size is None else "it is empty" if size == 0 else
+                f"its {size} bytes are not a .npz archive (truncated, or not a checkpoint)")
+        raise CheckpointError(f"checkpoint {path} cannot be read: {what}")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as error:
+        raise CheckpointError(
+            f"checkpoint {path} cannot be read ({type(error).__name__}: {error}): the file "
+            "is damaged or truncated; an earlier checkpoint of the run may be whole "
+            "(checkpoint.latest(directory) skips unreadable ones)") from None
+
+
+def load(path, template, meta=None):
     """Read a checkpoint written by :func:`save`.
 
     Parameters
@@ -53,26 +83,46 @@ def load(path, template):
     template : LearnState
         A state of the same structure (e.g. from ``learner.init``); its leaves give the
         shapes and dtypes to check against.
+    meta : dict of str -> str, optional
+        What the reader is (model, estimator, optimizer, ...): each entry the checkpoint
+        also holds must be equal.
 
     Returns
     -------
     state : LearnState
     diagnostics : dict of str -> ndarray
+
+    Raises
+    ------
+    CheckpointError
+        An unreadable file, or one written for another model, estimator, optimizer or
+        setting (a leaf missing, extra, of another shape or dtype, or other ``meta``).
     """
-    with np.load(path, allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = _read(path)
+    for k, v in (meta or {}).items():
+        saved = arrays.get(_META + k)
+        if saved is not None and str(saved) != str(v):
+            raise CheckpointError(f"checkpoint {path} was written with {k} {str(saved)!r}; "
+                                  f"this one is {str(v)!r}")
     leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
+    names = {_STATE + jax.tree_util.keystr(p) for p, _ in leaves}
+    extra = sorted(k[len(_STATE):] for k in arrays if k.startswith(_STATE) and k not in names)
+    if extra:
+        shown = ", ".join(extra[:3]) + (" ..." if len(extra) > 3 else "")
+        raise CheckpointError(f"checkpoint {path} holds {shown}, which this learner's state "
+                              "lacks: it was written for another model, estimator or "
+                              "optimizer")
     values = []
     for p, leaf in leaves:
         name = _STATE + jax.tree_util.keystr(p)
         if name not in arrays:
-            raise ValueError(f"checkpoint {path} lacks {name[len(_STATE):]}: it was written "
-                             "for another model, estimator or optimizer")
+            raise CheckpointError(f"checkpoint {path} lacks {name[len(_STATE):]}: it was "
+                                  "written for another model, estimator or optimizer")
         value = arrays[name]
         if value.shape != np.shape(leaf) or value.dtype != np.asarray(leaf).dtype:
-            raise ValueError(f"checkpoint {path}: {name[len(_STATE):]} has shape "
-                             f"{value.shape} and dtype {value.dtype}, expected "
-                             f"{np.shape(leaf)} and {np.asarray(leaf).dtype}")
+            raise CheckpointError(f"checkpoint {path}: {name[len(_STATE):]} has shape "
+                                  f"{value.shape} and dtype {value.dtype}, expected "
+                                  f"{np.shape(leaf)} and {np.asarray(leaf).dtype}")
         values.append(jax.numpy.asarray(value))
     state = jax.tree_util.tree_unflatten(treedef, values)
     diagnostics = {k[len(_DIAG):]: v for k, v in arrays.items() if k.startswith(_DIAG)}
@@ -80,13 +130,23 @@ def load(path, template):
 
 
 def latest(directory):
-    """The checkpoint of the highest step in ``directory`` (None if there is none)."""
+    """The readable checkpoint of the highest step in ``directory`` (None if there is
+    none); newer files that cannot be read (a copy cut short, a damaged disk) are
+    skipped with a warning naming them."""
     directory = Path(directory)
     if not directory.is_dir():
         return None
-    found = [(int(m.group(1)), p) for p in directory.glob("step_*.npz")
-             if (m := re.fullmatch(r"step_(\d+)\.npz", p.name))]
-    return max(found)[1] if found else None
+    found = sorted(((int(m.group(1)), p) for p in directory.glob("step_*.npz")
+                    if (m := re.fullmatch(r"step_(\d+)\.npz", p.name))), reverse=True)
+    for _, path in found:
+        try:
+            _read(path)
+        except CheckpointError as error:
+            warnings.warn(f"skipping an unreadable checkpoint: {error}", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        return path
+    return None
 
 
 def step_path(directory, step):

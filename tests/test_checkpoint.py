@@ -113,3 +113,55 @@ def test_checkpoint_options_are_checked(problem, tmp_path):
     with pytest.raises(ValueError, match=">= 1"):
         learner.run(jax.random.PRNGKey(0), 5, problem, 6, checkpoint_every=0,
                     checkpoint_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def written(problem, tmp_path_factory):
+    """A run of 10 steps with checkpoints at steps 5 and 10."""
+    directory = tmp_path_factory.mktemp("run")
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.adam(0.1))
+    learner.run(jax.random.PRNGKey(0), 10, problem, 6, progress_bar=False,
+                checkpoint_every=5, checkpoint_dir=directory)
+    return directory
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("truncate", "not a .npz archive"),
+    ("empty", "it is empty"),
+    ("zero", "cannot be read"),
+    ("garbage", "not a .npz archive"),
+])
+def test_a_damaged_checkpoint_is_a_clear_error_and_latest_skips_it(
+        problem, written, tmp_path, damage, message):
+    """Before: BadZipFile, EOFError, 'Bad CRC-32' and a misleading 'contains pickled
+    (object) data', and latest() returned the damaged newest file."""
+    import shutil
+    for p in written.iterdir():
+        shutil.copy(p, tmp_path / p.name)
+    newest = checkpoint.step_path(tmp_path, 10)
+    raw = newest.read_bytes()
+    if damage == "truncate":
+        newest.write_bytes(raw[:len(raw) // 2])
+    elif damage == "empty":
+        newest.write_bytes(b"")
+    elif damage == "zero":  # the archive's directory intact, a member's bytes zeroed
+        start = raw.index(b"state/") + 200
+        newest.write_bytes(raw[:start] + bytes(64) + raw[start + 64:])
+    else:
+        newest.write_bytes(np.random.default_rng(0).bytes(len(raw)))
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.adam(0.1))
+    with pytest.raises(checkpoint.CheckpointError, match=message):
+        learner.restore(newest, problem, 6)
+    with pytest.warns(RuntimeWarning, match="skipping an unreadable checkpoint"):
+        found = checkpoint.latest(tmp_path)
+    assert found == checkpoint.step_path(tmp_path, 5)
+    state, _ = learner.restore(found, problem, 6)
+    assert int(state.step) == 5
+
+
+def test_an_adam_checkpoint_does_not_load_into_an_sgd_learner(problem, written):
+    """SGD's state has fewer leaves than Adam's, all of them found in an Adam
+    checkpoint: before, the restore took it."""
+    sgd = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    with pytest.raises(checkpoint.CheckpointError, match="lacks|holds"):
+        sgd.restore(checkpoint.latest(written), problem, 6)

@@ -1,0 +1,62 @@
+"""Parameters (numpyro_ugm/params.py): the one check of user-supplied values, and the
+maps between constrained and unconstrained values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+
+
+def model():
+    scale = numpyro.param("scale", jnp.ones(2), constraint=dist.constraints.positive)
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    x = numpyro.sample("x", ugm.Spin(2))
+    numpyro.factor("f", beta * x[0] * x[1] + jnp.sum(scale * x))
+
+
+@pytest.fixture(scope="module")
+def m():
+    return ugm.UGM(model)
+
+
+GOOD = {"scale": jnp.array([0.5, 2.0]), "beta": jnp.asarray(0.3)}
+
+
+@pytest.mark.parametrize("params, error, message", [
+    ({"scale": GOOD["scale"], "bta": GOOD["beta"]}, KeyError, r"did you mean 'beta' for 'bta'"),
+    ({"scale": GOOD["scale"]}, KeyError, r"parameter site 'beta' is missing"),
+    ({**GOOD, "scale": jnp.ones(3)}, ValueError, r"'scale' has shape \(3,\), the model "
+     r"expects \(2,\)"),
+    ({**GOOD, "beta": jnp.asarray(1)}, TypeError, r"'beta' has dtype int32"),
+    ({**GOOD, "beta": jnp.asarray(np.nan)}, FloatingPointError, r"'beta' holds a non-finite"),
+    ({**GOOD, "scale": jnp.array([0.5, -1.0])}, ValueError,
+     r"'scale' holds -1.0 at index \(1,\), outside its support"),
+])
+def test_bad_params_are_errors_naming_the_site(m, params, error, message):
+    """A positive parameter given -1 was accepted by exact.log_partition and Exchange
+    before: the check now looks at the support too."""
+    with pytest.raises(error, match=message):
+        m.param_space.check(params)
+    with pytest.raises(error, match=message):  # every entry point runs the same check
+        exact.log_partition(m, params)
+
+
+def test_transforms_round_trip_and_the_jacobian_is_the_derivative(m):
+    space = m.param_space
+    m.param_space.check(GOOD)
+    u = space.to_unconstrained(GOOD)
+    np.testing.assert_allclose(u["scale"], np.log(GOOD["scale"]), rtol=1e-6)
+    back = space.to_constrained(u)
+    for name in GOOD:
+        np.testing.assert_allclose(back[name], GOOD[name], rtol=1e-6)
+    # log |d theta / d u| = sum(u) for the exp map of a positive site, 0 for a real one
+    got = float(space.log_abs_det_jacobian(u))
+    assert got == pytest.approx(float(jnp.sum(u["scale"])), rel=1e-6)
+    assert space.has_prior and not ugm.UGM(
+        lambda: numpyro.factor("f", jnp.sum(numpyro.sample("x", ugm.Spin(2))))
+    ).param_space.has_prior

@@ -73,9 +73,9 @@ NUM_PARTICLES, LEARNING_RATE, ESS_THRESHOLD = 100, 0.001, 0.95
 #: Gibbs sweeps per rejuvenation (PF, PCD) and per MCMC-MLE redraw
 REJUVENATION_SWEEPS, MCMCMLE_SWEEPS = 1, 3
 #: prediction settings: along the curves, and for the final parameters
-CURVE_MAP = dict(num_chains=4, num_steps=100)
-FINAL_MAP = dict(num_chains=8, num_steps=500)
-FINAL_MARGINAL = dict(num_chains=16, num_steps=300, num_warmup=100)
+CURVE_MAP = dict(num_chains=4, num_samples=100)
+FINAL_MAP = dict(num_chains=8, num_samples=500)
+FINAL_MARGINAL = dict(num_chains=16, num_samples=300, num_warmup=100)
 
 
 def x_image(size=SIZE, half_width=3):

@@ -133,7 +133,7 @@ def fit_reference(node_train, labels_train, edges=True, steps=200):
 
 
 def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None, H=None,
-         predict_chains=4, predict_steps=100, predict_warmup=20, out="outputs",
+         predict_chains=4, predict_samples=100, predict_warmup=20, out="outputs",
          psmc_redraw="uniform-heuristic"):
     methods = METHODS if methods is None else methods
     x_train, y_train = kumar_hebert("train")
@@ -211,7 +211,7 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
             params, seconds, betas = references[name], None, float("nan")
         prediction = ugm.predict(m, params, test_inputs, method="marginal",
                                  rng_key=jax.random.PRNGKey(seed + 1),
-                                 num_chains=predict_chains, num_steps=predict_steps,
+                                 num_chains=predict_chains, num_samples=predict_samples,
                                  num_warmup=predict_warmup)
         labels = np.asarray(prediction.labels["x"]) > 0
         predictions[name] = labels
@@ -250,7 +250,7 @@ if __name__ == "__main__":
                         help="sweeps / betas for PCD-H, TT, PT (default: PSMC's mean)")
     parser.add_argument("--predict-chains", type=int, default=4,
                         help="Gibbs chains per test image for the marginals")
-    parser.add_argument("--predict-steps", type=int, default=100,
+    parser.add_argument("--predict-samples", type=int, default=100,
                         help="Gibbs sweeps averaged per chain (the paper: 100 rounds)")
     parser.add_argument("--predict-warmup", type=int, default=20)
     parser.add_argument("--psmc-redraw", choices=("uniform-heuristic", "tempered"),
@@ -259,5 +259,5 @@ if __name__ == "__main__":
                              "default, 'tempered'")
     args = parser.parse_args()
     main(args.quick, args.seed, args.particles, args.steps, args.lr_scale, args.methods,
-         args.H, args.predict_chains, args.predict_steps, args.predict_warmup,
+         args.H, args.predict_chains, args.predict_samples, args.predict_warmup,
          psmc_redraw=args.psmc_redraw)

@@ -16,7 +16,6 @@ jitted as one computation:
   hard ones.
 """
 
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -25,18 +24,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import as_key, check_count, check_inputs
-from .kernels import gibbs
-from .kernels.base import as_spec, step_chains
-from .model import UGM, as_ugm
+from .compile_cache import cached
 from .conditionals import block_logits, scaled, site_variables
 from .diagnose import check_finite, potential_is_finite
-from .compile_cache import cached
+from .kernels import gibbs
+from .kernels.base import as_spec, bound_kernel, init_chains, refresh_chains, step_chains
+from .model import UGM, as_ugm
+from .runloop import capacity
 
 __all__ = ["predict", "Prediction"]
 
-#: default settings per method: chains, steps (sweeps) counted, warm-up sweeps
-DEFAULTS = {"marginal": dict(num_chains=16, num_steps=500, num_warmup=100),
-            "map": dict(num_chains=8, num_steps=500, num_warmup=0)}
+#: default settings per method: chains, draws per chain, warm-up steps
+DEFAULTS = {"marginal": dict(num_chains=16, num_samples=500, num_warmup=100),
+            "map": dict(num_chains=8, num_samples=500, num_warmup=0)}
 
 
 class Prediction(NamedTuple):
@@ -69,13 +69,15 @@ def _labels_to_model(domain, labels, dtype):
         tuple(domain.shape_) + domain.event_shape)
 
 
-def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
-           beta_max, rao_blackwell, input_names):
-    """The jitted ``run(params, keys, inputs)``, vmapped over examples."""
-    kernel = kernel_spec.build(m.target())
-    domains = m.state_sites
+def _build(target, method, kernel, num_chains, rao_blackwell, steps, input_names):
+    """The jitted ``run(params, keys, inputs, num_samples, num_warmup, betas)``, vmapped
+    over examples. The counts are traced (dynamic loop bounds); ``"map"`` draws the keys
+    of ``steps`` (a power of two, at least ``num_samples``) annealing steps and reads its
+    schedule ``betas`` (padded to ``steps``), so every count up to ``steps`` runs the same
+    program (``"marginal"``: every count)."""
+    domains = target.state_sites
     whole = {s: None for s in domains}
-    rao_blackwell = rao_blackwell and m.structure.multilinear
+    rao_blackwell = rao_blackwell and target.structure.multilinear
 
     def moved(states, key, logdensity_fn):
         return step_chains(kernel, key, states, logdensity_fn)[0]
@@ -89,12 +91,10 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
         return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
                 for s, d in domains.items()}
 
-    def marginal_one(params, key, inputs):
-        mb = m.bind(**inputs) if inputs else m
-        f = mb.logdensity_fn(params)
+    def marginal_one(t, params, key, num_samples, num_warmup, betas):
+        f = t.logdensity_fn(params)
         init_key, warm_key, run_key = jax.random.split(key, 3)
-        position = m.target().random_state(init_key, (num_chains,))
-        states = jax.vmap(lambda x: kernel.init(x, f))(position)
+        states = init_chains(kernel, target.random_state(init_key, (num_chains,)), f)
         states = jax.lax.fori_loop(
             0, num_warmup, lambda i, s: moved(s, jax.random.fold_in(warm_key, i), f), states)
         dtype = jnp.result_type(float)
@@ -108,49 +108,42 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
             acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
             return states, acc
 
-        states, acc = jax.lax.fori_loop(0, num_steps, body, (states, acc0))
-        marginals = {s: (acc[s] / (num_chains * num_steps)).reshape(
+        states, acc = jax.lax.fori_loop(0, num_samples, body, (states, acc0))
+        marginals = {s: (acc[s] / (num_chains * num_samples)).reshape(
             tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
         best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
                 for s, d in domains.items()}
-        return checked(mb, params, states, best, f(best), marginals)
+        return checked(t, params, states, best, f(best), marginals)
 
-    betas = np.geomspace(beta_min, beta_max, num_steps) if num_steps else np.zeros(0)
-
-    def map_one(params, key, inputs):
-        mb = m.bind(**inputs) if inputs else m
-        f = mb.logdensity_fn(params)
+    def map_one(t, params, key, num_samples, num_warmup, betas):
+        f = t.logdensity_fn(params)
         init_key, run_key = jax.random.split(key)
-        position = m.target().random_state(init_key, (num_chains,))
+        position = target.random_state(init_key, (num_chains,))
         values = jax.vmap(f)(position)
+        keys = jax.random.split(run_key, steps)  # the first n are those of split(key, n)
 
-        def body(carry, xs):
+        def body(i, carry):
             states, best, best_values = carry
-            key, beta = xs
-            tempered = scaled(f, beta)
-            if kernel.refresh is None:
-                states = jax.vmap(lambda s: kernel.init(s.position, tempered))(states)
-            else:
-                states = jax.vmap(lambda s: kernel.refresh(s, tempered))(states)
-            states = moved(states, key, tempered)
+            tempered = scaled(f, betas[i])
+            states = moved(refresh_chains(kernel, states, tempered), keys[i], tempered)
             values = jax.vmap(f)(states.position)
             better = values > best_values
             best = jax.tree.map(
                 lambda new, old: jnp.where(better.reshape((-1,) + (1,) * (new.ndim - 1)),
                                            new, old), states.position, best)
-            return (states, best, jnp.maximum(values, best_values)), None
+            return states, best, jnp.maximum(values, best_values)
 
-        states = jax.vmap(lambda x: kernel.init(x, f))(position)
-        xs = (jax.random.split(run_key, num_steps), jnp.asarray(betas, values.dtype))
-        (states, best, best_values), _ = jax.lax.scan(body, (states, position, values), xs)
+        states = init_chains(kernel, position, f)
+        states, best, best_values = jax.lax.fori_loop(0, num_samples, body,
+                                                      (states, position, values))
         winner = jnp.argmax(best_values)
         best = jax.tree.map(lambda a: a[winner], best)
-        return checked(mb, params, states, best, best_values[winner], None)
+        return checked(t, params, states, best, best_values[winner], None)
 
-    def checked(mb, params, states, best, value, marginals):
+    def checked(t, params, states, best, value, marginals):
         """The result, with what the host checks: whether the potential is finite at the
         chains' last states and at the prediction (``ok``), and those states."""
-        ok = jax.vmap(lambda x: potential_is_finite(mb.target(), params, x))(states.position)
+        ok = jax.vmap(lambda x: potential_is_finite(t, params, x))(states.position)
         ok_best = jnp.isfinite(value)
         for v in jax.tree.leaves(marginals):
             ok_best = ok_best & jnp.all(jnp.isfinite(v))
@@ -160,20 +153,20 @@ def _build(m, method, kernel_spec, num_chains, num_steps, num_warmup, beta_min,
 
     one = marginal_one if method == "marginal" else map_one
 
-    def run(params, keys, inputs):
+    def run(params, keys, inputs, *counts):
         if inputs is None:
-            return one(params, keys, {})
-        return jax.vmap(lambda k, inp: one(params, k, inp))(keys, inputs)
+            return one(target, params, keys, *counts)
+        return jax.vmap(lambda k, inp: one(target.bind(**inp), params, k, *counts))(
+            keys, inputs)
 
     return jax.jit(run)
 
 
 def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
-            method: str = "marginal", *deprecated_key: jax.Array,
-            rng_key: jax.Array | None = None, num_chains: int | None = None,
-            num_steps: int | None = None, num_warmup: int | None = None, kernel: Any = None,
-            beta_min: float = 0.1, beta_max: float = 1000.0,
-            rao_blackwell: bool = True) -> Prediction:
+            method: str = "marginal", *, rng_key: jax.Array | None = None,
+            num_chains: int | None = None, num_samples: int | None = None,
+            num_warmup: int | None = None, kernel: Any = None, beta_min: float = 0.1,
+            beta_max: float = 1000.0, rao_blackwell: bool = True) -> Prediction:
     """Predict the state of a UGM (a CRF's labels) for each example's inputs.
 
     Parameters
@@ -184,9 +177,9 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
         ``inputs`` replace those arguments (:meth:`UGM.bind`), with Gibbs blocks valid
         for every example (:meth:`UGM.for_inputs`: an input may change the interaction
         graph). A model function is traced with the first example's inputs (and the
-        compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it, it is
-        kept in the model's compile cache, :meth:`UGM.cached`, per method and settings,
-        unless the inputs add interactions to its graph).
+        compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it; it is kept
+        in :mod:`~numpyro_ugm.compile_cache` per method, kernel, number of chains and
+        of examples, unless the inputs add interactions to its graph).
     params : dict
         Parameters (constrained space), e.g. ``result.params`` of :class:`~numpyro_ugm.MLE`.
     inputs : dict of str -> array, optional
@@ -196,18 +189,17 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     method : {"marginal", "map"}
         ``"marginal"``: Gibbs marginals and the labels maximizing them. ``"map"``:
         annealed MAP (simulated annealing; best configuration found over all chains).
-    *deprecated_key
-        The key given positionally after ``method`` (deprecated: pass ``rng_key=``).
     rng_key : jax PRNGKey, optional
         Keyword only. Default ``PRNGKey(0)``. Each example gets its own key.
     num_chains : int, optional
         Chains per example, run in parallel from uniform random states
         (default 16 for ``"marginal"``, 8 for ``"map"``).
-    num_steps : int, optional
-        Kernel steps (sweeps, for Gibbs) per chain: averaged over for ``"marginal"``,
-        the length of the annealing schedule for ``"map"`` (default 500 for both).
+    num_samples : int, optional
+        Draws per chain after the warm-up, one kernel step (for Gibbs, one sweep) each
+        (default 500): ``"marginal"`` averages over them; for ``"map"`` they are the
+        steps of the annealing schedule, whose best draw is kept.
     num_warmup : int, optional
-        ``"marginal"``: steps discarded at the start of each chain (default 100).
+        ``"marginal"``: kernel steps discarded at the start of each chain (default 100).
     kernel : KernelSpec, optional
         Default: systematic-scan block Gibbs (``ugm.kernels.gibbs()``); any kernel spec
         works (for ``"map"`` it is run on β·f).
@@ -234,6 +226,12 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
         An input whose shape is not ``(num_examples, *traced_shape)``, inputs that disagree
         on the number of examples, non-finite inputs, an unknown method or bad settings.
 
+    Notes
+    -----
+    The counts ``num_samples`` and ``num_warmup`` are not compiled in: calls that differ
+    only in them (``"map"``: in ``num_samples`` up to the same power of two, or in
+    ``beta_min`` / ``beta_max``) reuse the compiled sampler.
+
     Examples
     --------
     >>> node, edge = jax.vmap(ugm.models.image_features)(test_images)
@@ -241,18 +239,11 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     >>> pred = ugm.predict(ugm.models.grid_crf, result.params, inputs, method="map")
     >>> error_rate = np.mean(pred.labels["x"] != truth)
     """
-    if deprecated_key:
-        if len(deprecated_key) > 1 or rng_key is not None:
-            raise TypeError("predict: give one rng_key, by keyword (rng_key=...)")
-        warnings.warn("predict: passing rng_key positionally (after method) is deprecated; "
-                      "pass it by keyword: predict(m, params, inputs, method, rng_key=key)",
-                      DeprecationWarning, stacklevel=2)
-        rng_key = deprecated_key[0]
     rng_key = as_key(jax.random.PRNGKey(0) if rng_key is None else rng_key, "predict")
     if method not in DEFAULTS:
         raise ValueError(f"predict: method must be 'marginal' or 'map', got {method!r}")
     settings = dict(DEFAULTS[method])
-    for name, value in (("num_chains", num_chains), ("num_steps", num_steps),
+    for name, value in (("num_chains", num_chains), ("num_samples", num_samples),
                         ("num_warmup", num_warmup)):
         if value is not None:
             settings[name] = value
@@ -262,6 +253,39 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")
+    m, inputs, num_examples = _traced(m, inputs)
+    m.param_space.check(params)
+    target = m.target()
+    spec = as_spec(kernel, gibbs())
+    rao_blackwell = bool(rao_blackwell) and method == "marginal"
+    num_chains, num_samples = settings["num_chains"], settings["num_samples"]
+    steps = capacity(num_samples) if method == "map" else None
+    static = (method, spec, num_chains, rao_blackwell, steps,
+              None if inputs is None else tuple(sorted(inputs)))
+    run = cached(target.cache_key, ("predict",) + static, lambda: _build(
+        target, method, bound_kernel(spec, target), num_chains, rao_blackwell, steps,
+        static[-1]))
+    dtype = jnp.result_type(float)
+    betas = (None if steps is None else np.concatenate([
+        np.geomspace(beta_min, beta_max, num_samples),
+        np.ones(steps - num_samples)]).astype(dtype))
+    keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
+    best, marginals, values, ok, positions = run(params, keys, inputs, num_samples,
+                                                 settings["num_warmup"], betas)
+
+    def where(index):
+        what = ("the prediction" if index[-1] == num_chains
+                else f"the last state of chain {index[-1]}")
+        return what if inputs is None else f"{what} of example {index[0]}"
+
+    check_finite(target, "predict", params, ok, positions, where, inputs)
+    labels = {s: d.from_model(best[s]) for s, d in target.state_sites.items()}
+    return Prediction(labels, marginals, values)
+
+
+def _traced(m, inputs):
+    """The model (traced with the first example's inputs if it is a function), the
+    checked inputs and their number of examples; its structure valid for every example."""
     if not isinstance(m, UGM) and callable(m) and inputs is not None:
         if not isinstance(inputs, dict) or not inputs:
             raise TypeError(f"inputs must be a non-empty dict of per-example model "
@@ -274,26 +298,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
             raise TypeError(f"tracing the model with the first example's inputs "
                             f"{list(inputs)} failed: {error}") from error
     m = as_ugm(m)
-    num_examples = None
-    if inputs is not None:
-        inputs, num_examples = check_inputs(inputs, m.kwargs)
-        m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
-    m.param_space.check(params)
-    spec = as_spec(kernel, gibbs())
-    rao_blackwell = bool(rao_blackwell) and method == "marginal"
-    static = (method, spec, settings["num_chains"], settings["num_steps"],
-              settings["num_warmup"], float(beta_min), float(beta_max), rao_blackwell,
-              None if inputs is None else tuple(sorted(inputs)))
-    run = cached(m.cache_key, ("predict",) + static, lambda: _build(m, *static))
-    keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
-    best, marginals, values, ok, positions = run(params, keys, inputs)
-    num_chains = settings["num_chains"]
-
-    def where(index):
-        what = ("the prediction" if index[-1] == num_chains
-                else f"the last state of chain {index[-1]}")
-        return what if inputs is None else f"{what} of example {index[0]}"
-
-    check_finite(m.target(), "predict", params, ok, positions, where, inputs)
-    labels = {s: d.from_model(best[s]) for s, d in m.state_sites.items()}
-    return Prediction(labels, marginals, values)
+    if inputs is None:
+        return m, None, None
+    inputs, num_examples = check_inputs(inputs, m.kwargs)
+    return m.for_inputs(inputs), inputs, num_examples  # blocks valid for every example

@@ -1,17 +1,29 @@
-"""``sample``: draw configurations of a UGM with any kernel."""
+"""``sample``: draw configurations of a UGM with any kernel.
+
+The chains run in one compiled program per model, kernel and *capacity*: the number of
+draws and the number of chains, each rounded up to a power of two (the draws loop has a
+dynamic trip count; extra chains run and are dropped). So calls with other counts up to
+the same powers of two, keys, parameters, warm-up or thinning reuse the program, and a
+process that asks for ever new counts keeps a few programs, not one per count.
+"""
 
 import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._checks import as_key, check_count
-from .kernels import gibbs
-from .kernels.base import as_spec, step_chains
-from .model import UGM
-from .diagnose import check_finite, potential_is_finite
 from .compile_cache import cached
+from .diagnose import check_finite, potential_is_finite
+from .kernels import gibbs
+from .kernels.base import as_spec, bound_kernel, init_chains, step_chains
+from .model import UGM
+from .runloop import capacity
+from .target import Target
+
+__all__ = ["sample"]
 
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
@@ -49,32 +61,75 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         If the log-potential is not finite at a draw, or it or the conditional log-odds
         are not finite at a chain's last state (e.g. parameters that overflow): checked
         once, after the run, on f at the kept draws and on one gradient per chain.
+
+    Notes
+    -----
+    The compiled chains are kept (:mod:`~numpyro_ugm.compile_cache`) per model, kernel,
+    and ``num_samples`` and ``num_chains`` rounded up to powers of two: a chain count
+    that is not a power of two runs the extra chains of the rounded count (their draws
+    are dropped; each chain's draws are those of a run with ``num_chains`` chains).
     """
     num_samples = check_count("sample", "num_samples", num_samples)
     num_chains = check_count("sample", "num_chains", num_chains)
     thinning = check_count("sample", "thinning", thinning)
     num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
     rng_key = as_key(rng_key, "sample")
+    target = m.target()
     m.param_space.check(params)
-    spec = as_spec(kernel, gibbs())
-    init_key, run_key = jax.random.split(rng_key)
-    position = (m.target().random_state(init_key, (num_chains,)) if init_state is None
-                else init_state)
-    run = cached(m.cache_key, ("sample", spec, num_samples),
-                   lambda: jax.jit(functools.partial(_run, m, spec.build(m.target()), num_samples)))
-    draws, ok = run(params, run_key, position, num_warmup, thinning)
-    check_finite(m.target(), "sample", params, ok, draws,
-                   lambda i: f"draw {i[0]} of chain {i[1]}")
-    return {n: m.state_sites[n].from_model(jnp.swapaxes(v, 0, 1).reshape(
-        (num_chains * num_samples,) + v.shape[2:])) for n, v in draws.items()}
+    return _sample(target, params, rng_key, as_spec(kernel, gibbs()), num_samples,
+                   num_chains, num_warmup, thinning, init_state)
 
 
-def _run(m, kernel, num_samples, params, key, position, num_warmup, thinning):
-    """The chains of :func:`sample`, compiled once per model, kernel and ``num_samples``
-    (parameters, key, start, warm-up and thinning are arguments): the draws and whether
-    f is finite at each (at the last, also its conditional log-odds)."""
-    logdensity = m.logdensity_fn(params)
-    states = jax.vmap(lambda x: kernel.init(x, logdensity))(position)
+def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_warmup,
+            thinning, init_state):
+    """:func:`sample` on a target, arguments checked."""
+    size = (capacity(num_samples), capacity(num_chains))
+    start = None if init_state is None else _padded_start(target, init_state, num_chains,
+                                                          size[1])
+    run = cached(target.cache_key, ("sample", spec, size, start is None), lambda: jax.jit(
+        functools.partial(_run, target, bound_kernel(spec, target), size)))
+    draws, ok = run(params, rng_key, start, num_samples, num_warmup, thinning)
+    ok = np.asarray(ok)[:num_samples, :num_chains]
+    draws = {n: np.asarray(v)[:num_chains, :num_samples] for n, v in draws.items()}
+    if not ok.all():
+        domains = target.state_sites
+        positions = {n: domains[n].to_model(np.swapaxes(v, 0, 1)) for n, v in draws.items()}
+        check_finite(target, "sample", params, ok, positions,
+                     lambda i: f"draw {i[0]} of chain {i[1]}")
+    return {n: jnp.asarray(v.reshape((num_chains * num_samples,) + v.shape[2:]))
+            for n, v in draws.items()}
+
+
+def _padded_start(target, init_state, num_chains, chains):
+    """``init_state`` checked (every state site, leading axis ``num_chains``) and padded
+    to ``chains`` chains with copies of its first chain."""
+    missing = [n for n in target.state_sites if n not in init_state]
+    unknown = [n for n in init_state if n not in target.state_sites]
+    if missing or unknown:
+        raise KeyError(f"sample: init_state must hold every state site "
+                       f"{list(target.state_sites)} and no other; missing {missing}, "
+                       f"unknown {unknown}")
+    start = {}
+    for n, v in init_state.items():
+        v = np.asarray(v)
+        if v.ndim == 0 or v.shape[0] != num_chains:
+            raise ValueError(f"sample: init_state site {n!r} has shape {v.shape}; expected "
+                             f"a leading axis of num_chains = {num_chains}")
+        start[n] = np.concatenate([v, np.repeat(v[:1], chains - num_chains, 0)])
+    return start
+
+
+def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thinning):
+    """The chains of :func:`sample`, compiled once per target, kernel and ``size`` (the
+    capacities of draws and chains; parameters, key, start, the counts, warm-up and
+    thinning are arguments): the draws, chain-major in the data representation, and
+    whether f is finite at each draw (draw-major; at the last, also its conditional
+    log-odds). Entries past ``num_samples`` are padding."""
+    samples, chains = size
+    init_key, key = jax.random.split(key)
+    position = target.random_state(init_key, (chains,)) if start is None else start
+    logdensity = target.logdensity_fn(params)
+    states = init_chains(kernel, position, logdensity)
 
     def steps(states, key, n):
         return jax.lax.fori_loop(0, n, lambda i, s: step_chains(
@@ -82,11 +137,20 @@ def _run(m, kernel, num_samples, params, key, position, num_warmup, thinning):
 
     warm_key, draw_key = jax.random.split(key)
     states = steps(states, warm_key, num_warmup)
+    keys = jax.random.split(draw_key, samples)  # the first n are those of split(key, n)
+    buffers = (jax.tree.map(lambda v: jnp.zeros((samples,) + v.shape, v.dtype),
+                            states.position),
+               jnp.zeros((samples, chains), bool))
 
-    def draw(states, key):
-        states = steps(states, key, thinning)
-        return states, (states.position, jnp.isfinite(jax.vmap(logdensity)(states.position)))
+    def draw(i, carry):
+        states, (draws, ok) = carry
+        states = steps(states, keys[i], thinning)
+        finite = jnp.isfinite(jax.vmap(logdensity)(states.position))
+        return states, (jax.tree.map(lambda b, v: b.at[i].set(v), draws, states.position),
+                        ok.at[i].set(finite))
 
-    states, (draws, ok) = jax.lax.scan(draw, states, jax.random.split(draw_key, num_samples))
-    last = jax.vmap(lambda x: potential_is_finite(m.target(), params, x))(states.position)
-    return draws, ok.at[-1].set(ok[-1] & last)
+    states, (draws, ok) = jax.lax.fori_loop(0, num_samples, draw, (states, buffers))
+    last = jax.vmap(lambda x: potential_is_finite(target, params, x))(states.position)
+    ok = ok.at[num_samples - 1].set(ok[num_samples - 1] & last)
+    domains = target.state_sites
+    return {n: domains[n].from_model(jnp.swapaxes(v, 0, 1)) for n, v in draws.items()}, ok

@@ -18,6 +18,7 @@ give the exact posterior of a model with a continuous site.
 """
 
 import itertools
+import pickle
 import warnings
 
 import jax
@@ -233,6 +234,18 @@ def test_errors_name_the_problem():
         fn(jax.random.PRNGKey(0), {"x": jnp.ones(2)}, {"s": 1.0})
     with pytest.raises(TypeError, match="kernel must be"):
         UGMSampler(two_sites, kernel="gibbs")
+
+
+def test_a_sampler_that_ran_can_be_pickled():
+    """What ``init`` built (closures) is not pickled: the unpickled sampler sets itself
+    up again at its next ``init`` and draws the same chain."""
+    sampler = UGMSampler(ugm.models.vbm, kernel=ugm.kernels.metropolis())
+    state = sampler.init(jax.random.PRNGKey(0), 0, None, (4,), {})
+    copy = pickle.loads(pickle.dumps(sampler))
+    assert copy.ugm is None and copy.params is None
+    again = copy.init(jax.random.PRNGKey(0), 0, None, (4,), {})
+    np.testing.assert_array_equal(copy.sample(again, (4,), {}).z["x"],
+                                  sampler.sample(state, (4,), {}).z["x"])
 
 
 # --- a sampled parameter of the undirected model ----------------------------------------

@@ -3,6 +3,7 @@
 inner kernel of blackjax's adaptive tempered SMC; spec validation; the label sampler."""
 
 import functools
+from typing import NamedTuple
 
 import blackjax
 import jax
@@ -108,3 +109,39 @@ def test_sample_labels_distribution():
             freq = np.bincount(draws[:, row], minlength=len(p)) / n
             np.testing.assert_allclose(freq, p, atol=5 * np.sqrt(0.25 / n))
             assert np.all(freq[np.asarray(p) == 0] == 0)  # impossible labels never drawn
+
+
+class _Cached(NamedTuple):
+    """A toy kernel state that caches the log-density at its position."""
+
+    position: dict
+    value: jax.Array
+    refreshed: jax.Array
+
+
+def test_init_and_refresh_of_a_batch_of_chains():
+    """``init_chains`` initializes every chain at its position; ``refresh_chains`` hands
+    each state to ``kernel.refresh`` when the kernel has one (it keeps the state), and
+    otherwise initializes a new state at the same position under the new log-density."""
+    from numpyro_ugm.kernels.base import Kernel, init_chains, refresh_chains, refresh_state
+
+    def init(position, logdensity_fn):
+        return _Cached(position, logdensity_fn(position), jnp.zeros((), bool))
+
+    def step(rng_key, state, logdensity_fn):
+        raise AssertionError("not stepped")
+
+    position = {"x": jnp.arange(6.0).reshape(3, 2)}
+    old, new = (lambda s: jnp.sum(s["x"])), (lambda s: -2.0 * jnp.sum(s["x"]))
+    plain = Kernel(init, step)
+    states = init_chains(plain, position, old)
+    np.testing.assert_array_equal(states.value, [1.0, 5.0, 9.0])
+    rebuilt = refresh_chains(plain, states, new)
+    np.testing.assert_array_equal(rebuilt.position["x"], position["x"])
+    np.testing.assert_array_equal(rebuilt.value, [-2.0, -10.0, -18.0])
+    keeping = Kernel(init, step, refresh=lambda s, f: s._replace(refreshed=jnp.ones((), bool)))
+    kept = refresh_chains(keeping, states, new)
+    np.testing.assert_array_equal(kept.value, states.value)  # the kernel's refresh decides
+    assert np.all(kept.refreshed)
+    one = refresh_state(plain, jax.tree.map(lambda a: a[1], states), new)
+    assert float(one.value) == -10.0

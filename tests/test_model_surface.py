@@ -4,7 +4,6 @@
 deprecations of moved arguments."""
 
 import ast
-import warnings
 from pathlib import Path
 
 import jax
@@ -128,7 +127,7 @@ def test_evaluators_use_the_compile_cache():
     exact.log_partition(m, params)
     exact.log_likelihood(m, params, {"x": np.ones((2, 4), np.int8)})
     ugm.ais.log_partition(m, params, jax.random.PRNGKey(1), num_chains=4, betas=5)
-    ugm.predict(m, params, num_chains=2, num_steps=2, num_warmup=1)
+    ugm.predict(m, params, num_chains=2, num_samples=2, num_warmup=1)
     keys = {key[0] for (owner, key) in compile_cache._entries}
     assert {"enumeration.plan", "enumeration.jit", "ais", "predict"} <= keys
 
@@ -194,15 +193,8 @@ def test_exact_reexports_the_enumeration_engine():
 # --- rng_key convention -------------------------------------------------------------------
 
 
-def test_predict_positional_key_is_deprecated_and_gives_the_same_result():
+def test_predict_takes_its_key_by_keyword_only():
     m = UGM(chain, 4)
     params = m.init_params(jax.random.PRNGKey(0))
-    settings = dict(num_chains=2, num_steps=3, num_warmup=1)
-    key = jax.random.PRNGKey(7)
-    by_keyword = ugm.predict(m, params, None, "marginal", rng_key=key, **settings)
-    with pytest.warns(DeprecationWarning, match="rng_key=key"):
-        by_position = ugm.predict(m, params, None, "marginal", key, **settings)
-    np.testing.assert_array_equal(by_keyword.marginals["x"], by_position.marginals["x"])
-    with pytest.raises(TypeError, match="one rng_key"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        ugm.predict(m, params, None, "marginal", key, rng_key=key, **settings)
+    with pytest.raises(TypeError, match="positional argument"):
+        ugm.predict(m, params, None, "marginal", jax.random.PRNGKey(7))

@@ -46,7 +46,8 @@ def prediction_case(problem):
 def test_predict_marginals_match_exact(prediction_case):
     case = prediction_case
     pred = ugm.predict(case["m"], case["params"], case["inputs"], "marginal",
-                       rng_key=jax.random.PRNGKey(3), num_chains=16, num_steps=300, num_warmup=50)
+                       rng_key=jax.random.PRNGKey(3), num_chains=16, num_samples=300,
+                       num_warmup=50)
     assert pred.marginals["x"].shape == (3, 3, 3, 2)
     assert pred.labels["x"].shape == (3, 3, 3) and pred.labels["x"].dtype == np.int8
     np.testing.assert_allclose(pred.marginals["x"].sum(-1), 1.0, atol=1e-5)
@@ -64,7 +65,7 @@ def test_predict_marginals_match_exact(prediction_case):
 def test_predict_map_finds_brute_force_map(prediction_case):
     case = prediction_case
     pred = ugm.predict(case["m"], case["params"], case["inputs"], "map",
-                       rng_key=jax.random.PRNGKey(4), num_chains=4, num_steps=200)
+                       rng_key=jax.random.PRNGKey(4), num_chains=4, num_samples=200)
     assert pred.marginals is None
     np.testing.assert_array_equal(pred.labels["x"], case["map"])
     np.testing.assert_allclose(pred.log_potential, case["map_value"], rtol=1e-5)
@@ -90,8 +91,9 @@ def test_predict_input_errors(prediction_case):
         ugm.predict(m, params, inputs, method="mode")
     with pytest.raises(ValueError, match="num_chains must be an integer >= 1"):
         ugm.predict(m, params, inputs, num_chains=0)
-    with pytest.raises(ValueError, match="^predict: num_steps must be an integer >= 1, got 2.5"):
-        ugm.predict(m, params, inputs, num_steps=2.5)
+    with pytest.raises(ValueError, match="^predict: num_samples must be an integer >= 1, "
+                                         "got 2.5"):
+        ugm.predict(m, params, inputs, num_samples=2.5)
     with pytest.raises(KeyError, match="parameter site 'v' is missing"):
         ugm.predict(m, {"w": params["w"]}, inputs)
     # a model function is traced with the first example's inputs; unknown names say so
@@ -111,7 +113,7 @@ def test_predict_with_an_overflowing_potential_is_an_error(prediction_case):
     with pytest.raises(FloatingPointError, match=r"predict: the log-potential or its "
                        r"conditional log-odds are not finite at the last state of chain \d "
                        r"under the given params \(.*'w': 3e\+38"):
-        ugm.predict(case["m"], HUGE, num_chains=2, num_steps=2, num_warmup=0)
+        ugm.predict(case["m"], HUGE, num_chains=2, num_samples=2, num_warmup=0)
 
 
 def test_sample_of_an_overflowing_potential_is_an_error(problem):
@@ -121,3 +123,29 @@ def test_sample_of_an_overflowing_potential_is_an_error(problem):
                        r"conditional log-odds are not finite at draw \d+ of chain \d+ under "
                        r"the given params \(factor '\w+' = [-+]?(inf|nan).*'w': 3e\+38"):
         ugm.sample(problem["m"], HUGE, jax.random.PRNGKey(0), 1, num_chains=2)
+
+
+def counted_vbm(n, traces):
+    """``ugm.models.vbm(n)``, counting in ``traces`` how often it is traced."""
+    traces.append(1)
+    ugm.models.vbm(n)
+
+
+@pytest.mark.parametrize("method", ["marginal", "map"])
+def test_other_counts_reuse_the_compiled_sampler(method):
+    """Other keys, numbers of draws and warm-up steps (and, for ``"map"``, schedules) run
+    the sampler compiled by the first call: the model is not traced again (it used to
+    be, for every new count). ``"map"`` compiles once per power of two of draws."""
+    traces = []
+    m = ugm.UGM(counted_vbm, 4, traces)
+    params = {"W": 0.3 * jnp.ones((4, 4)), "b": 0.2 * jnp.ones(4)}
+    first = ugm.predict(m, params, None, method, num_chains=2, num_samples=5)
+    before = len(traces)
+    for key, num_samples, num_warmup, beta_max in [(1, 6, 0, 10.0), (2, 8, 3, 100.0)]:
+        again = ugm.predict(m, params, None, method, rng_key=jax.random.PRNGKey(key),
+                            num_chains=2, num_samples=num_samples, num_warmup=num_warmup,
+                            beta_max=beta_max)
+    assert len(traces) == before
+    assert first.labels["x"].shape == again.labels["x"].shape == (4,)
+    ugm.predict(m, params, None, method, num_chains=3, num_samples=5)  # chains: compiles
+    assert len(traces) > before, "test is blind"

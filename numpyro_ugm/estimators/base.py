@@ -28,7 +28,8 @@ from blackjax.smc.ess import ess
 from .._checks import check_count
 from ..conditionals import block_logits, scatter
 from ..kernels import gibbs
-from ..kernels.base import Kernel, KernelSpec, as_spec, bound_kernel, sample_labels, step_chains
+from ..kernels.base import (Kernel, KernelSpec, as_spec, bound_kernel, init_chains,
+                            refresh_chains, sample_labels, step_chains)
 
 
 class ChainInfo(NamedTuple):
@@ -248,7 +249,7 @@ def move(kernel: Kernel, rng_key: jax.Array, position: dict, logdensity_fn,
     position : dict of (S, ...) arrays
     acceptance : scalar, mean kernel acceptance (1 for Gibbs)
     """
-    states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(position)
+    states = init_chains(kernel, position, logdensity_fn)
     states, acceptance = move_states(kernel, rng_key, states, logdensity_fn,
                                      num_mcmc_steps)
     return states.position, acceptance
@@ -259,10 +260,7 @@ def move_states(kernel: Kernel, rng_key: jax.Array, states: Any, logdensity_fn,
     """Run ``num_mcmc_steps`` kernel steps on a batch of kernel states (kept between
     updates by persistent estimators, so that e.g. parallel tempering's replicas persist),
     carried over to ``logdensity_fn`` first (``kernel.refresh``)."""
-    if kernel.refresh is None:
-        states = jax.vmap(lambda x: kernel.init(x, logdensity_fn))(states.position)
-    else:
-        states = jax.vmap(lambda s: kernel.refresh(s, logdensity_fn))(states)
+    states = refresh_chains(kernel, states, logdensity_fn)
 
     def body(states, key):
         states, info = step_chains(kernel, key, states, logdensity_fn)

@@ -4,10 +4,9 @@ stochastic maximum likelihood or SAP."""
 import dataclasses
 from typing import Any, ClassVar, NamedTuple, Optional
 
-import jax
 import jax.numpy as jnp
 
-from ..kernels.base import KernelSpec
+from ..kernels.base import KernelSpec, init_chains
 from .base import ChainInfo, Estimator, Particles, move_states, uniform_log_weights
 
 
@@ -57,7 +56,7 @@ class PCD(Estimator):
         kernel = self.build_kernel(target)
         position = target.random_state(rng_key, (self.num_particles,))
         logdensity = target.logdensity_fn(params)
-        return PCDState(jax.vmap(lambda x: kernel.init(x, logdensity))(position))
+        return PCDState(init_chains(kernel, position, logdensity))
 
     def update(self, rng_key, state, target, params, batch
                ) -> tuple[PCDState, Particles, PCDInfo]:

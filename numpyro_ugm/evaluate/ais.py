@@ -36,7 +36,7 @@ from .._checks import as_key, check_count, check_inputs
 from ..conditionals import LogDensity, linear_combination, sum_out
 from ..estimators.base import shard_particles
 from ..kernels import gibbs
-from ..kernels.base import as_spec, draw_block, step_chains
+from ..kernels.base import as_spec, draw_block, init_chains, step_chains
 from ..kernels.blocks import BlockKernelSpec
 from ..model import UGM
 from ..validation import validate_data
@@ -498,7 +498,7 @@ def _build_run(m, spec, summed, num_chains):
         else:
             x = {s: v.astype(betas.dtype) for s, v in start.items()}
         x = shard_particles(x)
-        states = jax.vmap(lambda y: kernel.init(y, tempered(betas[0])))(x)
+        states = init_chains(kernel, x, tempered(betas[0]))
 
         def increment(position, previous, beta):
             return (jax.vmap(lambda y: marginal(beta, y))(position)
@@ -511,7 +511,7 @@ def _build_run(m, spec, summed, num_chains):
                 keys = jax.random.split(refresh_key, num_chains)
                 position = jax.vmap(lambda k, y: draw_block(k, target, y, domains, block))(
                     keys, states.position)
-                states = jax.vmap(lambda y: kernel.init(y, target))(position)
+                states = init_chains(kernel, position, target)
             return step_chains(kernel, rng_key, states, target)[0]
 
         # Step k weights the chains from β_k to β_{k+1}, then moves them at β_{k+1}: the

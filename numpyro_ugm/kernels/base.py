@@ -83,6 +83,28 @@ def bound_kernel(spec: "KernelSpec", target) -> Kernel:
         return spec.build(target)
 
 
+def init_chains(kernel: Kernel, position: dict, logdensity_fn: Callable):
+    """Kernel states of a batch of chains: ``kernel.init`` vmapped over the leading axis
+    of ``position`` (a dict of site -> ``(num_chains, ...)`` values, model
+    representation)."""
+    return jax.vmap(lambda x: kernel.init(x, logdensity_fn))(position)
+
+
+def refresh_state(kernel: Kernel, state, logdensity_fn: Callable):
+    """One chain's kernel state carried over to a new log-density (persistent chains,
+    a new conditioning, the next temperature): ``kernel.refresh`` if the kernel has one,
+    else a fresh state at the same position (``kernel.init``)."""
+    if kernel.refresh is not None:
+        return kernel.refresh(state, logdensity_fn)
+    return kernel.init(state.position, logdensity_fn)
+
+
+def refresh_chains(kernel: Kernel, states, logdensity_fn: Callable):
+    """:func:`refresh_state` of every chain of a batch of kernel states (leading axis =
+    chains)."""
+    return jax.vmap(lambda s: refresh_state(kernel, s, logdensity_fn))(states)
+
+
 def step_chains(kernel, rng_key, states, logdensity_fn):
     """One step of every chain of a batch of kernel states (leading axis = chains):
     ``kernel.batch_step`` if the kernel has one, else ``kernel.step`` vmapped with a key

@@ -33,7 +33,7 @@ from numpyro.util import is_prng_key
 from .._checks import check_count, same_arguments
 from ..evaluate import exact
 from ..kernels import gibbs
-from ..kernels.base import as_spec, step_chains
+from ..kernels.base import as_spec, init_chains, step_chains
 from ..model import UGM
 from .target import Posterior
 
@@ -179,7 +179,7 @@ class Exchange(MCMCKernel):
             f = m.logdensity_fn(params)
             init_key, run_key = jax.random.split(key)
             start = {**m.target().random_state(init_key, (n,)), **data}
-            states = jax.vmap(kernel.init, (0, None))(start, f)
+            states = init_chains(kernel, start, f)
 
             def sweep(i, s):
                 return step_chains(kernel, jax.random.fold_in(run_key, i), s, f)[0]

@@ -6,6 +6,10 @@
   vector (the PSMC paper's multi-label CRF).
 
 Pass the features as per-example ``inputs=`` to the learner, evaluation and prediction.
+Both models declare their Gibbs blocks (:func:`numpyro_ugm.factor` with ``colors=``), the
+same for every example: the grid's checkerboard, and the labels one by one. The inputs
+change the potential's weights, never its interaction graph, so no structure analysis
+runs, for the first example or the others.
 """
 
 import jax
@@ -17,6 +21,7 @@ from jax.typing import ArrayLike
 
 from .._checks import check_count
 from ..domains import Spin
+from ..factors import factor
 
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf"]
 
@@ -57,7 +62,8 @@ def grid_crf(node_features: jax.Array, edge_features: jax.Array) -> None:
     per-example ``inputs`` to the learner (``inputs={"node_features": ...,
     "edge_features": ...}``) and the model is conditioned on each image's features.
 
-    Parameters: ``w`` (Dn,) and ``v`` (De,), initialized at 0.
+    Parameters: ``w`` (Dn,) and ``v`` (De,), initialized at 0. The Gibbs blocks are the
+    checkerboard's two colours (declared, not analysed).
     """
     height, width, dn = node_features.shape
     de = edge_features.shape[-1]
@@ -66,9 +72,11 @@ def grid_crf(node_features: jax.Array, edge_features: jax.Array) -> None:
     x = numpyro.sample("x", Spin((height, width)))
     edges = grid_edges(height, width)
     flat = x.reshape(-1)
-    numpyro.factor("nodes", jnp.sum(x * (node_features @ w)))
-    numpyro.factor("edges", jnp.sum(flat[edges[:, 0]] * flat[edges[:, 1]]
-                                    * (edge_features @ v)))
+    nodes = jnp.sum(x * (node_features @ w))
+    bonds = jnp.sum(flat[edges[:, 0]] * flat[edges[:, 1]] * (edge_features @ v))
+    rows, cols = np.indices((height, width))
+    factor("potential", nodes + bonds, colors={"x": ((rows + cols) % 2).reshape(-1)},
+           multilinear=True)
 
 
 def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
@@ -77,7 +85,9 @@ def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
 
         f(y; W_E, W_v, b) = Σ_{l<m} (W_E)_lm y_l y_m + yᵀ (W_v x + b).
 
-    Pass the features as per-example ``inputs={"features": X}`` to the learner.
+    Pass the features as per-example ``inputs={"features": X}`` to the learner. Every
+    pair of labels interacts, so Gibbs updates one label at a time (declared, not
+    analysed).
 
     Parameters
     ----------
@@ -102,5 +112,5 @@ def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
     W_v = weight("W_v", (L, d))
     b = weight("b", (L,)) if bias else jnp.zeros(L)
     y = numpyro.sample("y", Spin(L))
-    numpyro.factor("pairs", y @ jnp.triu(W_E, 1) @ y)
-    numpyro.factor("unary", y @ (W_v @ features + b))
+    factor("potential", y @ jnp.triu(W_E, 1) @ y + y @ (W_v @ features + b),
+           colors={"y": np.arange(L)}, multilinear=True)

@@ -30,8 +30,7 @@ import optax
 
 import numpyro_ugm as ugm
 from numpyro_ugm.kernels.base import step_chains
-from numpyro_ugm.models.ergm import (ergm, ergm_statistics, graph_to_edges, mple,
-                                     num_pairs)
+from numpyro_ugm.models import ergm, ergm_statistics, graph_to_edges, mple, num_pairs
 
 try:
     from _report import report, timeit_many
@@ -127,7 +126,7 @@ def florentine():
 def row_a(num_steps, num_chains=200, repeats=3):
     n, stats, lr = 16, ("edges", "triangles"), 0.05
     data = florentine()
-    init = mple(data, stats)
+    init = mple(data, stats).params
     optimizer = optax.sgd(lr)
     learner = ugm.MLE(ergm, ugm.PCD(num_chains, num_mcmc_steps=1), optimizer)
     plain = plain_learner(n, num_chains, num_steps, optimizer)
@@ -249,7 +248,7 @@ def row_c(num_steps=100, num_chains=10):
     report(f"ERGM {n}-node edges+gwesp: time per sweep, one chain", f"{per_sweep:.2f} s",
            f"{num_pairs(n)} single-dyad blocks, CPU")
     data = {"y": np.asarray(y, np.int8)[None]}
-    init = mple(data, stats)
+    init = mple(data, stats).params
     # chains start uniform (density 1/2): a small rate keeps the first steps sane
     learner = ugm.MLE(ergm, ugm.PCD(num_chains, num_mcmc_steps=1), optax.sgd(1e-4))
     t = time.perf_counter()

@@ -34,8 +34,7 @@ import optax
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models.ergm import (check_degeneracy, ergm, ergm_statistics,
-                                     graph_to_edges, mple)
+from numpyro_ugm.models import check_degeneracy, ergm, ergm_statistics, graph_to_edges, mple
 
 #: R ergm's MCMC MLE of flomarriage ~ edges + triangle (statnet tutorial)
 ERGM_R = (-1.6727, 0.1563)
@@ -59,7 +58,7 @@ def edges_only(data):
     fit = exact.fit(m, data, num_steps=100, tol=1e-5)
     seconds = time.perf_counter() - t
     theta = float(fit.params["theta"][0])
-    pseudo = float(mple(data, ("edges",))["theta"][0])
+    pseudo = float(mple(data, ("edges",)).params["theta"][0])
     return {"exact_mle": theta, "mple": pseudo, "logit_20_of_120": EDGES_ONLY,
             "abs_error": abs(theta - EDGES_ONLY), "enumerated_configurations": num,
             "summed_out_in_closed_form": "all 120" if summed.get("y", 0) is None else summed,
@@ -115,7 +114,7 @@ def main(seeds=4, steps=2000, particles=200, lr=0.05, decay=0.02, out="outputs")
     assert e["abs_error"] < 1e-5, e
 
     t = time.perf_counter()
-    init = mple(data, STATS)
+    init = mple(data, STATS).params
     mple_seconds = time.perf_counter() - t
     print(f"\n~ edges + triangle: MPLE {np.round(np.asarray(init['theta']), 4)} "
           f"({mple_seconds:.1f} s with compilation)")

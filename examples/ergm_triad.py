@@ -20,7 +20,7 @@ What differs, and why:
 * The initial particles of PF and MCMC-MLE come from adaptive tempering from uniform
   graphs to p(·; θ_0) (plus the 10 sweeps for MCMC-MLE), not from 10 sweeps alone.
 * The paper initialises at "approximately the MPLE (found by CD with a single-variable
-  sampling step)"; here the MPLE is exact (``ergm.mple``: L-BFGS on the pseudo-likelihood).
+  sampling step)"; here the MPLE is exact (``ugm.models.mple``: L-BFGS on the pseudo-likelihood).
 * Besides the L1 error against the ground truth (which cannot fall below the sampling error
   of 500 graphs), the L1 error against the MLE of the training set is shown: the MLE is
   found independently by Newton–Raphson on MCMC moments (statnet's approach: long Gibbs
@@ -46,7 +46,7 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
-from numpyro_ugm.models.ergm import check_degeneracy, ergm, ergm_statistics, mple
+from numpyro_ugm.models import check_degeneracy, ergm, ergm_statistics, mple
 
 NUM_NODES, NUM_TRAIN, NUM_PARTICLES = 10, 500, 100
 TRIAD = ("edges", "twostars", "triangles")
@@ -184,7 +184,7 @@ def learn_curve(learner, key, init, data, num_epochs, every):
 
 def run_problem(problem, run, key, num_epochs, every, lr, lr_final, burn_in, learners):
     theta_true, data, info = draw_problem(run, jax.random.fold_in(key, problem), burn_in)
-    init = mple(data, TRIAD)
+    init = mple(data, TRIAD).params
     mle, mle_info = reference_mle(run, data, init["theta"], jax.random.fold_in(key, 77))
     out = {"theta_true": theta_true.tolist(), "check": info,
            "mple": np.asarray(init["theta"]).tolist(), "mle": mle.tolist(),

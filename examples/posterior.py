@@ -41,7 +41,7 @@ from numpyro.infer import MCMC, NUTS
 
 import numpyro_ugm as ugm
 from numpyro_ugm.validation import validate_data, to_data
-from numpyro_ugm.models.ergm import ergm, ergm_statistics, graph_to_edges, mple
+from numpyro_ugm.models import ergm, ergm_statistics, graph_to_edges, mple
 
 VBM_UNITS = 6
 PAIRS = np.triu_indices(VBM_UNITS, 1)
@@ -215,7 +215,7 @@ def florentine(quick):
               f"predictive mean {np.round(sims.mean(0), 1)}, median {np.median(sims, 0)} vs "
               f"observed {observed}", flush=True)
     t = time.perf_counter()
-    init = mple(data, stats)
+    init = mple(data, stats).params
     steps = int(2000 * scale)
     learner = ugm.MLE(ergm, ugm.MCMCMLE(200), optax.sgd(optax.exponential_decay(
         0.05, steps, 0.02)))  # the settings of examples/ergm_florentine.py

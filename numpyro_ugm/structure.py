@@ -86,8 +86,8 @@ class Structure(NamedTuple):
         members = np.zeros(self.num_variables, bool)
         for s in sites:
             members[self.global_indices(s)] = True
-        if self.edges is None:
-            return members.sum() <= 1
+        if self.edges is None:  # graph unknown: one colour's variables are independent
+            return bool(np.unique(self.colors[members]).size <= 1)
         return not np.any(members[self.edges[:, 0]] & members[self.edges[:, 1]])
 
 

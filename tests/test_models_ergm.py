@@ -1,6 +1,6 @@
-"""ERGMs (models.ergm) against brute force: statistics, log Z and expectations by
-enumerating the 2^6 graphs on 4 nodes, estimator gradients, learning to the exact MLE,
-MPLE as a logistic regression on change statistics, and the degeneracy warning."""
+"""ERGMs (``ugm.models.ergm`` and its helpers) against brute force: statistics, log Z and
+expectations by enumerating the 2^6 graphs on 4 nodes, estimator gradients, learning to the
+exact MLE, MPLE as a logistic regression on change statistics, and the degeneracy warning."""
 
 import itertools
 import math
@@ -18,9 +18,9 @@ from numpyro_ugm import structure
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models.ergm import (STATISTICS, DegeneracyWarning, change_statistics,
-                                     check_degeneracy, edges_to_adjacency, edges_to_graph,
-                                     ergm, ergm_statistics, graph_to_edges, mple)
+from numpyro_ugm.models import (STATISTICS, DegeneracyWarning, change_statistics,
+                                check_degeneracy, edges_to_adjacency, edges_to_graph,
+                                ergm, ergm_statistics, graph_to_edges, mple)
 
 TRIAD = ("edges", "twostars", "triangles")
 
@@ -387,7 +387,7 @@ def _learn(estimator, data, init, steps, lr, seed):
 
 def test_pcd_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
-    init = mple(data, TRIAD)["theta"]
+    init = mple(data, TRIAD).params["theta"]
     result = _learn(ugm.PCD(500, num_mcmc_steps=1), data, init, 600, 0.05, 0)
     mle = np.asarray(best.params["theta"])
     error = np.abs(np.asarray(result.params["theta"]) - mle)
@@ -400,7 +400,7 @@ def test_pcd_reaches_exact_mle(triad6_problem):
 @pytest.mark.slow
 def test_pf_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
-    init = mple(data, TRIAD)["theta"]
+    init = mple(data, TRIAD).params["theta"]
     S = 1000
     # PF as in the paper: moves only on a low ESS (the default moves at every update)
     pf = ugm.PF(S, resample_threshold=0.9, rejuvenate_every=None)
@@ -444,7 +444,7 @@ def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
             a, b = (brute_statistics(edges_to_adjacency(v)) for v in (on, off))
             rows.append([a[s] - b[s] for s in TRIAD])
     beta = logistic_regression(np.array(rows, np.float64), y.reshape(-1).astype(np.float64))
-    result = mple({"y": y}, TRIAD, return_result=True)
+    result = mple({"y": y}, TRIAD)
     assert result.converged
     np.testing.assert_allclose(np.asarray(result.params["theta"]), beta, atol=2e-4)
     # the objective is ugm.pseudo_log_likelihood, at its maximum there

@@ -14,7 +14,7 @@ from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 
 import numpyro_ugm as ugm
-from numpyro_ugm.models.ergm import ergm, graph_to_edges
+from numpyro_ugm.models import ergm, graph_to_edges
 
 NUM_SPINS = 6
 

@@ -27,6 +27,22 @@ def grid(L):
     numpyro.factor("field", h * jnp.sum(x))
 
 
+def plain_rbm(V, H):
+    """An RBM written with ``numpyro.factor`` (``ugm.models.rbm`` declares its blocks, so
+    nothing would be analysed)."""
+    W = numpyro.param("W", jnp.full((V, H), 0.1))
+    v = numpyro.sample("v", ugm.Binary(V))
+    h = numpyro.sample("h", ugm.Binary(H))
+    numpyro.factor("energy", v @ W @ h + jnp.sum(v) - jnp.sum(h))
+
+
+def plain_vbm(n):
+    """A fully connected spin model written with ``numpyro.factor`` (see plain_rbm)."""
+    W = numpyro.param("W", jnp.zeros((n, n)))
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("couplings", x @ jnp.triu(W, 1) @ x)
+
+
 def potts_chain(n, K):
     """Open chain of K-label variables with one K×K coupling matrix per bond."""
     J = numpyro.param("J", jnp.zeros((n - 1, K, K)))
@@ -71,7 +87,7 @@ def edge_set(structure):
 
 
 def test_rbm_two_blocks():
-    m = ugm.UGM(ugm.models.rbm, 5, 3)
+    m = ugm.UGM(plain_rbm, 5, 3)
     st = m.structure
     assert st.multilinear
     assert st.sites == ("v", "h")
@@ -101,7 +117,7 @@ def test_even_periodic_grid_checkerboard(L):
 
 
 def test_fully_connected_one_variable_per_block():
-    m = ugm.UGM(ugm.models.vbm, 6)
+    m = ugm.UGM(plain_vbm, 6)
     st = m.structure
     assert st.multilinear
     assert edge_set(st) == {(i, j) for i in range(6) for j in range(i + 1, 6)}
@@ -250,8 +266,9 @@ def test_structure_computed_once_and_shared_by_observe():
     assert m.observe(["v"]).structure is st
 
 
-def test_structure_found_inside_a_trace():
-    m = ugm.UGM(ugm.models.rbm, 3, 2)
+@pytest.mark.parametrize("model", [plain_rbm, ugm.models.rbm], ids=["found", "declared"])
+def test_structure_found_inside_a_trace(model):
+    m = ugm.UGM(model, 3, 2)
 
     @jax.jit
     def f(x):

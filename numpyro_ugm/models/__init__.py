@@ -1,13 +1,29 @@
-"""Ready-made models."""
+"""Ready-made models (numpyro model functions) and their helpers.
 
-from .ergm import (DegeneracyWarning, change_statistics, check_degeneracy, edges_to_adjacency,
-                   edges_to_graph, ergm, ergm_statistics, graph_to_edges, mple)
-from .grid_crf import grid_crf, grid_edges, image_features
-from .multilabel_crf import multilabel_crf
-from .rbm import rbm
-from .vbm import vbm
+Import them from here (``ugm.models.rbm``, ``from numpyro_ugm.models import ergm, mple``).
+The modules are named by concept, never after a function they hold, so no function hides
+a module:
+
+* :mod:`~numpyro_ugm.models.boltzmann`: :func:`rbm`, :func:`vbm`;
+* :mod:`~numpyro_ugm.models.crf`: :func:`grid_crf` (with :func:`grid_edges`,
+  :func:`image_features`), :func:`multilabel_crf`;
+* exponential random graph models: :func:`ergm`
+  (:mod:`~numpyro_ugm.models.exponential_random_graph`), its statistics
+  (:mod:`~numpyro_ugm.models.graph_statistics`: :func:`ergm_statistics`,
+  :func:`change_statistics`, :data:`STATISTICS`), graphs as data
+  (:mod:`~numpyro_ugm.models.graphs`: :func:`graph_to_edges`, :func:`edges_to_adjacency`,
+  :func:`edges_to_graph`) and estimation helpers
+  (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`).
+"""
+
+from .boltzmann import rbm, vbm
+from .crf import grid_crf, grid_edges, image_features, multilabel_crf
+from .exponential_random_graph import ergm
+from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
+from .graph_statistics import STATISTICS, change_statistics, ergm_statistics
+from .graphs import edges_to_adjacency, edges_to_graph, graph_to_edges, num_nodes_of, num_pairs
 
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm",
-           "ergm", "ergm_statistics", "change_statistics", "graph_to_edges",
-           "edges_to_adjacency", "edges_to_graph", "mple", "check_degeneracy",
-           "DegeneracyWarning"]
+           "ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
+           "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
+           "check_degeneracy", "DegeneracyWarning"]

@@ -1,0 +1,179 @@
+"""Undirected graphs as the state of a model, and graphs <-> data.
+
+An undirected graph on ``n`` nodes is one :class:`~numpyro_ugm.domains.Binary` site
+``"y"`` over its ``n(n-1)/2`` node pairs, in the order of ``numpy.triu_indices(n, 1)``:
+(0, 1), (0, 2), ..., (0, n-1), (1, 2), ... (``y[e] = 1``: the pair is an edge).
+:func:`graph_to_edges` / :func:`edges_to_adjacency` / :func:`edges_to_graph` convert
+between graphs (networkx or adjacency arrays) and such data; :func:`pair_tables` and
+:func:`adjacency` are the constant tables and the differentiable adjacency matrix that
+the statistics (:mod:`numpyro_ugm.models.graph_statistics`) are computed from.
+"""
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+__all__ = ["graph_to_edges", "edges_to_adjacency", "edges_to_graph", "num_pairs",
+           "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency", "as_edge_data"]
+
+# --- the graph as a site -------------------------------------------------------------
+
+
+def num_pairs(num_nodes: int) -> int:
+    """Number of node pairs n(n−1)/2 (variables of the site ``"y"``)."""
+    n = int(num_nodes)
+    return n * (n - 1) // 2
+
+
+def num_nodes_of(num_edge_variables: int) -> int:
+    """The n with n(n−1)/2 == ``num_edge_variables`` (raises if there is none)."""
+    e = int(num_edge_variables)
+    n = int(round((1 + math.sqrt(1 + 8 * e)) / 2))
+    if num_pairs(n) != e:
+        raise ValueError(f"{e} edge variables are not n(n-1)/2 for any number of nodes n")
+    return n
+
+
+@functools.lru_cache(maxsize=None)
+def pair_tables(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Constant tables of the n-node graph: ``pair`` (n, n), the edge index of each
+    ordered pair (``n(n−1)/2`` on the diagonal, pointing at an appended zero), and the
+    two nodes of each edge variable (``numpy.triu_indices`` order)."""
+    i, j = np.triu_indices(n, 1)
+    e = len(i)
+    pair = np.full((n, n), e, np.int32)
+    pair[i, j] = np.arange(e)
+    pair[j, i] = np.arange(e)
+    return pair, i.astype(np.int32), j.astype(np.int32)
+
+
+def with_zero_pair(y: jnp.ndarray) -> jnp.ndarray:
+    """``y`` (..., E) with a zero appended: the value of the diagonal pairs of
+    :func:`pair_tables`."""
+    return jnp.concatenate([y, jnp.zeros(y.shape[:-1] + (1,), y.dtype)], axis=-1)
+
+
+def adjacency(y: jnp.ndarray, n: int) -> jnp.ndarray:
+    """Symmetric adjacency ``(..., n, n)`` (zero diagonal) from edge variables ``(..., E)``,
+    by one gather (differentiable in ``y``)."""
+    return with_zero_pair(y)[..., pair_tables(n)[0]]
+
+
+# --- graphs <-> data -----------------------------------------------------------------
+
+
+def _is_networkx(obj):
+    return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj")
+
+
+def _networkx_adjacency(graph, nodelist):
+    import networkx as nx
+
+    if graph.is_directed():
+        raise ValueError("graph_to_edges: the graph is directed; ERGMs here are undirected")
+    if nx.number_of_selfloops(graph):
+        raise ValueError("graph_to_edges: the graph has self-loops")
+    return nx.to_numpy_array(graph, nodelist=nodelist, weight=None, dtype=np.int8)
+
+
+def graph_to_edges(graph: Any, *, nodelist: Sequence | None = None,
+                   dtype: Any = np.int8) -> np.ndarray:
+    """Edge data (the site ``"y"``) from graphs.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, sequence of networkx.Graph, or array (..., n, n)
+        A networkx graph (nodes in ``nodelist`` order, default ``list(graph.nodes)``),
+        a list of graphs on the same nodes, or symmetric 0/1 adjacency matrices with a
+        zero diagonal (any leading batch axes).
+    nodelist : sequence, optional
+        Node order for networkx graphs (it fixes the edge order; nodes of the list
+        absent from the graph are isolates).
+    dtype : numpy dtype
+        dtype of the result.
+
+    Returns
+    -------
+    numpy.ndarray (..., n(n−1)/2)
+        Edge indicators of the pairs (i, j), i < j, in ``numpy.triu_indices(n, 1)`` order;
+        a batch axis first for a list of graphs. Pass as ``{"y": edges}`` (add a leading
+        axis for a single graph).
+    """
+    if _is_networkx(graph):
+        nodes = list(graph.nodes) if nodelist is None else list(nodelist)
+        return graph_to_edges(_networkx_adjacency(graph, nodes), dtype=dtype)
+    if isinstance(graph, (list, tuple)) and graph and all(_is_networkx(g) for g in graph):
+        nodes = list(graph[0].nodes) if nodelist is None else list(nodelist)
+        for g in graph:
+            if nodelist is None and set(g.nodes) != set(nodes):
+                raise ValueError("graph_to_edges: the graphs have different node sets; "
+                                 "give nodelist=")
+        return np.stack([graph_to_edges(g, nodelist=nodes, dtype=dtype) for g in graph])
+    A = np.asarray(graph)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"graph_to_edges: expected a networkx graph or adjacency "
+                         f"matrices (..., n, n), got an array of shape {A.shape}")
+    if not np.array_equal(A, np.swapaxes(A, -1, -2)):
+        raise ValueError("graph_to_edges: the adjacency matrix is not symmetric "
+                         "(ERGMs here are undirected)")
+    if np.any(np.diagonal(A, axis1=-2, axis2=-1) != 0):
+        raise ValueError("graph_to_edges: the adjacency matrix has a non-zero diagonal "
+                         "(self-loops)")
+    if not np.all((A == 0) | (A == 1)):
+        raise ValueError("graph_to_edges: adjacency entries must be 0 or 1")
+    i, j = np.triu_indices(A.shape[-1], 1)
+    return A[..., i, j].astype(dtype)
+
+
+def edges_to_adjacency(edges: ArrayLike, dtype: Any = np.int8) -> np.ndarray:
+    """Symmetric adjacency matrices ``(..., n, n)`` from edge data ``(..., n(n−1)/2)``
+    (the inverse of :func:`graph_to_edges` on arrays)."""
+    y = np.asarray(edges)
+    n = num_nodes_of(y.shape[-1])
+    A = np.zeros(y.shape[:-1] + (n, n), dtype)
+    i, j = np.triu_indices(n, 1)
+    A[..., i, j] = y
+    A[..., j, i] = y
+    return A
+
+
+def edges_to_graph(edges: ArrayLike, nodelist: Sequence | None = None) -> Any:
+    """networkx graph(s) from edge data: one ``networkx.Graph`` for ``(E,)``, a list for
+    ``(N, E)``. ``nodelist`` names the nodes (default 0..n−1)."""
+    import networkx as nx
+
+    y = np.asarray(edges)
+    if y.ndim == 2:
+        return [edges_to_graph(row, nodelist) for row in y]
+    if y.ndim != 1:
+        raise ValueError(f"edges_to_graph: expected (E,) or (N, E) edge data, got shape "
+                         f"{y.shape}")
+    n = num_nodes_of(y.shape[0])
+    nodes = list(range(n)) if nodelist is None else list(nodelist)
+    if len(nodes) != n:
+        raise ValueError(f"edges_to_graph: nodelist has {len(nodes)} nodes, the data {n}")
+    graph = nx.Graph()
+    graph.add_nodes_from(nodes)
+    i, j = np.triu_indices(n, 1)
+    on = np.flatnonzero(y)
+    graph.add_edges_from((nodes[i[e]], nodes[j[e]]) for e in on)
+    return graph
+
+
+def as_edge_data(data: Any) -> dict:
+    """``{"y": (N, E)}`` from a dict, edge array (E,) / (N, E), or networkx graph(s)."""
+    if isinstance(data, dict):
+        if set(data) != {"y"}:
+            raise KeyError(f"ERGM data has the single site 'y', got {list(data)}")
+        y = np.asarray(data["y"])
+    elif _is_networkx(data) or (isinstance(data, (list, tuple)) and data
+                                and _is_networkx(data[0])):
+        y = graph_to_edges(data)
+    else:
+        y = np.asarray(data)
+    return {"y": y[None] if y.ndim == 1 else y}

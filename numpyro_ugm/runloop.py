@@ -1,13 +1,19 @@
-"""One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`)
-and the deterministic fits (:func:`~numpyro_ugm.evaluate.exact.fit`,
+"""One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`,
+and :class:`~numpyro_ugm.posterior.SGMCMC` through it) and the deterministic fits
+(:func:`~numpyro_ugm.evaluate.exact.fit`,
 :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood`).
 
 The caller supplies ``advance(state, length)``: a compiled function that runs ``length``
 steps (at most the chunk size it was built for) and returns the new state and per-step
 diagnostics. The loop runs it chunk by chunk, so that a progress bar can move and
 checkpoints can be written between chunks; everything else stays on the device. Because
-``advance`` takes the number of steps as a traced argument, a run split into chunks is
-bit-identical to one long run.
+``advance`` takes the number of steps as a traced argument (:func:`fill_rows`: a
+``fori_loop`` with a dynamic trip count writing NaN-filled buffers), a run split into
+chunks is bit-identical to one long run.
+
+This module sits below its callers and imports none of them: what it is handed are plain
+functions of their arguments (the compiled program, a stop predicate, a writer), never
+methods of the object that called it.
 
 :func:`minimize` drives an optax optimizer on a deterministic objective with this loop
 (stopping at a gradient-norm tolerance), and is what the exact and pseudo-likelihood fits

@@ -91,6 +91,7 @@ def test_interrupt_while_diagnostics_reach_the_host_keeps_state_and_diagnostics_
         learner.run(jax.random.PRNGKey(0), 40, problem, 6, progress_bar=False,
                     checkpoint_every=10, checkpoint_dir=tmp_path)
     monkeypatch.undo()
+    assert int(learner.last_state.step) == 10  # the last completed chunk's state
     paths = sorted(tmp_path.glob("*.npz"))
     assert [p.name for p in paths] == ["step_000000010.npz"]
     for path in paths:

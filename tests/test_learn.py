@@ -15,6 +15,7 @@ from helpers import make
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
 from numpyro_ugm.estimators.base import normalize
+from numpyro_ugm.learn.steps import Steps
 
 
 def test_bad_estimator_and_optimizer():
@@ -87,9 +88,39 @@ def test_step_api_matches_run(spins):
     state = learner.init(jax.random.PRNGKey(6), spins, 6)
     for _ in range(5):
         state, info = learner.update(state, spins)
-    assert set(ugm.estimators.PCDInfo._fields) | {"grad_norm", "positive"} == set(info)
+    assert isinstance(info.estimator, ugm.estimators.PCDInfo)
+    assert set(ugm.estimators.PCDInfo._fields) | {"grad_norm", "positive"} == set(
+        info.diagnostics())
     run = make().run(jax.random.PRNGKey(6), 5, spins, 6, progress_bar=False)
     np.testing.assert_allclose(learner.get_params(state)["W"], run.params["W"], rtol=1e-6)
+
+
+def recorded_couplings(core, state):
+    return {"params/W": core.get_params(state)["W"]}
+
+
+def test_thinning_keeps_every_kth_update_and_record_adds_entries(spins):
+    """``run``'s public hooks (what SGMCMC is built on): ``thinning`` keeps the
+    diagnostics of every k-th update, the updates unchanged; ``record`` adds what it reads
+    of the state after each kept update."""
+    full = make().run(jax.random.PRNGKey(2), 12, spins, 6, progress_bar=False)
+    learner = make()
+    thin = learner.run(jax.random.PRNGKey(2), 12, spins, 6, progress_bar=True, thinning=3,
+                       record=recorded_couplings)
+    np.testing.assert_array_equal(thin.params["W"], full.params["W"])
+    assert set(thin.diagnostics) == set(full.diagnostics) | {"params/W"}
+    for name, values in full.diagnostics.items():
+        np.testing.assert_array_equal(thin.diagnostics[name], values[2::3])
+    assert thin.diagnostics["params/W"].shape == (4, 6, 6)
+    np.testing.assert_array_equal(thin.diagnostics["params/W"][-1], full.params["W"])
+    with pytest.raises(ValueError, match=r"num_steps \(10\) must be a multiple of thinning"):
+        learner.run(None, 10, spins, 6, thinning=3, init_state=thin.state)
+    with pytest.raises(ValueError, match=r"checkpoint_every \(4\) must be a multiple"):
+        learner.run(None, 12, spins, 6, thinning=3, init_state=thin.state,
+                    checkpoint_every=4, checkpoint_dir="unused")
+    with pytest.raises(ValueError, match=r"record returned \['grad_norm'\]"):
+        learner.run(None, 3, spins, 6, init_state=thin.state, progress_bar=False,
+                    record=lambda core, state: {"grad_norm": state.step})
 
 
 def test_cd_on_rbm_with_minibatches_increases_data_fit():
@@ -124,30 +155,46 @@ def test_zero_weight_particles_are_not_a_failure():
     assert np.all(np.isfinite(result.diagnostics["grad_norm"]))
 
 
-def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
+def count_traces(monkeypatch):
+    """The learners' compiled runs of updates traced from now on (a list, one entry per
+    trace): a counter of our own, not JAX's private cache API."""
+    traces, scan = [], Steps._scan
+
+    def counted(self, *args):
+        traces.append(self)
+        return scan(self, *args)
+
+    monkeypatch.setattr(Steps, "_scan", counted)
+    return traces
+
+
+def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins, monkeypatch):
     """The learner uses the data passed on each call (not a copy cached by the arrays'
     identity), and data of the same layout reuses the compiled steps."""
+    traces = count_traces(monkeypatch)
     x = np.array(spins["x"])
     learner = make()
     learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
-    compiled = learner._scan_jit
     x[:] = -x  # in place: the same array object
     changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, progress_bar=False)
+    assert len(traces) == 1  # new data of the same layout: the same program
     fresh = make().run(jax.random.PRNGKey(1), 5, {"x": x.copy()}, 6, progress_bar=False)
     for name in fresh.params:
         np.testing.assert_array_equal(changed.params[name], fresh.params[name])
-    assert learner._scan_jit is compiled and compiled._cache_size() == 1
+    assert len(traces) == 2  # and the counter counts: a new learner traces its own
 
 
-def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
+def test_runs_of_other_lengths_reuse_the_compiled_steps(spins, monkeypatch):
     """The compiled scan is built for a power-of-two capacity, not the run's length:
     runs of 5 to 8 steps share one program, and continue one another bit-identically
     (12 steps at once run on a program built for 16)."""
+    traces = count_traces(monkeypatch)
     learner = make()
     parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
     parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
-    assert learner._scan_jit._cache_size() == 1
+    assert len(traces) == 1
     whole = make().run(jax.random.PRNGKey(1), 12, spins, 6, progress_bar=False)
+    assert len(traces) == 2  # capacity 16: another program
     for name in whole.params:
         np.testing.assert_array_equal(parts.params[name], whole.params[name])
 

@@ -140,7 +140,7 @@ def learn_curve(name, learner, key, labels, train, num_epochs, every, evaluate,
         pieces.append(result.diagnostics)
         if name == "MCMC-MLE" and result.diagnostics["grad_norm"][-1] < mcmcmle_tol:
             # the approximate likelihood has converged: the next update starts a round
-            state = learner.restart_estimator(state, jax.random.fold_in(key, int(state.step)))
+            state = learner.restart_estimator(jax.random.fold_in(key, int(state.step)), state)
             forced += 1
     diagnostics = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
     return dict(epochs=epochs, seconds=seconds, test_error=errors,

@@ -217,7 +217,7 @@ def learn(method, estimator, optimizer, train, hidden, *, epochs, batch_size, ev
                       "good state", flush=True)
                 state = error.state
                 break
-            steps.append({k: float(v) for k, v in info.items()})  # waits for the step
+            steps.append({k: float(v) for k, v in info.diagnostics().items()})  # waits
             seconds = time.perf_counter() - t
             learn_seconds += seconds
             if first_update_seconds is None:

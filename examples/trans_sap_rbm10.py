@@ -178,7 +178,7 @@ def one_seed(args, seed, train, test):
     # its own kernel state (the count that schedules the runs) starts at zero
     tt = learners["Trans-SAP"]
     tt.init(key, data, NUM_VISIBLE, NUM_HIDDEN, batch_size=100)
-    tt_state = tt.restart_estimator(branch, jax.random.split(key, 4)[1],
+    tt_state = tt.restart_estimator(jax.random.split(key, 4)[1], branch,
                                     position=learners["SAP"].particles(branch))
     cycle_updates, cycle_gibbs = tt_every + 1, tt_every + tt_sweeps
     cycles = remaining // cycle_gibbs

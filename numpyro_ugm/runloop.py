@@ -1,13 +1,19 @@
-"""One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`)
-and the deterministic fits (:func:`~numpyro_ugm.evaluate.exact.fit`,
+"""One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`,
+and :class:`~numpyro_ugm.posterior.SGMCMC` through it) and the deterministic fits
+(:func:`~numpyro_ugm.evaluate.exact.fit`,
 :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood`).
 
 The caller supplies ``advance(state, length)``: a compiled function that runs ``length``
 steps (at most the chunk size it was built for) and returns the new state and per-step
 diagnostics. The loop runs it chunk by chunk, so that a progress bar can move and
 checkpoints can be written between chunks; everything else stays on the device. Because
-``advance`` takes the number of steps as a traced argument, a run split into chunks is
-bit-identical to one long run.
+``advance`` takes the number of steps as a traced argument (:func:`fill_rows`: a
+``fori_loop`` with a dynamic trip count writing NaN-filled buffers), a run split into
+chunks is bit-identical to one long run.
+
+This module sits below its callers and imports none of them: what it is handed are plain
+functions of their arguments (the compiled program, a stop predicate, a writer), never
+methods of the object that called it.
 
 :func:`minimize` drives an optax optimizer on a deterministic objective with this loop
 (stopping at a gradient-norm tolerance), and is what the exact and pseudo-likelihood fits
@@ -23,7 +29,8 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-__all__ = ["run_loop", "chunk_size", "capacity", "minimize", "MinimizeResult"]
+__all__ = ["run_loop", "Interrupted", "chunk_size", "capacity", "nan_filled", "fill_rows",
+           "minimize", "MinimizeResult"]
 
 
 #: most steps per compiled call (a return to the host every this many steps costs nothing
@@ -45,11 +52,59 @@ def capacity(chunk: int) -> int:
     return 1 << (int(chunk) - 1).bit_length()
 
 
+class Interrupted(KeyboardInterrupt):
+    """A :class:`KeyboardInterrupt` during :func:`run_loop`, raised once the loop has saved
+    (with ``save``) what it had completed.
+
+    Attributes
+    ----------
+    state : pytree
+        The state after the last completed chunk.
+    diagnostics : dict of str -> ndarray
+        The per-step diagnostics of the chunks completed (those of ``state``).
+    """
+
+    def __init__(self, state, diagnostics):
+        super().__init__()
+        self.state, self.diagnostics = state, diagnostics
+
+
+def nan_filled(template: Any, rows: Optional[int] = None) -> Any:
+    """Arrays shaped like ``template`` (a pytree of ``jax.ShapeDtypeStruct`` or arrays),
+    with a leading axis of ``rows`` if given, filled with NaN: the one way the package marks
+    entries that no step has written (buffers of a compiled loop, a result not yet
+    evaluated)."""
+    lead = () if rows is None else (rows,)
+    return jax.tree.map(lambda t: jnp.full(lead + tuple(t.shape), jnp.nan, t.dtype), template)
+
+
+def fill_rows(one: Callable, carry: Any, length, capacity: int):
+    """Run ``one(carry) -> (carry, row)`` ``length`` times (traced, at most ``capacity``) in a
+    ``fori_loop`` with a dynamic trip count, writing row ``i`` into NaN-filled buffers of
+    ``capacity`` rows (:func:`nan_filled`). Returns ``(carry, rows)``.
+
+    The loop body is the same compiled computation for every ``length``, so that a run split
+    into chunks is bit-identical to one long run, and one program serves every length up
+    to ``capacity``."""
+    buffers = nan_filled(jax.eval_shape(lambda c: one(c)[1], carry), capacity)
+
+    def body(i, loop):
+        carry, buffers = loop
+        carry, row = one(carry)
+        return carry, jax.tree.map(lambda b, v: b.at[i].set(v), buffers, row)
+
+    return jax.lax.fori_loop(0, length, body, (carry, buffers))
+
+
 def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
              progress_bar: bool = True, desc: str = "running",
              stop: Optional[Callable] = None, postfix: Optional[Callable] = None,
              checkpoint_every: Optional[int] = None, save: Optional[Callable] = None):
     """Run ``num_steps`` steps of ``advance`` in chunks of at most ``chunk`` steps.
+
+    The callables are plain functions of the values they are given (the loop never calls
+    back into the object that started it): a compiled program, a predicate, a formatter
+    and a writer.
 
     Parameters
     ----------
@@ -73,7 +128,7 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
     checkpoint_every : int, optional
         Call ``save`` after every this many steps (chunks end there), at the end, when
         ``stop`` ends the run, and on ``KeyboardInterrupt`` (with the last completed
-        chunk's state) before re-raising it.
+        chunk's state) before raising :class:`Interrupted`.
     save : callable, optional
         ``(state, diagnostics) -> None``.
 
@@ -83,38 +138,51 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
         The state after the last completed chunk.
     diagnostics : dict of str -> ndarray
         Per-step diagnostics of the steps run (concatenated chunks).
+
+    Raises
+    ------
+    Interrupted
+        On ``KeyboardInterrupt``: it carries the last completed chunk's state and the
+        diagnostics of the chunks completed, which always belong together (a chunk's
+        state is taken only once its diagnostics are on the host).
     """
     pieces = []
 
-    def collected():
-        return ({k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-                if pieces else {})
+    def collected(count):
+        return ({k: np.concatenate([p[k] for p in pieces[:count]]) for k in pieces[0]}
+                if count else {})
 
-    done, saved_at, stopped = 0, 0, False
+    # what the completed chunks produced, replaced in one assignment: an interrupt lands
+    # before or after it, never between a chunk's state and its diagnostics
+    done = (state, 0, 0)  # (state, chunks, steps)
+    saved_at, stopped = 0, False
     with tqdm(total=num_steps, disable=not progress_bar, desc=desc) as bar:
         try:
-            while done < num_steps:
-                length = min(chunk, num_steps - done)
+            while done[2] < num_steps:
+                steps = done[2]
+                length = min(chunk, num_steps - steps)
                 if checkpoint_every is not None:  # chunks end at every checkpoint
-                    length = min(length, checkpoint_every - done % checkpoint_every)
-                state, info = advance(state, length)
+                    length = min(length, checkpoint_every - steps % checkpoint_every)
+                new_state, info = advance(done[0], length)
+                # waits for the chunk (asynchronous dispatch): most of the wall time
                 pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
-                done += length
+                done = (new_state, len(pieces), steps + length)
                 bar.update(length)
                 if progress_bar and postfix is not None:
                     bar.set_postfix(postfix(pieces[-1]))
-                stopped = stop is not None and bool(stop(state))
+                stopped = stop is not None and bool(stop(done[0]))
                 if stopped:
                     break
-                if checkpoint_every is not None and done % checkpoint_every == 0:
-                    save(state, collected())
-                    saved_at = done
-        except KeyboardInterrupt:
+                if checkpoint_every is not None and done[2] % checkpoint_every == 0:
+                    save(done[0], collected(done[1]))
+                    saved_at = done[2]
+        except KeyboardInterrupt as interrupt:
+            state, diagnostics = done[0], collected(done[1])
             if save is not None:
-                save(state, collected())
-            raise
-    diagnostics = collected()
-    if checkpoint_every is not None and (stopped or saved_at != done):
+                save(state, diagnostics)
+            raise Interrupted(state, diagnostics) from interrupt
+    state, diagnostics = done[0], collected(done[1])
+    if checkpoint_every is not None and (stopped or saved_at != done[2]):
         save(state, diagnostics)
     return state, diagnostics
 
@@ -223,23 +291,18 @@ def _minimizer(loss, optimizer):
     @jax.jit
     def init(params, args):
         probe = jax.eval_shape(lambda p: loss(p, *args), params)
-        nan = jax.tree.map(lambda t: jnp.full(t.shape, jnp.nan, t.dtype), probe)
+        nan = nan_filled(probe)
         return MinimizeState(jnp.zeros((), jnp.int32), params, opt.init(params),
                              (params, nan[0], nan[1], nan[0]), jnp.array(False))
 
     @functools.partial(jax.jit, static_argnames="capacity")
     def advance(state, length, limits, args, *, capacity):
         template = jax.eval_shape(lambda s: one(s, limits, args)[1], state)
-        buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
-                               template)
 
-        def body(i, carry):
-            state, buffers = carry
-            state, info = jax.lax.cond(state.stopped, lambda s: (s, jax.tree.map(
-                lambda t: jnp.full(t.shape, jnp.nan, t.dtype), template)),
-                lambda s: one(s, limits, args), state)
-            return state, jax.tree.map(lambda b, v: b.at[i].set(v), buffers, info)
+        def step(state):  # a stopped minimization writes NaN rows
+            return jax.lax.cond(state.stopped, lambda s: (s, nan_filled(template)),
+                                lambda s: one(s, limits, args), state)
 
-        return jax.lax.fori_loop(0, length, body, (state, buffers))
+        return fill_rows(step, state, length, capacity)
 
     return _Minimizer(init, advance)

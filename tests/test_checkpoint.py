@@ -57,6 +57,49 @@ def test_interrupted_and_resumed_run_is_bit_identical(problem, estimator, tmp_pa
         np.testing.assert_array_equal(history[name], values)
 
 
+class RaisesOnTransfer:
+    """A chunk's diagnostics still on the device: reading them raises KeyboardInterrupt,
+    as Ctrl-C does while the host waits for them (asynchronous dispatch)."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise KeyboardInterrupt
+
+
+def test_interrupt_while_diagnostics_reach_the_host_keeps_state_and_diagnostics_together(
+        problem, tmp_path, monkeypatch):
+    """Issue 34 item 3: Ctrl-C while a chunk's diagnostics reached the host once saved the
+    chunk's new state with the previous diagnostics (step 20, 10 diagnostics): resumed,
+    steps 10-19 read NaN. Every checkpoint's state and diagnostics are now of one step."""
+    from numpyro_ugm.learn import mle
+
+    def interrupted_second_chunk(advance, *args, **kwargs):
+        calls = []
+
+        def wrapped(state, length):
+            state, info = advance(state, length)
+            calls.append(length)
+            if len(calls) == 2:
+                info = jax.tree.map(lambda _: RaisesOnTransfer(), info)
+            return state, info
+
+        return run_loop(wrapped, *args, **kwargs)
+
+    run_loop = mle.run_loop
+    monkeypatch.setattr(mle, "run_loop", interrupted_second_chunk)
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
+    with pytest.raises(KeyboardInterrupt):
+        learner.run(jax.random.PRNGKey(0), 40, problem, 6, progress_bar=False,
+                    checkpoint_every=10, checkpoint_dir=tmp_path)
+    monkeypatch.undo()
+    assert int(learner.last_state.step) == 10  # the last completed chunk's state
+    paths = sorted(tmp_path.glob("*.npz"))
+    assert [p.name for p in paths] == ["step_000000010.npz"]
+    for path in paths:
+        state, diagnostics = learner.restore(path, problem, 6)
+        assert len(diagnostics["grad_norm"]) == int(state.step) == 10
+        assert np.all(np.isfinite(diagnostics["grad_norm"]))
+
+
 def test_checkpoints_at_every_multiple_with_the_progress_bar(problem, tmp_path):
     learner = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
     learner.run(jax.random.PRNGKey(0), 250, problem, 6, progress_bar=True,

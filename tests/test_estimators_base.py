@@ -241,11 +241,11 @@ def learning_run(name, lr):
     for seed in range(LEARN_SEEDS):
         key, est_key = jax.random.split(jax.random.PRNGKey(100 + seed))
         state = first if seed == 0 else learner.restart_estimator(
-            first, est_key)._replace(rng_key=key)
+            est_key, first)._replace(rng_key=key)
         for _ in range(LEARN_STEPS):
             params.append(learner.get_params(state))
             state, info = learner.update(state)
-            infos.append(info)
+            infos.append(info.diagnostics())
     params = jax.tree.map(lambda *a: jnp.stack(a), *params)
     infos = {k: np.asarray([float(i[k]) for i in infos]).reshape(LEARN_SEEDS, LEARN_STEPS)
              for k in infos[0]}
@@ -391,9 +391,9 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     learner = ugm.MLE(ugm.models.vbm, est, optax.sgd(0.01))
     data = exact.sample(m, start, jax.random.PRNGKey(3), 50)
     learned = learner.init(jax.random.PRNGKey(2), data, 8)
-    learned, diagnostics = learner.update(learned)
+    learned, info = learner.update(learned)
     mean_abs = float(learned.estimator_state.gradient)
-    assert 0 < mean_abs < float(diagnostics["grad_norm"])
+    assert 0 < mean_abs < float(info.grad_norm)
 
 
 def frozen_mcmcmle_round(estimator, down_offset, num_up=8):

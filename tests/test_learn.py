@@ -92,9 +92,39 @@ def test_step_api_matches_run(spins):
     state = learner.init(jax.random.PRNGKey(6), spins, 6)
     for _ in range(5):
         state, info = learner.update(state, spins)
-    assert set(ugm.estimators.PCDInfo._fields) | {"grad_norm", "positive"} == set(info)
+    assert isinstance(info.estimator, ugm.estimators.PCDInfo)
+    assert set(ugm.estimators.PCDInfo._fields) | {"grad_norm", "positive"} == set(
+        info.diagnostics())
     run = make().run(jax.random.PRNGKey(6), 5, spins, 6, progress_bar=False)
     np.testing.assert_allclose(learner.get_params(state)["W"], run.params["W"], rtol=1e-6)
+
+
+def recorded_couplings(core, state):
+    return {"params/W": core.get_params(state)["W"]}
+
+
+def test_thinning_keeps_every_kth_update_and_record_adds_entries(spins):
+    """``run``'s public hooks (what SGMCMC is built on): ``thinning`` keeps the
+    diagnostics of every k-th update, the updates unchanged; ``record`` adds what it reads
+    of the state after each kept update."""
+    full = make().run(jax.random.PRNGKey(2), 12, spins, 6, progress_bar=False)
+    learner = make()
+    thin = learner.run(jax.random.PRNGKey(2), 12, spins, 6, progress_bar=True, thinning=3,
+                       record=recorded_couplings)
+    np.testing.assert_array_equal(thin.params["W"], full.params["W"])
+    assert set(thin.diagnostics) == set(full.diagnostics) | {"params/W"}
+    for name, values in full.diagnostics.items():
+        np.testing.assert_array_equal(thin.diagnostics[name], values[2::3])
+    assert thin.diagnostics["params/W"].shape == (4, 6, 6)
+    np.testing.assert_array_equal(thin.diagnostics["params/W"][-1], full.params["W"])
+    with pytest.raises(ValueError, match=r"num_steps \(10\) must be a multiple of thinning"):
+        learner.run(None, 10, spins, 6, thinning=3, init_state=thin.state)
+    with pytest.raises(ValueError, match=r"checkpoint_every \(4\) must be a multiple"):
+        learner.run(None, 12, spins, 6, thinning=3, init_state=thin.state,
+                    checkpoint_every=4, checkpoint_dir="unused")
+    with pytest.raises(ValueError, match=r"record returned \['grad_norm'\]"):
+        learner.run(None, 3, spins, 6, init_state=thin.state, progress_bar=False,
+                    record=lambda core, state: {"grad_norm": state.step})
 
 
 def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():

@@ -41,11 +41,17 @@ def test_core_update_is_pure_and_equals_the_learner_step(spins):
                        jax.tree.leaves(theirs)):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
-    assert set(info) == set(their_info)
+    # one type for one result: the typed StepInfo, the estimator's info typed inside it
+    assert isinstance(info, ugm.learn.StepInfo) and isinstance(their_info, ugm.learn.StepInfo)
+    assert isinstance(info.estimator, ugm.estimators.PCDInfo)
+    assert info.log_likelihood is None  # PCD reports no running log Z
+    assert info.names == their_info.names == ugm.estimators.PCDInfo._fields + (
+        "grad_norm", "positive")
+    assert all(np.asarray(v).dtype == np.float32 for v in info.diagnostics().values())
     # another batch changes the positive phase: the data is an argument, not a constant
     _, info1 = step(mine, batch.batch)
     _, info2 = step(mine, {"x": batch.batch["x"][:10]})
-    assert float(info2["positive"]) != float(info1["positive"])
+    assert float(info2.positive) != float(info1.positive)
 
 
 def test_core_needs_no_learner(spins):
@@ -56,7 +62,7 @@ def test_core_needs_no_learner(spins):
     for _ in range(3):
         state, info = jax.jit(core.update)(state, batch)
     assert int(state.step) == 3 and int(state.failed_at) == -1
-    assert np.isfinite(float(info["grad_norm"]))
+    assert np.isfinite(float(info.grad_norm))
     assert set(core.get_params(state)) == {"W", "b"}
 
 
@@ -94,7 +100,7 @@ def test_restart_estimator_switches_or_reseeds_mid_run(spins):
     # switch to CD at the same parameters, optimizer state and step
     cd = ugm.MLE(ugm.models.vbm, ugm.CD(), optax.sgd(0.05))
     cd.init(jax.random.PRNGKey(0), spins, 6)
-    switched = cd.restart_estimator(state, jax.random.PRNGKey(9))
+    switched = cd.restart_estimator(jax.random.PRNGKey(9), state)
     assert int(switched.step) == 5
     np.testing.assert_array_equal(switched.params["W"], state.params["W"])
     for a, b in zip(jax.tree.leaves(switched.opt_state), jax.tree.leaves(state.opt_state)):
@@ -108,13 +114,13 @@ def test_restart_estimator_switches_or_reseeds_mid_run(spins):
     tempered = ugm.MLE(ugm.models.vbm, ugm.PCD(32, kernel=ugm.kernels.metropolis()),
                        optax.sgd(0.05))
     tempered.init(jax.random.PRNGKey(0), spins, 6)
-    moved = tempered.restart_estimator(state, jax.random.PRNGKey(1), position=position)
+    moved = tempered.restart_estimator(jax.random.PRNGKey(1), state, position=position)
     np.testing.assert_array_equal(tempered.particles(moved)["x"], position["x"])
     with pytest.raises(ValueError, match="sites and shapes"):
-        tempered.restart_estimator(state, jax.random.PRNGKey(1),
+        tempered.restart_estimator(jax.random.PRNGKey(1), state,
                                    position={"x": position["x"][:5]})
     with pytest.raises(TypeError, match="no kernel states"):
-        cd.restart_estimator(state, jax.random.PRNGKey(1), position=position)
+        cd.restart_estimator(jax.random.PRNGKey(1), state, position=position)
 
 
 def test_finiteness_checks_are_exact_when_sums_overflow_or_values_are_not_finite():

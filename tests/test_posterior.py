@@ -124,6 +124,40 @@ def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
     _check_agreement(result.samples, by_chain, mean, sd, sd_tolerance=0.25)
 
 
+def test_sgmcmc_checkpoints_and_resumes_bit_identically(chain_posterior, tmp_path):
+    """Issue 34 item 7: ``SGMCMC.run(..., checkpoint_every=5)`` once passed the keyword to
+    the model (``TypeError: ising_chain() got an unexpected keyword argument``). SGMCMC
+    now runs the learner's one ``run``: checkpoints of the warm-up and of the sampling
+    (indexed by update, the samples at the updates that produced them), and a restored
+    state continues to the samples of a run never interrupted."""
+    data, _, _ = chain_posterior
+    sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(16), 1e-3)
+    key = jax.random.PRNGKey(5)
+    whole = sampler.run(key, 10, data, num_warmup=5, thinning=2, progress_bar=False)
+    saved = sampler.run(key, 10, data, num_warmup=5, thinning=2, progress_bar=False,
+                        checkpoint_every=4, checkpoint_dir=tmp_path)
+    for name in whole.samples:
+        np.testing.assert_array_equal(saved.samples[name], whole.samples[name])
+    steps = sorted(int(p.stem[len("step_"):]) for p in tmp_path.glob("*.npz"))
+    assert steps == [4, 5, 9, 13, 17, 21, 25]  # warm-up: 4 and its end; then every 4
+    state, diagnostics = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(16), 1e-3).restore(
+        tmp_path / "step_000000013.npz", data)
+    assert int(state.step) == 13 and len(diagnostics["grad_norm"]) == 13
+    beta = diagnostics["params/beta"]
+    np.testing.assert_array_equal(beta[[6, 8, 10, 12]], whole.samples["beta"][:4])
+    assert np.all(np.isnan(np.delete(beta, [6, 8, 10, 12])))
+    assert np.all(np.isfinite(diagnostics["grad_norm"][:5]))  # the warm-up, every update
+    resumed = sampler.run(None, 6, data, num_warmup=0, thinning=2, init_state=state,
+                          progress_bar=False)
+    for name in whole.samples:
+        np.testing.assert_array_equal(resumed.samples[name], whole.samples[name][4:])
+    np.testing.assert_array_equal(resumed.diagnostics["grad_norm"],
+                                  whole.diagnostics["grad_norm"][4:])
+    with pytest.raises(ValueError, match="multiple of thinning"):
+        sampler.run(key, 10, data, num_warmup=5, thinning=2, checkpoint_every=5,
+                    checkpoint_dir=tmp_path)
+
+
 def test_exchange_on_florentine_edges_matches_quadrature():
     """flomarriage ~ edges (20 marriages among 120 pairs) with a Normal(0, 5) prior on θ:
     every edge is independent (one block), so one Gibbs sweep from the data draws the

@@ -7,7 +7,8 @@ import numpy as np
 import optax
 import pytest
 
-from numpyro_ugm.runloop import MAX_CHUNK, capacity, chunk_size, minimize, run_loop
+from numpyro_ugm.runloop import (MAX_CHUNK, Interrupted, capacity, chunk_size, fill_rows,
+                                 minimize, nan_filled, run_loop)
 
 
 def counting_advance(calls):
@@ -50,6 +51,43 @@ def test_interrupt_saves_the_last_completed_chunk_and_reraises():
         run_loop(advance, 0, 40, chunk=4, progress_bar=False, checkpoint_every=100,
                  save=lambda s, d: saved.append((s, len(d["step"]))))
     assert saved == [(8, 8)]
+
+
+class RaisesOnTransfer:
+    """A chunk's diagnostics still on the device: reading them raises KeyboardInterrupt,
+    as Ctrl-C does while the host waits for them (asynchronous dispatch)."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise KeyboardInterrupt
+
+
+def test_interrupt_while_a_chunk_reaches_the_host_saves_state_and_diagnostics_together():
+    """Issue 34 item 3: the loop once took a chunk's state before its diagnostics reached
+    the host, so an interrupt there saved the new state with the old diagnostics (a
+    checkpoint at step 20 holding 10 steps)."""
+    saved, calls = [], []
+
+    def advance(state, length):
+        calls.append(length)
+        steps = np.arange(state + 1, state + length + 1)
+        return state + length, {"step": RaisesOnTransfer() if len(calls) == 2 else steps}
+
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        run_loop(advance, 0, 40, chunk=10, progress_bar=False, checkpoint_every=10,
+                 save=lambda s, d: saved.append((s, len(d.get("step", ())))))
+    assert saved == [(10, 10), (10, 10)]  # at the checkpoint, and again on the interrupt
+    assert isinstance(interrupt.value, Interrupted)
+    assert interrupt.value.state == 10 and len(interrupt.value.diagnostics["step"]) == 10
+
+
+def test_nan_filled_marks_unwritten_rows():
+    template = {"a": jax.ShapeDtypeStruct((2,), jnp.float32), "b": jnp.zeros((), jnp.int8)}
+    out = nan_filled({"a": template["a"]}, 3)
+    assert out["a"].shape == (3, 2) and np.all(np.isnan(out["a"]))
+    assert nan_filled(jnp.zeros((), jnp.float16)).dtype == jnp.float16
+    carry, rows = jax.jit(lambda n: fill_rows(lambda c: (c + 1, {"c": c * 1.0}), 0, n, 4))(2)
+    assert int(carry) == 2
+    np.testing.assert_array_equal(rows["c"], [0.0, 1.0, np.nan, np.nan])
 
 
 def test_chunk_size_and_capacity():

@@ -28,6 +28,47 @@ from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
 
 
+class StepInfo(NamedTuple):
+    """What one update reports (:meth:`LearnerCore.update`, :meth:`~numpyro_ugm.MLE.update`).
+
+    Attributes
+    ----------
+    estimator : NamedTuple
+        The estimator's own info, typed (e.g. :class:`~numpyro_ugm.estimators.PCDInfo`:
+        ``info.estimator.ess``).
+    grad_norm : float32 scalar
+        Global 2-norm of the log-likelihood gradient (unconstrained space).
+    positive : float32 scalar
+        Batch mean of the free energy F (the positive phase).
+    log_likelihood : float32 scalar or None
+        The running log-likelihood per case, ``positive − log_z``, when the estimator
+        reports a running ``log_z`` (PF, MCMC-MLE, SMC, PSMC); ``None`` (absent, not NaN)
+        when it does not (CD, PCD): a missing estimate is not a number.
+    """
+
+    estimator: Any
+    grad_norm: jax.Array
+    positive: jax.Array
+    log_likelihood: Optional[jax.Array] = None
+
+    @property
+    def names(self) -> tuple:
+        """The names of :meth:`diagnostics`, in order."""
+        return (tuple(self.estimator._fields) + ("grad_norm", "positive")
+                + (() if self.log_likelihood is None else ("log_likelihood",)))
+
+    def diagnostics(self) -> dict:
+        """This step's entries of :attr:`RunResult.diagnostics
+        <numpyro_ugm.learn.mle.RunResult.diagnostics>` (float32 scalars by name, in the
+        order of :attr:`names`): the estimator's fields, ``grad_norm``, ``positive`` and,
+        when present, ``log_likelihood``."""
+        row = {k: jnp.asarray(v, jnp.float32) for k, v in self.estimator._asdict().items()}
+        row["grad_norm"], row["positive"] = self.grad_norm, self.positive
+        if self.log_likelihood is not None:
+            row["log_likelihood"] = self.log_likelihood
+        return row
+
+
 class LearnState(NamedTuple):
     """Everything a run needs to continue (plain arrays).
 
@@ -126,6 +167,27 @@ class LearnerCore:
         return LearnState(unconstrained, self.optimizer.init(unconstrained), estimator_state,
                           key, data_key, jnp.zeros((), jnp.int32), -jnp.ones((), jnp.int32))
 
+    def restart_estimator(self, rng_key, state: LearnState, batch,
+                          position: Optional[dict] = None) -> LearnState:
+        """``state`` with the estimator started afresh at its parameters on ``batch`` (all
+        examples, for a conditional model), its chains at ``position`` if given (for
+        estimators whose state holds kernel states); the rest of ``state`` is kept."""
+        fresh = self.init_estimator(rng_key, self.target, self.get_params(state), batch)
+        if position is not None:
+            kernel_state = getattr(fresh, "kernel_state", None)
+            if kernel_state is None:
+                raise TypeError(f"{self.estimator!r} keeps no kernel states to start "
+                                "from given positions")
+            expected = {k: jnp.shape(v) for k, v in kernel_state.position.items()}
+            given = {k: jnp.shape(v) for k, v in dict(position).items()}
+            if given != expected:
+                raise ValueError(f"restart_estimator: position has sites and shapes "
+                                 f"{given}; this learner's particles have {expected}")
+            position = {k: jnp.asarray(v, kernel_state.position[k].dtype)
+                        for k, v in position.items()}
+            fresh = fresh._replace(kernel_state=kernel_state._replace(position=position))
+        return state._replace(estimator_state=fresh)
+
     def get_params(self, state: LearnState, averaged: bool = False) -> dict:
         """Parameters of ``state`` in the constrained space; with ``averaged``, the mean
         of the iterates kept by an optimizer wrapped in
@@ -158,8 +220,8 @@ class LearnerCore:
         state : LearnState
             The new state, or ``state`` itself with ``failed_at`` set when the step
             produced non-finite gradients, parameters or particles.
-        diagnostics : dict of float32 scalars
-            The estimator's info, ``grad_norm``, ``positive`` (batch mean of F) and,
+        info : StepInfo
+            The estimator's typed info, ``grad_norm``, ``positive`` (batch mean of F) and,
             when the estimator reports ``log_z``, the running ``log_likelihood``.
         """
         target, space = self.target, self.param_space
@@ -203,10 +265,9 @@ class LearnerCore:
         new_state = new_state._replace(failed_at=jnp.where(
             (state.failed_at < 0) & ~finite, state.step, state.failed_at))
 
-        diagnostics = {k: jnp.asarray(v, jnp.float32) for k, v in info._asdict().items()}
-        diagnostics["grad_norm"] = grad_norm.astype(jnp.float32)
-        diagnostics["positive"] = positive.astype(jnp.float32)
-        if "log_z" in diagnostics:
-            diagnostics["log_likelihood"] = (positive - diagnostics["log_z"]).astype(
+        log_likelihood = None
+        if "log_z" in info._fields:  # the running log Z as the diagnostics record it
+            log_likelihood = (positive - jnp.asarray(info.log_z, jnp.float32)).astype(
                 jnp.float32)
-        return new_state, diagnostics
+        return new_state, StepInfo(info, grad_norm.astype(jnp.float32),
+                                   positive.astype(jnp.float32), log_likelihood)

@@ -4,7 +4,6 @@ placement of data and particles on a device mesh."""
 from typing import Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_inputs as checked_inputs
@@ -47,6 +46,11 @@ class Placement:
     """Data and particles on a device mesh (or, without one, where JAX puts them)."""
 
     def __init__(self, mesh: Optional[jax.sharding.Mesh]):
+        if mesh is not None and not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"mesh must be a jax.sharding.Mesh, got {mesh!r}")
+        if mesh is not None:  # XLA partitions the steps (automatic sharding propagation)
+            mesh = jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
+                jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
         self.mesh = mesh
 
     def run(self, fn):

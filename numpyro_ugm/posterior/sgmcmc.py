@@ -27,12 +27,11 @@ import numpy as np
 import optax
 
 from .._checks import as_key, check_count
-from ..learn.core import LearnerCore
+from ..learn.core import LearnerCore, LearnState
 from ..learn.mle import MLE
-from ..runloop import capacity, chunk_size, run_loop
 
-
-_PREFIX = "params/"  # recorded parameters among the per-sample diagnostics
+#: recorded parameters among the per-sample diagnostics (and in checkpoints)
+PREFIX = "params/"
 
 
 class LangevinState(NamedTuple):
@@ -44,18 +43,18 @@ class LangevinState(NamedTuple):
     rng_key: jax.Array
 
 
-def langevin(step_size: float | Callable, rng_key: jax.Array, *,
+def langevin(rng_key: jax.Array, step_size: float | Callable, *,
              preconditioned: bool = False, decay: float = 0.99,
              eps: float = 1e-5) -> optax.GradientTransformation:
     """The Langevin move as an optax transformation of the gradient of −log p(u | x).
 
     Parameters
     ----------
+    rng_key : jax PRNGKey
+        Key of the injected noise.
     step_size : float or callable
         ε, or an optax schedule ``count -> ε_t`` (e.g. ``a (b + t)^−γ`` with γ in
         (0.5, 1]).
-    rng_key : jax PRNGKey
-        Key of the injected noise.
     preconditioned : bool
         RMSprop preconditioning (pSGLD) with running-mean ``decay`` and ``eps`` (λ).
 
@@ -103,6 +102,12 @@ class PosteriorCore(LearnerCore):
                 + self.m.param_space.log_abs_det_jacobian(unconstrained))
 
 
+def record_params(core: LearnerCore, state: LearnState) -> dict:
+    """The parameters of ``state`` (constrained), named ``params/<site>``: what
+    :meth:`SGMCMC.run` records with each sample (``MLE.run``'s ``record``)."""
+    return {PREFIX + name: value for name, value in core.get_params(state).items()}
+
+
 class SGMCMCResult(NamedTuple):
     """What :meth:`SGMCMC.run` returns.
 
@@ -125,11 +130,11 @@ class SGMCMCResult(NamedTuple):
 class SGMCMC(MLE):
     """Stochastic-gradient Langevin dynamics on a UGM's parameters.
 
-    Driven like :class:`~numpyro_ugm.MLE` (same estimators, minibatches, device mesh;
-    CRF ``inputs`` pass through to the learner but have not been checked against an
-    exact posterior): each update asks the estimator for particles at the current θ and
-    moves θ by the Langevin step of :func:`langevin` on the log posterior density in the
-    unconstrained space.
+    The learner :class:`~numpyro_ugm.MLE` built with :class:`PosteriorCore` (the log
+    posterior density in the unconstrained space as objective) and the Langevin step of
+    :func:`langevin` as optimizer, and run with the parameters recorded: same estimators,
+    minibatches, device mesh, checkpoints and step API (CRF ``inputs`` pass through to the
+    learner but have not been checked against an exact posterior).
 
     Parameters
     ----------
@@ -154,8 +159,6 @@ class SGMCMC(MLE):
     >>> result.samples["W"].shape                              # doctest: +SKIP
     """
 
-    core_class = PosteriorCore
-
     def __init__(self, model, estimator, step_size, *, preconditioned: bool = False,
                  decay: float = 0.99, eps: float = 1e-5, mesh=None):
         if not callable(step_size) and not (np.isfinite(step_size) and step_size > 0):
@@ -167,9 +170,10 @@ class SGMCMC(MLE):
             raise ValueError(f"SGMCMC: eps must be > 0, got {eps!r}")
         self.step_size, self.preconditioned = step_size, bool(preconditioned)
         self.decay, self.eps = float(decay), float(eps)
-        super().__init__(model, estimator, langevin(
-            step_size, jax.random.PRNGKey(0), preconditioned=self.preconditioned,
-            decay=self.decay, eps=self.eps), mesh=mesh)
+        # the noise key is a placeholder: init() gives every run its own
+        step = langevin(jax.random.PRNGKey(0), step_size, preconditioned=self.preconditioned,
+                        decay=self.decay, eps=self.eps)
+        super().__init__(model, estimator, step, mesh=mesh, core_class=PosteriorCore)
 
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
              init_params=None, **model_kwargs):
@@ -180,41 +184,13 @@ class SGMCMC(MLE):
                              batch_size=batch_size, init_params=init_params, **model_kwargs)
         return state._replace(opt_state=state.opt_state._replace(rng_key=noise_key))
 
-    def _build(self, *args):
-        data = super()._build(*args)
-        self._sample_jit = self._placement.run(jax.jit(self._sample_scan,
-                                                       static_argnums=(4, 6)))
-        return data
-
-    def _sample_scan(self, state, data, inputs, order, capacity, num_samples, thinning):
-        """``num_samples`` (traced, <= ``capacity``) blocks of ``thinning`` updates, the
-        parameters after each block recorded."""
-        core = self._core
-        template = jax.eval_shape(lambda s: self._advance(s, data, inputs, order)[1], state)
-        params = jax.eval_shape(lambda s: core.get_params(s), state)
-        buffers = jax.tree.map(lambda t: jnp.full((capacity,) + t.shape, jnp.nan, t.dtype),
-                               (params, template))
-
-        def block(i, carry):
-            state, buffers, order = carry
-
-            def one(_, c):
-                s, _info, o = c
-                return self._advance(s, data, inputs, o)
-
-            state, info, order = jax.lax.fori_loop(
-                0, thinning, one, (state, jax.tree.map(jnp.zeros_like, template), order))
-            values = (core.get_params(state), info)
-            buffers = jax.tree.map(lambda b, v: b.at[i].set(v), buffers, values)
-            return state, buffers, order
-
-        return jax.lax.fori_loop(0, num_samples, block, (state, buffers, order))
-
     def run(self, rng_key, num_samples, data, *model_args, num_warmup=1000, thinning=1,
             inputs=None, batch_size=None, progress_bar=True, init_state=None,
-            init_params=None, **model_kwargs) -> SGMCMCResult:
+            init_params=None, checkpoint_every=None, checkpoint_dir=None,
+            **model_kwargs) -> SGMCMCResult:
         """Warm up for ``num_warmup`` updates, then record ``num_samples`` parameters,
-        one every ``thinning`` updates.
+        one every ``thinning`` updates: two runs of :meth:`MLE.run
+        <numpyro_ugm.MLE.run>`, the second with ``thinning`` and :func:`record_params`.
 
         Parameters
         ----------
@@ -228,11 +204,17 @@ class SGMCMC(MLE):
             Updates before the first sample (their diagnostics are not returned).
         thinning : int
             Updates per sample.
-        inputs, batch_size, init_params
+        inputs, batch_size, init_params, progress_bar
             As for :meth:`MLE.run <numpyro_ugm.MLE.run>`.
-        progress_bar : bool
         init_state : LearnState, optional
-            Continue from this state (e.g. ``result.state``).
+            Continue from this state (e.g. ``result.state``, or one from
+            :meth:`~numpyro_ugm.MLE.restore`).
+        checkpoint_every, checkpoint_dir
+            As for :meth:`MLE.run <numpyro_ugm.MLE.run>`: every ``checkpoint_every``
+            updates (a multiple of ``thinning``) of the warm-up and of the sampling. A
+            checkpoint's diagnostics (:meth:`~numpyro_ugm.MLE.restore`) are indexed by
+            update: the samples so far are the ``params/<site>`` entries of the updates
+            that produced them (NaN elsewhere).
 
         Returns
         -------
@@ -248,31 +230,18 @@ class SGMCMC(MLE):
         num_samples = check_count("SGMCMC.run", "num_samples", num_samples)
         num_warmup = check_count("SGMCMC.run", "num_warmup", num_warmup, minimum=0)
         thinning = check_count("SGMCMC.run", "thinning", thinning)
-        if init_state is None:
-            state = self.init(rng_key, data, *model_args, inputs=inputs,
-                              batch_size=batch_size, init_params=init_params,
-                              **model_kwargs)
-        else:
-            self._setup(data, model_args, model_kwargs, inputs, batch_size)
-            state = init_state
-        if num_warmup:
-            state = MLE.run(self, None, num_warmup, data, *model_args, inputs=inputs,
-                            batch_size=batch_size, progress_bar=progress_bar,
-                            init_state=state, **model_kwargs).state
-        chunk = chunk_size(num_samples, progress_bar, None)
-        size = capacity(chunk)
-        order = [self._no_order(state)]
-        def advance(state, length):
-            state, (params, info), order[0] = self._sample_jit(
-                state, self._data, self._inputs, order[0], size, length, thinning)
-            self.last_state = state
-            return state, {**{_PREFIX + n: v for n, v in params.items()}, **info}
-
-        state, recorded = run_loop(
-            advance, state, num_samples, chunk=chunk, progress_bar=progress_bar,
-            desc="sampling", stop=lambda s: int(s.failed_at) >= 0,
-            postfix=lambda info: {"grad_norm": f"{float(info['grad_norm'][-1]):.3g}"})
-        samples = {n[len(_PREFIX):]: recorded.pop(n) for n in list(recorded)
-                   if n.startswith(_PREFIX)}
-        self._raise_if_failed(state, recorded)
-        return SGMCMCResult(samples, state, recorded)
+        if checkpoint_every is not None and check_count(
+                "SGMCMC.run", "checkpoint_every", checkpoint_every) % thinning:
+            raise ValueError(f"SGMCMC.run: checkpoint_every ({checkpoint_every}) must be a "
+                             f"multiple of thinning ({thinning})")
+        settings = dict(inputs=inputs, batch_size=batch_size, progress_bar=progress_bar,
+                        checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
+        state = super().run(rng_key, num_warmup, data, *model_args, init_state=init_state,
+                            init_params=init_params, **settings, **model_kwargs).state
+        result = super().run(None, num_samples * thinning, data, *model_args,
+                             init_state=state, thinning=thinning, record=record_params,
+                             **settings, **model_kwargs)
+        recorded = dict(result.diagnostics)
+        samples = {n[len(PREFIX):]: recorded.pop(n) for n in list(recorded)
+                   if n.startswith(PREFIX)}
+        return SGMCMCResult(samples, result.state, recorded)

@@ -1,0 +1,149 @@
+"""From the user's model function and data to a learner set up for them: trace the model
+(bound to the first example's inputs for a CRF, with blocks valid for every example),
+check the data against the domains, mark the sites the data lacks as latent, build the
+:class:`~numpyro_ugm.learn.core.LearnerCore` and its compiled steps, and place the data.
+
+:func:`set_up` rebuilds the core only when what it depends on changes (model arguments,
+batch size, the data's layout, the inputs' values): new data of the same layout reuses
+the compiled steps.
+"""
+
+import hashlib
+from typing import Any, NamedTuple, Optional
+
+import jax
+import numpy as np
+
+from .._checks import check_count
+from ..estimators.per_example import PerExample
+from ..model import UGM, as_ugm
+from ..validation import validate_data
+from .data import Minibatches, Placement, check_inputs
+from .steps import Steps
+
+
+def _layout(tree):
+    """Names, shapes and dtypes of a dict of arrays (None stays None)."""
+    if tree is None:
+        return None
+    return tuple(sorted((n, np.shape(v), str(np.asarray(v).dtype) if not hasattr(v, "dtype")
+                         else str(v.dtype)) for n, v in tree.items()))
+
+
+def _fingerprint(tree):
+    """A digest of the values of a dict of arrays (None stays None): CRF inputs shape the
+    traced model, so new values mean a new setup."""
+    if tree is None:
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(tree):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(np.asarray(tree[name])).tobytes())
+    return digest.hexdigest()
+
+
+class Setup(NamedTuple):
+    """A learner set up for a data set.
+
+    Attributes
+    ----------
+    core : LearnerCore
+    steps : Steps
+        The core's compiled steps on minibatches.
+    data : dict
+        The data (model representation), placed on the mesh.
+    inputs : dict or None
+        CRF inputs, placed on the mesh.
+    key : tuple
+        What ``core`` and ``steps`` depend on.
+    """
+
+    core: Any
+    steps: Steps
+    data: dict
+    inputs: Any
+    key: tuple
+
+    def all(self):
+        """The core's batch of every example."""
+        return self.steps.batch(None, self.data, self.inputs)
+
+
+def set_up(previous: Optional[Setup], model, estimator, optimizer, core_class,
+           placement: Placement, data, model_args, model_kwargs, inputs,
+           batch_size) -> Setup:
+    """The learner set up for ``data`` (checked and taken every time), reusing the core
+    and steps of ``previous`` when what they depend on is unchanged."""
+    checked = check_settings(data, model_args, model_kwargs, inputs, batch_size)
+    if previous is not None and same_key(checked.key, previous.key):
+        core, steps = previous.core, previous.steps
+        data = validate_data(core.m.state_sites, data)
+    else:
+        core, batches, data = build_core(model, estimator, optimizer, core_class, data,
+                                         model_args, model_kwargs, checked.inputs,
+                                         checked.batch_size)
+        steps = Steps(core, batches, placement)
+    num_examples = steps.batches.num_examples
+    return Setup(core, steps, placement.shard(data, num_examples),
+                 placement.shard(checked.inputs, num_examples), checked.key)
+
+
+class Checked(NamedTuple):
+    """The settings of a call, checked: ``inputs`` as arrays, ``batch_size`` a count (or
+    None), and ``key``, what the core built from them depends on."""
+
+    inputs: object
+    batch_size: object
+    key: tuple
+
+
+def check_settings(data, model_args, model_kwargs, inputs, batch_size) -> Checked:
+    """Check the CRF ``inputs`` and ``batch_size`` and compute the setup key."""
+    if batch_size is not None:
+        batch_size = check_count("MLE", "batch_size", batch_size)
+    inputs = check_inputs(inputs, data)
+    key = (model_args, tuple(sorted(model_kwargs.items())), batch_size, _layout(data),
+           _layout(inputs), _fingerprint(inputs))
+    return Checked(inputs, batch_size, key)
+
+
+def same_key(a, b) -> bool:
+    """Whether two setup keys are equal (array-valued model arguments: never)."""
+    try:
+        return a is not None and bool(a == b)
+    except (TypeError, ValueError):  # array-valued model arguments: compare no further
+        return False
+
+
+def build_core(model, estimator, optimizer, core_class, data, model_args, model_kwargs,
+               inputs, batch_size):
+    """Trace the model, check the data and build the core.
+
+    Returns
+    -------
+    core : LearnerCore (an instance of ``core_class``)
+    batches : Minibatches
+    data : dict
+        The data in the model representation.
+    """
+    first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
+    traced_with = {} if isinstance(model, UGM) else first  # a UGM is bound
+    m = as_ugm(model, *model_args, **model_kwargs, **traced_with)
+    if inputs is not None:
+        m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
+    if first and not traced_with:
+        m = m.bind(**first)
+    data = validate_data(m.state_sites, data)
+    m = m.observe(data.keys())
+    m.structure  # analyse once, outside any trace
+    if m.latent_sites:
+        m.target().free_energy(m.init_params(jax.random.PRNGKey(0)),
+                               {n: v[0] for n, v in data.items()})  # raises if not summable
+    num_examples = int(jax.tree.leaves(data)[0].shape[0])
+    batch = num_examples if batch_size is None else batch_size
+    if batch > num_examples:
+        raise ValueError(f"MLE: batch_size must be in [1, {num_examples}] (the number of "
+                         f"examples), got {batch_size}")
+    estimator = estimator if inputs is None else PerExample(estimator)
+    core = core_class(m, estimator, optimizer, num_examples)
+    return core, Minibatches(num_examples, batch), data

@@ -1,0 +1,125 @@
+"""The learner's compiled steps over a data set: the minibatch of each update, one update,
+and runs of updates whose rows go to NaN-filled buffers (:func:`numpyro_ugm.runloop.fill_rows`).
+
+:class:`Steps` holds no data: the data (and CRF inputs) are arguments of every compiled
+call, so new data of the same layout reuses the programs. What the run loop calls is
+:meth:`Steps.run` with everything but the loop's state and the chunk length bound: a plain
+compiled function of its arguments.
+"""
+
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+
+from ..estimators.per_example import ConditionalBatch
+from ..runloop import fill_rows
+from .core import LearnerCore
+from .data import Minibatches, Placement
+
+
+class Steps:
+    """The compiled steps of a :class:`~numpyro_ugm.learn.core.LearnerCore` on minibatches.
+
+    Parameters
+    ----------
+    core : LearnerCore
+    batches : Minibatches
+        The example order.
+    placement : Placement
+        Runs the programs with the device mesh set (if any).
+
+    Attributes
+    ----------
+    update : callable
+        ``(state, batch) -> (state, info, (steps, values))``, jitted: one update, and what
+        the host reads after it packed in two arrays (one transfer each): the steps of
+        ``state`` and of the new state's ``failed_at``, and the diagnostics' values.
+    scan : callable
+        ``(carry, data, inputs, length, capacity, thinning, record) -> (carry, rows)``,
+        jitted (the last three static): see :meth:`run`.
+    """
+
+    def __init__(self, core: LearnerCore, batches: Minibatches, placement: Placement):
+        self.core, self.batches = core, batches
+        self.update = placement.run(jax.jit(self._update_and_summary))
+        self.scan = placement.run(jax.jit(self._scan, static_argnums=(4, 5, 6)))
+
+    def batch(self, indices, data, inputs=None):
+        """The core's batch for the examples ``indices`` (None: all) of ``data`` and
+        ``inputs``."""
+        take = (lambda tree: tree) if indices is None else (
+            lambda tree: jax.tree.map(lambda a: a[indices], tree))
+        if inputs is None:
+            return take(data)
+        return ConditionalBatch(take(data), take(inputs), indices)
+
+    def carry(self, state):
+        """What :meth:`run` carries from chunk to chunk: ``(state, order)``, ``order`` being
+        the minibatch order ``(permutation, epoch)`` before any is drawn (epoch −1)."""
+        size = 0 if self.batches.full else self.batches.num_examples
+        return state, (jnp.zeros((size,), jnp.int32), -jnp.ones((), state.step.dtype))
+
+    def run(self, carry, length, data, inputs, capacity: int, thinning: int = 1,
+            record: Optional[Callable] = None):
+        """``length`` (traced, <= ``capacity``) records of ``thinning`` updates each on
+        ``data`` (and CRF ``inputs``) from ``carry`` (:meth:`carry`), in a ``fori_loop``
+        with a dynamic trip count, so that a run split into pieces is bit-identical to one
+        long run.
+
+        The minibatch permutation in ``carry`` is drawn only when an epoch starts (a
+        permutation of 50,000 examples costs ~10x a PCD-1 step of an RBM), not again for
+        each piece a progress bar asks for; a full batch ignores it.
+
+        Returns
+        -------
+        carry : (state, order)
+        rows : dict of str -> array ``(capacity, ...)``
+            Per record: the last update's :meth:`StepInfo.diagnostics
+            <numpyro_ugm.learn.core.StepInfo.diagnostics>` and ``record(core, state)``
+            after it (NaN beyond ``length``).
+        """
+        return self.scan(carry, data, inputs, length, capacity, thinning, record)
+
+    def advance(self, state, data, inputs, order):
+        """One update on the next minibatch of ``data`` (traced). Returns
+        ``(state, info, order)``."""
+        batches = self.batches
+        if not batches.full:
+            epoch = state.step // batches.per_epoch
+            order = jax.lax.cond(epoch != order[1],
+                                 lambda: (batches.permutation(state), epoch),
+                                 lambda: order)
+        indices = batches.indices(state, order[0])
+        state, info = self.core.update(state, self.batch(indices, data, inputs))
+        return state, info, order
+
+    def _scan(self, carry, data, inputs, length, capacity, thinning, record):
+        def one(carry):
+            state, order = carry
+            if thinning == 1:
+                state, info, order = self.advance(state, data, inputs, order)
+            else:
+                def inner(_, loop):
+                    return self.advance(loop[0], data, inputs, loop[2])
+
+                template = jax.eval_shape(
+                    lambda s: self.advance(s, data, inputs, order)[1], state)
+                state, info, order = jax.lax.fori_loop(
+                    0, thinning, inner, (state, jax.tree.map(jnp.zeros_like, template), order))
+            row = info.diagnostics()
+            if record is not None:
+                extra = record(self.core, state)
+                clash = sorted(set(extra) & set(row))
+                if clash:
+                    raise ValueError(f"MLE.run: record returned {clash}, names the "
+                                     "diagnostics already use")
+                row.update(extra)
+            return (state, order), row
+
+        return fill_rows(one, carry, length, capacity)
+
+    def _update_and_summary(self, state, batch):
+        new_state, info = self.core.update(state, batch)
+        values = jnp.stack(list(info.diagnostics().values()))
+        return new_state, info, (jnp.stack([state.step, new_state.failed_at]), values)

@@ -13,7 +13,7 @@ import pytest
 from numpyro.primitives import Messenger
 
 import numpyro_ugm as ugm
-import numpyro_ugm.model
+import numpyro_ugm.analysis
 from numpyro_ugm import models
 from numpyro_ugm.factors import COLORS
 from numpyro_ugm.models import image_features
@@ -98,7 +98,7 @@ def test_large_models_run_no_analysis(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the structure analysis ran")
 
-    monkeypatch.setattr(numpyro_ugm.model, "_analyze", refuse)
+    monkeypatch.setattr(numpyro_ugm.analysis, "analyze", refuse)
     m = ugm.UGM(models.rbm, 600, 400)
     assert m.blocks == [{"v": None}, {"h": None}]
     assert m.structure.independent(["h"]) and not m.structure.independent(["v", "h"])

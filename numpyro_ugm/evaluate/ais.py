@@ -34,13 +34,13 @@ import numpy as np
 
 from .._checks import as_key, check_count, check_inputs
 from ..conditionals import LogDensity, linear_combination, sum_out
-from ..estimators.base import shard_particles
 from ..kernels import gibbs
 from ..kernels.base import as_spec, draw_block, step_chains
 from ..kernels.blocks import BlockKernelSpec
 from ..model import UGM
 from ..validation import validate_data
 from ..compile_cache import cached
+from ..sharding import shard_particles
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "default_betas",
            "base_rate_log_probs", "DEFAULT_TOLERANCE"]

@@ -42,8 +42,8 @@ from .inputs import check_input_names, concrete_arrays
 from .params import ParamSite, ParamSpace
 from .structure import Structure
 from .structure import analyze as _analyze
+from .structure import cover as _cover
 from .structure import from_colors as _from_colors
-from .structure_cover import cover as _cover
 from .target import Target
 
 __all__ = ["UGM", "as_ugm"]
@@ -269,8 +269,8 @@ class UGM:
 
         The structure is found for the arguments the model was traced with; a CRF whose
         interaction graph depends on its inputs needs blocks valid for all its examples.
-        :func:`numpyro_ugm.structure_cover.cover` checks the blocks on every example and
-        joins the interactions it finds to the graph.
+        :func:`numpyro_ugm.structure.cover` checks the blocks on every example and joins
+        the interactions it finds to the graph.
 
         Parameters
         ----------

@@ -1,4 +1,4 @@
-"""The structure found from the model itself (structure.py): interaction graph, coloring
+"""The structure found from the model itself (structure/): interaction graph, coloring
 into blocks, multilinearity, ``independent()``, and the error for a potential that is not
 finite. (Models that cannot be traced at all: test_model.py; the structure of a CRF's
 every example: test_structure_cover.py.)"""

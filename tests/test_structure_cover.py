@@ -1,4 +1,4 @@
-"""One structure for every example of a conditional model (structure_cover.py): the
+"""One structure for every example of a conditional model (structure/covering.py): the
 blocks found for one example are checked on the others, and the interactions found are
 joined to the graph — on a bare log-potential and through ``UGM.for_inputs``."""
 
@@ -9,8 +9,7 @@ import numpyro
 from helpers import adjacency
 
 import numpyro_ugm as ugm
-from numpyro_ugm.structure import analyze
-from numpyro_ugm.structure_cover import cover
+from numpyro_ugm.structure import analyze, cover
 
 
 def edge_set(structure):

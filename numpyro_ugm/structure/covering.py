@@ -1,12 +1,12 @@
 """One structure for every example of a conditional model (CRF).
 
 A CRF's interaction graph may depend on its inputs (an adjacency matrix per example), so
-the structure :func:`numpyro_ugm.structure.analyze` finds for the inputs the model was
+the structure :func:`~numpyro_ugm.structure.analyze` finds for the inputs the model was
 traced with need not hold for the others. :func:`cover` checks a structure's blocks on
 every example and joins the interactions it finds, so that the blocks hold for all of
 them; ``UGM.for_inputs`` (and ``UGM.bind`` on a concrete example) call it.
 
-Like :mod:`numpyro_ugm.structure`, this module knows nothing of
+Like the rest of :mod:`numpyro_ugm.structure`, this module knows nothing of
 :class:`~numpyro_ugm.model.UGM`: it works on a log-potential ``(params, state, inputs) ->
 scalar``, the domains and a sampler of random parameters.
 """
@@ -18,8 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .conditionals import conditional_logits, exact_conditional_logits
-from .structure import Structure, colored, probe_points, unique_pairs
+from ..conditionals import conditional_logits, exact_conditional_logits
+from .discovery import probe_points
+from .graph import Structure, colored, unique_pairs
 
 __all__ = ["cover"]
 

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_count
 from ..conditionals import conditional_logits, site_variables
 from ..diagnose import non_finite_error
 from ..model import UGM
@@ -142,6 +143,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     >>> m = ugm.UGM(ugm.models.rbm, 784, 10)
     >>> exact.log_partition(m, m.init_params(jax.random.PRNGKey(0)))  # 2**10 terms
     """
+    chunk_size = check_count("log_partition", "chunk_size", chunk_size)
     m.param_space.check(params)
     return _log_partition(m.target(), params, chunk_size, sum_out)
 
@@ -198,6 +200,7 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     -------
     array (num_examples,)
     """
+    chunk_size = check_count("log_prob", "chunk_size", chunk_size)
     target, x, inputs, num = observed_target(m, params, data, inputs)
     values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     return first(_checked("log_prob", values, log_zs, params), num)
@@ -229,6 +232,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     -------
     scalar
     """
+    chunk_size = check_count("log_likelihood", "chunk_size", chunk_size)
     target, x, inputs, num = observed_target(m, params, data, inputs)
     values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
@@ -308,8 +312,9 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
         For each state site, the probability of each of its K values, in the order of
         the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels 0..K-1).
     """
+    chunk_size = check_count("marginals", "chunk_size", chunk_size)
     m.param_space.check(params)
     target = m.target()
-    fn = cached_jit(target, ("marginals", int(chunk_size)),
+    fn = cached_jit(target, ("marginals", chunk_size),
                     lambda: lambda p: _marginals(target, p, chunk_size))
     return _finite("marginals", fn(params), params)

@@ -310,6 +310,17 @@ def test_evaluation_checks_its_chunk_size(rbm):
                 call(bad)
 
 
+def test_fits_check_their_tolerance():
+    """A NaN tolerance would never stop a fit (the gradient norm is never <= NaN): both
+    fits reject it, and a negative one, naming themselves."""
+    m, params, _, data = spins3()
+    for fit, owner in ((exact.fit, "fit"), (ugm.fit_pseudo_likelihood,
+                                            "fit_pseudo_likelihood")):
+        for tol in (float("nan"), -1.0, "small"):
+            with pytest.raises(ValueError, match=f"^{owner}: tol must be a number >= 0"):
+                fit(m, data, params=params, num_steps=3, tol=tol)
+
+
 def test_bad_data_is_rejected(rbm):
     m, params = rbm
     with pytest.raises(ValueError, match="outside the domain"):

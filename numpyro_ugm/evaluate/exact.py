@@ -134,7 +134,7 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
     FitResult
     """
     problem = prepare_fit("fit", model, data, model_args, model_kwargs, params, num_steps,
-                          rng_key, inputs)
+                          rng_key, inputs, tol)
     target, space = problem.target, problem.param_space
     check_size(make_plan(target, tuple(target.state_sites)), chunk_size, "fit")
     if optimizer is not None and not (hasattr(optimizer, "init")

@@ -95,10 +95,18 @@ class FitProblem(NamedTuple):
 
 def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwargs: dict,
                 params: dict | None, num_steps: int, rng_key: jax.Array | None,
-                inputs: dict | None = None) -> FitProblem:
+                inputs: dict | None = None, tol: float = 0.0) -> FitProblem:
     """Trace the model (a model function with the first example's ``inputs``, as the
-    learner does), check the data, the inputs, the step count and the initial parameters
-    (default ``m.init_params(rng_key or PRNGKey(0))``); errors name ``owner``."""
+    learner does), check the data, the inputs, the step count, the tolerance (a number
+    >= 0: a NaN one would never stop the fit) and the initial parameters (default
+    ``m.init_params(rng_key or PRNGKey(0))``); errors name ``owner``."""
+    try:
+        valid_tol = float(tol) >= 0
+    except (TypeError, ValueError):
+        valid_tol = False
+    if not valid_tol:
+        raise ValueError(f"{owner}: tol must be a number >= 0 (the gradient norm at which "
+                         f"the fit stops), got {tol!r}")
     first = {}
     if inputs is not None and not isinstance(model, UGM):
         inputs, _ = check_inputs(inputs)

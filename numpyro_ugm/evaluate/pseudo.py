@@ -161,7 +161,7 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     PseudoFitResult
     """
     problem = prepare_fit("fit_pseudo_likelihood", model, data, model_args, model_kwargs,
-                          params, num_steps, rng_key, inputs)
+                          params, num_steps, rng_key, inputs, tol)
     target, space, log_prior = problem.target, problem.param_space, problem.log_prior
 
     def loss(u, xs, us=None):  # the data is an argument of the compiled steps

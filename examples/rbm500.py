@@ -126,7 +126,7 @@ def main(args):
                                    args.curve_chains, ais.default_betas(args.curve_betas),
                                    base_log_probs=base)
         line = {"update": done, "epoch": done * batch_size / len(train),
-                "test_forward": float(curve.log_z), "log_z_stderr": float(curve.stderr),
+                "test_forward": float(curve.log_likelihood), "log_z_stderr": float(curve.stderr),
                 "learn_seconds": seconds,
                 "max_abs_W": float(jnp.max(jnp.abs(params["W"])))}
         with open(folder / "curve.jsonl", "a") as f:
@@ -153,7 +153,7 @@ def evaluate(args, learner, state, m, base, train, test, folder):
                                    reverse=args.raise_cases > 0,
                                    num_reverse=args.raise_cases or None)
         lower = (float(r.lower), float(r.lower_stderr)) if r.lower is not None else (None,) * 2
-        out[name] = {"upper": float(r.log_z), "upper_stderr": float(r.stderr),
+        out[name] = {"upper": float(r.log_likelihood), "upper_stderr": float(r.stderr),
                      "lower": lower[0], "lower_stderr": lower[1],
                      "raise_cases": args.raise_cases, "seconds": time.perf_counter() - t,
                      "warned": bool(caught), "published": PUBLISHED[args.method][

@@ -9,7 +9,7 @@ import pytest
 from helpers import small_rbm, spins3
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import ais, exact
+from numpyro_ugm.evaluate import ais, ais_setup, exact
 
 
 # by default the base-rate start runs in
@@ -48,7 +48,12 @@ def test_ais_log_likelihood_matches_exact():
     m, params, data = small_rbm()
     truth = float(exact.log_likelihood(m, params, data))
     r = ais.log_likelihood(m, params, data, jax.random.PRNGKey(4), 200, 300)
-    assert abs(float(r.log_z) - truth) < 3 * float(r.stderr) + 1e-3
+    assert isinstance(r, ais.AISLikelihoodResult)
+    assert abs(float(r.log_likelihood) - truth) < 3 * float(r.stderr) + 1e-3
+    # its log_z is the log Z it used, with the same standard error
+    log_z = float(exact.log_partition(m, params))
+    assert abs(float(r.log_z) - log_z) < 3 * float(r.log_z_stderr) + 1e-3
+    assert float(r.log_z_stderr) == float(r.stderr)
 
 
 def test_ais_compiles_once_for_new_parameters():
@@ -72,10 +77,73 @@ def test_ais_compiles_once_for_new_parameters():
             r.stderr) + 1e-3
 
 
+def test_ais_log_likelihood_compiles_once_for_other_numbers_of_cases():
+    """A second estimate on more cases reuses the compiled programs: the free energies of
+    the cases are padded to a power of two (they used to compile for every number of
+    cases), and the annealing run depends on the chains, not on the cases."""
+    calls = []
+
+    def counted_rbm(*args):
+        calls.append(1)  # runs only when the model is traced
+        return ugm.models.rbm(*args)
+
+    m = ugm.UGM(counted_rbm, 8, 3)
+    params = m.init_params(jax.random.PRNGKey(0))
+    v = np.random.default_rng(2).integers(0, 2, size=(7, 8)).astype(np.int8)
+    ais.log_likelihood(m, params, {"v": v[:5]}, jax.random.PRNGKey(1), 20, 30)
+    traced = len(calls)
+    r = ais.log_likelihood(m, params, {"v": v}, jax.random.PRNGKey(2), 20, 30)
+    assert len(calls) == traced
+    truth = float(exact.log_likelihood(m, params, {"v": v}))
+    assert abs(float(r.log_likelihood) - truth) < 4 * float(r.stderr) + 1e-3
+
+
+def test_ais_checks_the_base_it_is_given():
+    """Base log-probabilities must be finite, of shape (num_variables, K), for every site
+    not summed out (the summed sites' base is uniform, whatever is given); the base rate
+    checks its data and its smoothing."""
+    m, params, data = small_rbm()
+    key = jax.random.PRNGKey(0)
+    base = ais.base_rate_log_probs(m, data)
+    for bad, error, message in (
+            ({**base, "v": base["v"].at[3, 1].set(jnp.nan)}, ValueError,
+             r"^ais: base_log_probs\['v'\] holds non-finite values"),
+            ({**base, "v": base["v"][:, 0]}, ValueError,
+             r"^ais: base_log_probs\['v'\] has shape \(12,\); expected \(12, 2\)"),
+            ({"h": base["h"]}, KeyError, r"ais: base_log_probs lacks the site 'v'"),
+            ({**base, "w": base["v"]}, KeyError, r"\['w'\] that are not state sites"),
+            (base["v"], TypeError, r"^ais: base_log_probs must be a dict")):
+        with pytest.raises(error, match=message):
+            ais.log_partition(m, params, key, 10, 5, base_log_probs=bad)
+    full = ais.log_partition(m, params, key, 10, 5, base_log_probs=base)
+    visible = ais.log_partition(m, params, key, 10, 5, base_log_probs={"v": base["v"]})
+    assert float(full.log_z) == float(visible.log_z)
+    for smoothing in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError, match="smoothing must be a finite number > 0"):
+            ais.base_rate_log_probs(m, data, smoothing=smoothing)
+    with pytest.raises(ValueError, match="site 'v'.*outside the domain"):
+        ais.base_rate_log_probs(m, {"v": 2 * data["v"]})
+    with pytest.raises(KeyError, match=r"sum_out_sites \['z'\] are not state sites"):
+        ais.log_partition(m, params, key, 10, 5, sum_out_sites=["z"])
+
+
 def test_ais_rejects_bad_schedules():
-    m, params, _ = small_rbm()
-    with pytest.raises(ValueError, match="betas"):
-        ais.log_partition(m, params, jax.random.PRNGKey(0), 10, np.array([0.0, 0.5]))
+    """A schedule must be finite and increase from exactly 0 to exactly 1: a NaN β used
+    to give log Z = nan without a word; the error names the first β at fault."""
+    m, params, data = small_rbm()
+    key = jax.random.PRNGKey(0)
+    for betas, message in (
+            (np.array([0.0, np.nan, 1.0]), r"betas must be finite; betas\[1\] is nan"),
+            (np.array([0.0, 0.5]), r"betas must increase from 0 to 1; they run from 0 to 0.5"),
+            (np.array([0.0, 0.5, np.inf, 1.0]), r"betas must be finite; betas\[2\] is inf"),
+            (np.array([0.0, 0.6, 0.4, 1.0]),
+             r"betas must increase from 0 to 1; betas\[2\] = 0.4 < betas\[1\] = 0.6"),
+            (np.array([[0.0, 1.0]]), r"betas must be a 1-d array"),
+            ("fast", r"betas must be a number of βs or an array")):
+        for estimate in (lambda b: ais.log_partition(m, params, key, 10, b),
+                         lambda b: ais.log_likelihood(m, params, data, key, 10, b)):
+            with pytest.raises(ValueError, match=r"^ais: " + message):
+                estimate(betas)
     with pytest.raises(ValueError, match="num_chains"):
         ais.log_partition(m, params, jax.random.PRNGKey(0), 1, 10)
     with pytest.raises(ValueError, match="^ais: num_chains must be an integer >= 2, got 2.5"):
@@ -145,7 +213,8 @@ def test_raise_is_unbiased_for_the_annealing_model():
     vs = np.array(list(np.ndindex(*(2,) * 6)), np.float32)  # (64, 6)
     hs = np.array(list(np.ndindex(2, 2)), np.float32)  # (4, 2)
     W, b, c = (np.asarray(params[k], np.float64) for k in "Wbc")
-    setup = ais._setup(m, params, None, None, None, None)
+    target = m.target()
+    setup = ais_setup.setup(target, None, None, None, None)
     log_q = vs @ (np.asarray(setup.logq["v"])[:, 1] - np.asarray(setup.logq["v"])[:, 0])
     log_q = log_q + np.asarray(setup.logq["v"])[:, 0].sum()
     p_ann = np.exp(log_q)  # the base, normalized
@@ -158,10 +227,10 @@ def test_raise_is_unbiased_for_the_annealing_model():
     chains = 20000
     for index in (0, 37, 63):
         start = {"v": jnp.broadcast_to(vs[index], (chains, 6)), "h": jnp.zeros((chains, 2))}
-        log_w = ais._anneal(m, setup, params, jax.random.PRNGKey(index), betas[::-1].copy(),
-                            chains, None, start)
-        free = float(m.target().free_energy(params, {"v": jnp.asarray(vs[index]),
-                                                              "h": jnp.zeros(2)}))
+        log_w = ais._anneal(target, setup, params, jax.random.PRNGKey(index),
+                            betas[::-1].copy(), chains, None, start)
+        free = float(target.free_energy(params, {"v": jnp.asarray(vs[index]),
+                                                 "h": jnp.zeros(2)}))
         estimates = np.exp(free - setup.log_z_base + np.asarray(log_w, np.float64))
         error = estimates.mean() - p_ann[index]
         assert abs(error) < 4 * estimates.std() / np.sqrt(chains), (index, error, p_ann[index])
@@ -190,7 +259,7 @@ def test_the_bracket_holds_the_exact_value_where_a_short_forward_schedule_fails(
     with pytest.warns(RuntimeWarning, match=r"ais.log_likelihood: the forward and reverse "
                       r"estimates of the mean log-likelihood disagree by [\d.]+ nats"):
         r = ais.log_likelihood(m, params, data, jax.random.PRNGKey(3), 100, 100, reverse=True)
-    assert float(r.upper) == float(r.log_z)
+    assert float(r.upper) == float(r.log_likelihood)
     assert float(r.upper) - truth > 5 * float(r.upper_stderr), (float(r.upper), truth)
     assert float(r.lower) - 3 * float(r.lower_stderr) < truth
     assert float(r.width) > 1.0
@@ -246,10 +315,11 @@ def test_an_inverted_bracket_warns():
     """A lower estimate above the upper one by more than the tolerance means a biased
     direction (seen on the RBM 784×500 with CD-25, docs/reproductions.md): it warns as
     a wide bracket does, and a bracket within the tolerance does not."""
-    from numpyro_ugm.evaluate.ais import AISResult, _warn_if_wide
-    inverted = AISResult(-93.5, 0.6, np.zeros(4), -91.2, 0.2, -93.5, 0.6)
+    inverted = ais.AISLikelihoodResult(-93.5, 0.6, 10.0, 0.6, np.zeros(4), -91.2, 0.2,
+                                       -93.5, 0.6)
     with pytest.warns(RuntimeWarning, match="inverted by 2.3 nats"):
-        _warn_if_wide("ais.log_likelihood", inverted, 1.0, "the log-likelihood")
+        ais_setup.warn_if_wide("ais.log_likelihood", inverted, 1.0, "the log-likelihood")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_if_wide("ais.log_likelihood", inverted._replace(lower=-93.0), 1.0, "it")
+        ais_setup.warn_if_wide("ais.log_likelihood", inverted._replace(lower=-93.0), 1.0,
+                               "it")

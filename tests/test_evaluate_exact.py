@@ -263,6 +263,65 @@ def test_fully_observed_log_likelihood(potts):
                                expected.mean(), atol=2e-5)
 
 
+def test_log_likelihood_compiles_once_per_power_of_two_of_examples():
+    """``log_likelihood`` and ``log_prob`` used to compile and keep a program for every
+    data length (about 10 MB each, until memory ran out): the example axis is padded to a
+    power of two and the padding masked, so 5 to 8 examples share one program (the model
+    is traced only when a program is), and the values stay exact."""
+    calls = []
+
+    def counted_vbm(n):
+        calls.append(1)  # runs only when the model is traced
+        return ugm.models.vbm(n)
+
+    m = ugm.UGM(counted_vbm, 5)
+    params = normal_params(m, 3, 0.5)
+    x = np.random.default_rng(4).choice([-1, 1], size=(9, 5)).astype(np.int8)
+    expected = brute_f(m, params, {"x": x.astype(np.float32)}) - brute_log_z(m, params)
+    exact.log_likelihood(m, params, {"x": x[:5]})
+    exact.log_prob(m, params, {"x": x[:5]})
+    traced = len(calls)
+    for n in (5, 6, 7, 8):
+        np.testing.assert_allclose(exact.log_likelihood(m, params, {"x": x[:n]}),
+                                   expected[:n].mean(), atol=2e-5)
+        got = exact.log_prob(m, params, {"x": x[:n]})
+        assert got.shape == (n,)
+        np.testing.assert_allclose(got, expected[:n], atol=2e-5)
+    assert len(calls) == traced
+    exact.log_likelihood(m, params, {"x": x})  # 9 examples: the next power of two
+    assert len(calls) > traced
+    # the padding stays out of gradients too
+    grad = jax.grad(lambda p: exact.log_likelihood(m, p, {"x": x[:6]}))(params)
+    want = jax.grad(lambda p: jnp.mean(jax.vmap(m.log_potential, (None, 0))(
+        p, {"x": jnp.asarray(x[:6], jnp.float32)})) - exact.log_partition(m, p))(params)
+    for k in want:
+        np.testing.assert_allclose(grad[k], want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_evaluation_checks_its_chunk_size(rbm):
+    m, params = rbm
+    v = np.zeros((2, 6), np.int8)
+    for call in (lambda c: exact.log_likelihood(m, params, {"v": v}, chunk_size=c),
+                 lambda c: exact.log_prob(m, params, {"v": v}, chunk_size=c),
+                 lambda c: exact.marginals(m, params, chunk_size=c),
+                 lambda c: exact.expectation(m, params, lambda s: s["v"], chunk_size=c),
+                 lambda c: exact.log_partition(m, params, chunk_size=c)):
+        for bad in (0, 2.5, float("nan")):
+            with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+                call(bad)
+
+
+def test_fits_check_their_tolerance():
+    """A NaN tolerance would never stop a fit (the gradient norm is never <= NaN): both
+    fits reject it, and a negative one, naming themselves."""
+    m, params, _, data = spins3()
+    for fit, owner in ((exact.fit, "fit"), (ugm.fit_pseudo_likelihood,
+                                            "fit_pseudo_likelihood")):
+        for tol in (float("nan"), -1.0, "small"):
+            with pytest.raises(ValueError, match=f"^{owner}: tol must be a number >= 0"):
+                fit(m, data, params=params, num_steps=3, tol=tol)
+
+
 def test_bad_data_is_rejected(rbm):
     m, params = rbm
     with pytest.raises(ValueError, match="outside the domain"):

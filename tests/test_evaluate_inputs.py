@@ -1,5 +1,7 @@
 """Evaluation of CRFs with per-example inputs (``inputs=``, as in learning): exact
-log-probabilities, pseudo-likelihood and AIS against a brute-force sum per example."""
+log-probabilities, pseudo-likelihood and AIS against a brute-force sum per example, and
+the fits (exact conditional maximum likelihood, conditional pseudo-likelihood) against a
+brute-force optimum."""
 
 import itertools
 
@@ -7,7 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import adjacency_crf_data, crf_data
+from helpers import adjacency_crf, adjacency_crf_data, crf_data
+from scipy.optimize import minimize_scalar
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import ais, exact
@@ -92,3 +95,88 @@ def test_evaluation_checks_its_inputs():
     with pytest.raises(ValueError, match=r"input 'node_features' holds non-finite values"):
         ais.log_likelihood(m, PARAMS, data, jax.random.PRNGKey(0), 4, 5, inputs={
             **inputs, "node_features": inputs["node_features"].at[0].set(jnp.nan)})
+
+
+def conditional_objectives(inputs, data):
+    """The mean conditional log-likelihood and pseudo-log-likelihood of ``adjacency_crf``
+    as functions of J, by brute force (float64): f = J Σ_{i<j} a_ij x_i x_j, so each
+    example's log Z sums over its 32 configurations, and p(x_i | x_−i) is the logistic
+    function of 2 x_i J (a x)_i."""
+    configs = np.array(list(itertools.product([-1.0, 1.0], repeat=5)))  # (32, 5)
+    upper = np.triu(np.asarray(inputs["adjacency"], np.float64), 1)  # (N, 5, 5)
+    x = np.asarray(data["x"], np.float64)  # (N, 5)
+    stat_all = np.einsum("si,nij,sj->ns", configs, upper, configs)  # (N, 32)
+    stat_data = np.einsum("ni,nij,nj->n", x, upper, x)
+    field = np.einsum("nij,nj->ni", upper + np.swapaxes(upper, 1, 2), x)  # (A x)_i
+
+    def log_likelihood(J):
+        return np.mean(J * stat_data - np.logaddexp.reduce(J * stat_all, axis=1))
+
+    def pseudo(J):
+        return np.mean(np.sum(-np.logaddexp(0.0, -2.0 * J * x * field), axis=1))
+
+    return log_likelihood, pseudo
+
+
+def best(objective):
+    return minimize_scalar(lambda J: -objective(J), bounds=(-5.0, 5.0), method="bounded",
+                           options={"xatol": 1e-9}).x
+
+
+def test_fits_take_each_examples_inputs():
+    """``exact.fit`` and ``fit_pseudo_likelihood`` take a CRF's inputs as evaluation does
+    (they used to hand ``inputs=`` to the model function: ``TypeError``) and maximize the
+    conditional likelihood and pseudo-likelihood over the examples, each under its own
+    graph; a model function is traced with the first example's inputs."""
+    m, inputs, data = adjacency_crf_data()
+    log_likelihood, pseudo = conditional_objectives(inputs, data)
+    start = {"J": jnp.asarray(0.1, jnp.float32)}
+    for model, args in ((adjacency_crf, ()), (m, ())):
+        ml = exact.fit(model, data, *args, params=start, num_steps=100, inputs=inputs)
+        assert ml.converged
+        np.testing.assert_allclose(ml.params["J"], best(log_likelihood), atol=1e-3)
+        np.testing.assert_allclose(ml.log_likelihood, log_likelihood(best(log_likelihood)),
+                                   rtol=1e-5)
+        mple = ugm.fit_pseudo_likelihood(model, data, params=start, num_steps=100,
+                                         inputs=inputs)
+        assert mple.converged
+        np.testing.assert_allclose(mple.params["J"], best(pseudo), atol=1e-3)
+        np.testing.assert_allclose(mple.pseudo_log_likelihood, pseudo(best(pseudo)),
+                                   rtol=1e-5)
+    # the inputs matter: the two optima differ from the fits of the traced graph alone
+    alone = exact.fit(m, data, params=start, num_steps=100)
+    assert abs(float(alone.params["J"]) - best(log_likelihood)) > 0.05
+    with pytest.raises(TypeError, match=r"inputs \['colour'\] are not keyword arguments"):
+        exact.fit(m, data, params=start, inputs={"colour": inputs["adjacency"]})
+
+
+def test_crf_evaluation_compiles_once_per_power_of_two_of_examples():
+    """Exact log-probabilities of 3 and then 4 examples under their inputs share one
+    compiled program (the examples are padded to a power of two, the padding skipped),
+    and agree with brute force. The model is traced on the host at every call too (the
+    check that its blocks hold for every example draws probe parameters): a new number
+    of examples must trace it no more than a repeated call does."""
+    calls = []
+
+    def counted_crf(**inputs):
+        calls.append(1)  # runs only when the model is traced
+        return ugm.models.grid_crf(**inputs)
+
+    _, inputs, data = crf_data()
+    m = ugm.UGM(counted_crf, **{k: v[0] for k, v in inputs.items()})
+    log_probs, _ = brute_force(m, PARAMS, inputs, data, (3, 3))
+
+    def traces(evaluate, n):
+        before = len(calls)
+        got = evaluate(m, PARAMS, {"x": data["x"][:n]},
+                       inputs=jax.tree.map(lambda a: a[:n], inputs))
+        return len(calls) - before, got
+
+    for evaluate, want in ((exact.log_prob, lambda n: log_probs[:n]),
+                           (exact.log_likelihood, lambda n: log_probs[:n].mean())):
+        traces(evaluate, 3)
+        repeated, got = traces(evaluate, 3)
+        np.testing.assert_allclose(got, want(3), rtol=1e-5, atol=1e-5)
+        longer, got = traces(evaluate, 4)
+        np.testing.assert_allclose(got, want(4), rtol=1e-5, atol=1e-5)
+        assert longer == repeated, (evaluate.__name__, longer, repeated)

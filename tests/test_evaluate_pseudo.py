@@ -52,3 +52,28 @@ def test_pseudo_log_likelihood_of_rbm_sums_out_hidden_units():
     want = brute_pll(lambda y: exact.log_prob(m, params, {"v": y.astype(np.int8)}),
                      rows.astype(float), [0.0, 1.0])
     assert abs(got - want) < 1e-3 * max(1.0, abs(want)), (got, want)
+
+
+def test_pseudo_log_likelihood_compiles_once_per_power_of_two_of_examples():
+    """Data of 5 to 8 examples share one compiled program (the example axis is padded to
+    a power of two, the padding masked out of the mean), and the values are those of the
+    examples given."""
+    calls = []
+
+    def counted_vbm(n):
+        calls.append(1)  # runs only when the model is traced
+        return ugm.models.vbm(n)
+
+    m = ugm.UGM(counted_vbm, 5)
+    rng = np.random.default_rng(6)
+    params = {"W": jnp.asarray(rng.standard_normal((5, 5)), jnp.float32),
+              "b": jnp.asarray(rng.standard_normal(5), jnp.float32)}
+    data = rng.choice([-1, 1], size=(8, 5)).astype(np.int8)
+    f = jax.vmap(lambda y: m.log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))
+    want = {n: brute_pll(f, data[:n].astype(float), [-1.0, 1.0]) for n in (5, 6, 7, 8)}
+    ugm.pseudo_log_likelihood(m, params, {"x": data[:5]})
+    traced = len(calls)
+    got = {n: float(ugm.pseudo_log_likelihood(m, params, {"x": data[:n]})) for n in want}
+    assert len(calls) == traced
+    for n in want:
+        assert abs(got[n] - want[n]) < 1e-4 * max(1.0, abs(want[n])), (n, got, want)

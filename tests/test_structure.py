@@ -1,6 +1,7 @@
-"""The structure found from the model itself (structure.py): interaction graph, coloring
+"""The structure found from the model itself (structure/): interaction graph, coloring
 into blocks, multilinearity, ``independent()``, and the error for a potential that is not
-finite. (Models that cannot be traced at all: test_model.py.)"""
+finite. (Models that cannot be traced at all: test_model.py; the structure of a CRF's
+every example: test_structure_cover.py.)"""
 
 import warnings
 
@@ -9,8 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-
-from helpers import adjacency
 
 import numpyro_ugm as ugm
 from numpyro_ugm.structure import greedy_coloring
@@ -195,29 +194,6 @@ def test_non_multilinear_detected_and_graph_found_by_flips():
     assert len(m.blocks) == 3  # the triangle 0-1-2
     for a, b in edge_set(st):
         assert st.colors[a] != st.colors[b]
-
-
-def abs_adjacency_crf(adjacency):
-    """Spins coupled along an input adjacency matrix through |.| (not multilinear)."""
-    J = numpyro.param("J", 1.0)
-    x = numpyro.sample("x", ugm.Spin(5))
-    numpyro.factor("pairs", J * jnp.sum(jnp.triu(adjacency, 1)
-                                        * jnp.abs(x[:, None] + x[None, :] + 0.5)))
-
-
-def test_blocks_cover_every_example_of_a_non_multilinear_crf():
-    """``for_inputs`` joins the graphs of all examples (by exact conditionals when the
-    potential is not multilinear); a concrete ``bind`` checks its one example."""
-    sparse, dense = adjacency((0, 1), (1, 2)), adjacency((0, 1), (3, 4))
-    m = ugm.UGM(abs_adjacency_crf, adjacency=sparse)
-    assert not m.structure.multilinear and edge_set(m.structure) == {(0, 1), (1, 2)}
-    covered = m.for_inputs({"adjacency": np.stack([sparse, dense, sparse])})
-    assert edge_set(covered.structure) == {(0, 1), (1, 2), (3, 4)}
-    for a, b in edge_set(covered.structure):
-        assert covered.structure.colors[a] != covered.structure.colors[b]
-    assert m.for_inputs({"adjacency": sparse[None]}) is m  # nothing to add
-    assert m.bind(adjacency=dense).structure.colors[3] != \
-        m.bind(adjacency=dense).structure.colors[4]
 
 
 def test_non_multilinear_too_large_falls_back_to_single_sites():

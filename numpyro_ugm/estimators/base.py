@@ -114,20 +114,6 @@ def resample_where(low: jax.Array, rng_key: jax.Array, position: dict,
     return position, jnp.where(low, uniform, log_weights)
 
 
-def shard_particles(tree: Any) -> Any:
-    """Split the leading (particle) axis over the first axis of the mesh set by the
-    learner (``MLE(..., mesh=...)``); a no-op without one."""
-    mesh = jax.sharding.get_abstract_mesh()
-    if mesh.empty:
-        return tree
-    axis = mesh.axis_names[0]
-    count = mesh.shape[axis]
-    spec = jax.sharding.PartitionSpec(axis)
-    return jax.tree.map(
-        lambda a: jax.lax.with_sharding_constraint(a, spec)
-        if jnp.ndim(a) and a.shape[0] % count == 0 else a, tree)
-
-
 def distinct_log_sum(target, params: dict, position: dict) -> jax.Array:
     """log Σ_x exp F(x; θ) over the distinct configurations x among the rows of
     ``position`` (the rows' free energies, latent sites summed out): a lower bound on

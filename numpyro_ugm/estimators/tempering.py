@@ -20,7 +20,8 @@ from blackjax.smc.ess import ess_solver
 
 from ..conditionals import constant_log_density, linear_combination
 from ..kernels.base import Kernel, KernelSpec
-from .base import Estimator, shard_particles
+from ..sharding import shard_particles
+from .base import Estimator
 
 
 class TemperResult(NamedTuple):

@@ -1,11 +1,13 @@
 """Exact evaluation, fitting and sampling of small models by enumeration.
 
 This is ``ugm.exact``. The sums themselves — :func:`log_partition`, :func:`log_likelihood`,
-:func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`num_enumerated` — are the
-enumeration engine of :mod:`numpyro_ugm.evaluate.enumeration` (chunked enumeration with
-closed-form sum-out of an independent set of variables), re-exported here. This module
-adds what is built on them: :func:`fit` (exact maximum likelihood or MAP) and
-:func:`sample` (exact independent draws), which check their parameters on the host.
+:func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`num_enumerated` — are
+those of :mod:`numpyro_ugm.evaluate.enumeration` (chunked enumeration with closed-form
+sum-out of an independent set of variables, :mod:`~numpyro_ugm.evaluate.engine`),
+re-exported here. This module adds what is built on them: :func:`fit` (exact maximum
+likelihood or MAP, conditional for a CRF's ``inputs=``) and :func:`sample` (exact
+independent draws), which check their parameters on the host. Like the sums, they take a
+model at their entry point and run on its :class:`~numpyro_ugm.target.Target`.
 """
 
 from collections.abc import Callable
@@ -17,19 +19,19 @@ import numpy as np
 import optax
 
 from .._checks import as_key, check_count
-from ..kernels.base import draw_block
 from ..compile_cache import cached
 from ..diagnose import check_finite
+from ..kernels.base import draw_block
 from ..model import UGM
-from ..validation import to_data
 from ..runloop import minimize
-from .fitting import prepare_fit
-from .enumeration import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, _check_size,
-                          _chunk_states, _chunks, _fill, _float_dtype, _index_dtype,
-                          _config_log_weight, _log_partition, _log_prob_observed,
-                          _make_plan,
-                          expectation, log_likelihood, log_partition, log_prob, marginals,
+from ..target import Target
+from ..validation import to_data
+from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
+                     chunks, config_log_weight, fill, float_dtype, index_dtype,
+                     log_prob_observed, log_prob_per_input, log_z, make_plan)
+from .enumeration import (expectation, log_likelihood, log_partition, log_prob, marginals,
                           num_enumerated)
+from .prepare import FitProblem, prepare_fit
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals", "fit",
            "FitResult", "num_enumerated", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
@@ -75,11 +77,12 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
         num_steps: int = 500, optimizer: optax.GradientTransformation | None = None,
         rng_key: jax.Array | None = None, tol: float = 1e-6,
         chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = False,
-        **model_kwargs: Any) -> FitResult:
+        inputs: dict | None = None, **model_kwargs: Any) -> FitResult:
     """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
 
-    Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters,
-    with exact log Z and exact latent sums (so exact gradients); a reference for the
+    Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters
+    (for a CRF, the conditional ``mean_n log p(x_n; θ, inputs_n)``, each example with its
+    own log Z), with exact log Z and exact latent sums (so exact gradients); a reference for the
     stochastic estimators on small models. For a prior on a constrained parameter (e.g.
     ``LogNormal``, θ > 0) this is the mode of the posterior density of θ itself: the
     optimizer runs in the unconstrained space but no log-Jacobian of that map is added
@@ -119,6 +122,10 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
         Configurations evaluated together.
     progress_bar : bool
         Show a tqdm bar (the steps then run in chunks; results are identical).
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs (model keyword arguments with a leading example axis,
+        as in learning and evaluation): exact conditional maximum likelihood. A model
+        function is traced with the first example's inputs.
     **model_kwargs
         Keyword arguments of ``model``.
 
@@ -126,28 +133,45 @@ def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None
     -------
     FitResult
     """
-    m, mo, x, _, params, num_steps = prepare_fit(
-        "fit", model, data, model_args, model_kwargs, params, num_steps, rng_key)
-    _check_size(_make_plan(m, tuple(m.state_sites)), chunk_size, "fit")
+    problem = prepare_fit("fit", model, data, model_args, model_kwargs, params, num_steps,
+                          rng_key, inputs, tol)
+    target, space = problem.target, problem.param_space
+    check_size(make_plan(target, tuple(target.state_sites)), chunk_size, "fit")
     if optimizer is not None and not (hasattr(optimizer, "init")
                                       and hasattr(optimizer, "update")):
         raise TypeError("fit: optimizer must be an optax GradientTransformation")
-
-    def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
-        p = m.param_space.to_constrained(u)
-        ll = jnp.mean(_log_prob_observed(mo, p, xs, chunk_size)) \
-            - _log_partition(m, p, chunk_size)
-        return -(ll + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
-
-    key = ("exact.fit", tuple(x), chunk_size, optimizer)
-    out = minimize(loss, m.param_space.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
-                   progress_bar=progress_bar, desc="exact fit",
-                   cached=lambda build: cached(m.cache_key, key, build))
+    loss = _exact_objective(problem, chunk_size)
+    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
+    # one program per data length, kept in the bounded compile cache (no padding: the
+    # padded examples would be computed at every step)
+    key = ("exact.fit", tuple(problem.data), chunk_size, optimizer, problem.num_examples,
+           None if problem.inputs is None else tuple(sorted(problem.inputs)))
+    out = minimize(loss, space.to_unconstrained(problem.params), optimizer,
+                   problem.num_steps, *args, tol=tol, progress_bar=progress_bar,
+                   desc="exact fit", cached=lambda build: cached(target.cache_key, key, build))
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
-    return FitResult(params=m.param_space.to_constrained(out.params), log_likelihood=out.aux,
+    return FitResult(params=space.to_constrained(out.params), log_likelihood=out.aux,
                      objective=-out.value, grad_norm=out.grad_norm,
                      num_steps=out.num_steps, converged=out.converged, trace=trace)
+
+
+def _exact_objective(problem: FitProblem, chunk_size: int) -> Callable:
+    """``loss(u, data[, inputs]) -> (−objective, mean log-likelihood)`` of :func:`fit` in
+    the unconstrained parameters u; the data (and inputs) are arguments of the compiled
+    steps, not constants in them."""
+    target, space, log_prior = problem.target, problem.param_space, problem.log_prior
+
+    def loss(u, xs, us=None):
+        p = space.to_constrained(u)
+        if us is None:
+            ll = jnp.mean(log_prob_observed(target, p, xs, chunk_size)) \
+                - log_z(target, p, chunk_size)
+        else:
+            ll = jnp.mean(log_prob_per_input(target, p, xs, us, chunk_size)[0])
+        return -(ll + log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
+
+    return loss
 
 
 # --- exact sampling -----------------------------------------------------------------------
@@ -188,11 +212,12 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
     m.param_space.check(params)
-    run, configuration = _cached_sampler("exact.sample", m, num_samples, chunk_size)
+    target = m.target()
+    run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
-        check_finite(m.target(), "exact.sample", params, np.zeros(1, bool), configuration(bad[None]),
-                       lambda i: f"configuration {int(bad)}")
+        check_finite(target, "exact.sample", params, np.zeros(1, bool),
+                     configuration(bad[None]), lambda i: f"configuration {int(bad)}")
     if bool(impossible):
         raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
                                  "under the given params (Z = 0): there is nothing to draw")
@@ -211,43 +236,45 @@ def sampler(m: UGM, num_samples: int, *,
     ValueError
         If the model is too large to enumerate.
     """
-    run = _cached_sampler("exact.sampler", m,
+    run = _cached_sampler("exact.sampler", m.target(),
                           check_count("exact.sampler", "num_samples", num_samples),
                           chunk_size)[0]
     return lambda params, rng_key: run(params, rng_key)[0]
 
 
-def _cached_sampler(owner, m, num_samples, chunk_size):
-    """The compiled sampler of ``m`` for ``num_samples`` draws, built once per model."""
-    plan = _make_plan(m, tuple(m.state_sites))
+def _cached_sampler(owner: str, target: Target, num_samples: int, chunk_size: int):
+    """The compiled sampler of ``target`` for ``num_samples`` draws, built once per target
+    and kept in the bounded compile cache (a program per sample count)."""
+    plan = make_plan(target, tuple(target.state_sites))
     chunk_size = check_count(owner, "chunk_size", chunk_size)
     if plan.num_configurations > chunk_size:  # Gumbel-max scores samples × chunk at once
         chunk_size = max(1, min(chunk_size, 2 ** 24 // num_samples))
-    _check_size(plan, chunk_size, "sample")
-    key = ("exact.sample", num_samples, chunk_size, _index_dtype())
-    return cached(m.cache_key, key, lambda: _sampler(m, plan, num_samples, chunk_size))
+    check_size(plan, chunk_size, "sample")
+    key = ("exact.sample", num_samples, chunk_size, index_dtype())
+    return cached(target.cache_key, key,
+                  lambda: _sampler(target, plan, num_samples, chunk_size))
 
 
-def _sampler(m, plan, num_samples, chunk_size):
+def _sampler(target, plan, num_samples, chunk_size):
     """The compiled draw of :func:`sample` (``run(params, key)``: inverse CDF over a
     single chunk, Gumbel-max over several) and the map from configuration indices to
     states (summed variables at their reference values), built once per model, sample
     count and chunk."""
-    domains, base = m.state_sites, m.target().reference_state()
-    chunk, num_chunks = _chunks(plan, chunk_size)
-    itype = _index_dtype()
+    domains, base = target.state_sites, target.reference_state()
+    chunk, num_chunks = chunks(plan, chunk_size)
+    itype = index_dtype()
 
     def configuration(index):
         """States of the configurations ``index`` (flattened); with every variable
         summed out there is one configuration, of no labels."""
         labels = (jnp.reshape(index, (-1, 1)) // jnp.asarray(plan.strides, itype)
                   ) % jnp.asarray(plan.radices, itype)
-        return jax.vmap(lambda row: _fill(plan, domains, base, row))(labels)
+        return jax.vmap(lambda row: fill(plan, domains, base, row))(labels)
 
     def chunk_weights(log_weight, c):
         """Log-weights of chunk ``c``'s configurations (−inf for padding) and the index
         of the first whose weight is NaN or +inf (−1: none; −inf is probability zero)."""
-        states, valid = _chunk_states(plan, domains, base, c, chunk)
+        states, valid = chunk_states(plan, domains, base, c, chunk)
         weights = jnp.where(valid, log_weight(states), -jnp.inf)
         wrong = jnp.isnan(weights) | (weights == jnp.inf)
         return weights, jnp.where(jnp.any(wrong), c.astype(itype) * chunk + jnp.argmax(wrong),
@@ -257,14 +284,14 @@ def _sampler(m, plan, num_samples, chunk_size):
         """The summed-out variables from their conditionals given ``draws``."""
         if not plan.summed:
             return draws
-        f = m.logdensity_fn(params)
+        f = target.logdensity_fn(params)
         keys = jax.random.split(jax.random.fold_in(key, num_chunks), num_samples)
         return jax.vmap(lambda k, x: draw_block(k, f, x, domains, plan.summed))(keys, draws)
 
     @jax.jit
     def run_one_chunk(params, key):
         """Everything in one chunk: inverse CDF, O(configurations + samples)."""
-        weights, bad = chunk_weights(jax.vmap(_config_log_weight(m, params, plan)),
+        weights, bad = chunk_weights(jax.vmap(config_log_weight(target, params, plan)),
                                      jnp.zeros((), itype))
         cdf = jnp.cumsum(jnp.exp(weights - jnp.max(weights)))
         u = jax.random.uniform(key, (num_samples,), cdf.dtype) * cdf[-1]
@@ -274,7 +301,7 @@ def _sampler(m, plan, num_samples, chunk_size):
 
     @jax.jit
     def run(params, key):
-        log_weight = jax.vmap(_config_log_weight(m, params, plan))
+        log_weight = jax.vmap(config_log_weight(target, params, plan))
 
         def one_chunk(carry, c):
             best, best_index, bad = carry
@@ -288,7 +315,7 @@ def _sampler(m, plan, num_samples, chunk_size):
             return (jnp.where(better, top, best),
                     jnp.where(better, c.astype(itype) * chunk + i, best_index), bad), None
 
-        init = (jnp.full(num_samples, -jnp.inf, _float_dtype()),
+        init = (jnp.full(num_samples, -jnp.inf, float_dtype()),
                 jnp.zeros(num_samples, itype), -jnp.ones((), itype))
         (best, index, bad), _ = jax.lax.scan(one_chunk, init,
                                              jnp.arange(num_chunks, dtype=itype))

@@ -2,7 +2,6 @@
 its maximization (:func:`fit_pseudo_likelihood`: MPLE, e.g. to initialize MCMC maximum
 likelihood)."""
 
-import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -10,32 +9,33 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .._checks import check_inputs
-from ..model import UGM
-from ..conditionals import block_logits, exact_conditional_logits
-from ..runloop import minimize
-from .fitting import prepare_fit
-from ..validation import validate_data
 from ..compile_cache import cached
+from ..conditionals import block_logits, exact_conditional_logits
+from ..model import UGM
+from ..runloop import minimize
+from ..target import Target
+from .padding import mean_of_first, pad_examples, padded_length
+from .prepare import observed_target, prepare_fit
 
 __all__ = ["pseudo_log_likelihood", "fit_pseudo_likelihood", "PseudoFitResult"]
 
 
-def _pseudo_log_likelihood(m, params, x, inputs=None):
-    """Mean pseudo-log-likelihood of the model-representation data ``x`` (traceable in
-    the parameters and the data; ``m`` observes the sites of ``x``), each example with
-    its own ``inputs`` (a CRF's, leading example axis) when given."""
-    domains = {s: m.state_sites[s] for s in x}
+def _pseudo_log_likelihoods(target: Target, params: dict, x: dict,
+                            inputs: dict | None = None) -> jax.Array:
+    """Per example Σ_i log p(x_i | x_−i; θ) of the model-representation data ``x``
+    (traceable in the parameters and the data; ``target`` observes the sites of ``x``),
+    each example with its own ``inputs`` (a CRF's, leading example axis) when given."""
+    domains = {s: target.state_sites[s] for s in x}
     block = {s: None for s in x}
-    multilinear = m.structure.multilinear
+    multilinear = target.structure.multilinear
 
     def one(example, example_inputs):
-        mb = m.bind(**example_inputs) if example_inputs else m
-        if m.latent_sites:
+        bound = target.bind(**example_inputs) if example_inputs else target
+        if target.latent_sites:
             logits = exact_conditional_logits(
-                lambda y: mb.target().free_energy(params, y), example, domains, block)
+                lambda y: bound.free_energy(params, y), example, domains, block)
         else:
-            logits = block_logits(mb.logdensity_fn(params), example, domains, block,
+            logits = block_logits(bound.logdensity_fn(params), example, domains, block,
                                   multilinear)
         total = 0.0
         for s, d in domains.items():
@@ -44,7 +44,7 @@ def _pseudo_log_likelihood(m, params, x, inputs=None):
             total = total + jnp.sum(jnp.take_along_axis(log_probs, labels[:, None], -1))
         return total
 
-    return jnp.mean(jax.vmap(one)(x, {} if inputs is None else inputs))
+    return jax.vmap(one)(x, {} if inputs is None else inputs)
 
 
 def pseudo_log_likelihood(m: UGM, params: dict, data: dict, *,
@@ -66,19 +66,22 @@ def pseudo_log_likelihood(m: UGM, params: dict, data: dict, *,
     inputs : dict of str -> array, optional
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning): each example's conditionals given its own inputs.
+
+    Returns
+    -------
+    scalar
+        Data of any number of examples up to a power of two share one compiled program
+        (the example axis is padded, the padding masked out).
     """
-    m = m.observe(tuple(data))
-    x = validate_data(m.state_sites, data)
-    m.param_space.check(params)
-    if inputs is None:
-        fn = cached(m.cache_key, ("pseudo_log_likelihood", m.observed_sites),
-                      lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
-        return fn(params, x)
-    inputs, _ = check_inputs(inputs, m.kwargs, int(jax.tree.leaves(x)[0].shape[0]))
-    m = m.for_inputs(inputs)
-    fn = cached(m.cache_key, ("pseudo_log_likelihood", m.observed_sites, tuple(sorted(inputs))),
-                  lambda: jax.jit(functools.partial(_pseudo_log_likelihood, m)))
-    return fn(params, x, inputs)
+    target, x, inputs, num = observed_target(m, params, data, inputs)
+    length = padded_length(num)
+    names = None if inputs is None else tuple(sorted(inputs))
+    fn = cached(target.cache_key, ("pseudo_log_likelihood", target.observed_sites, names),
+                lambda: jax.jit(lambda p, xs, us, n: mean_of_first(
+                    _pseudo_log_likelihoods(target, p, xs, us), n)))
+    return fn(params, pad_examples(x, length),
+              None if inputs is None else pad_examples(inputs, length),
+              jnp.asarray(num, jnp.int32))
 
 
 class PseudoFitResult(NamedTuple):
@@ -112,7 +115,7 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
                           params: dict | None = None, num_steps: int = 200,
                           optimizer: optax.GradientTransformation | None = None,
                           rng_key: jax.Array | None = None, tol: float = 1e-6,
-                          progress_bar: bool = False,
+                          progress_bar: bool = False, inputs: dict | None = None,
                           **model_kwargs: Any) -> PseudoFitResult:
     """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
     when parameter sites have priors).
@@ -124,7 +127,8 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     maximum likelihood, and a common initialization for the stochastic learners
     (``MLE.run(..., init_params=...)``). For an exponential family without latent sites the
     objective is concave (a logistic / multinomial regression on each variable's change
-    statistics).
+    statistics). For a CRF (``inputs=``) it maximizes the conditional pseudo-likelihood:
+    each example's conditionals given its own inputs.
 
     Parameters
     ----------
@@ -145,25 +149,35 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
         Stop when the gradient norm of the objective falls to ``tol``.
     progress_bar : bool
         Show a tqdm bar (the steps then run in chunks; results are identical).
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs (model keyword arguments with a leading example axis,
+        as in learning and evaluation). A model function is traced with the first
+        example's inputs.
+    **model_kwargs
+        Keyword arguments of ``model``.
 
     Returns
     -------
     PseudoFitResult
     """
-    m, mo, x, _, params, num_steps = prepare_fit(
-        "fit_pseudo_likelihood", model, data, model_args, model_kwargs, params, num_steps,
-        rng_key)
+    problem = prepare_fit("fit_pseudo_likelihood", model, data, model_args, model_kwargs,
+                          params, num_steps, rng_key, inputs, tol)
+    target, space, log_prior = problem.target, problem.param_space, problem.log_prior
 
-    def loss(u, xs):  # the data is an argument of the compiled steps, not a constant
-        p = m.param_space.to_constrained(u)
-        value = _pseudo_log_likelihood(mo, p, xs)
-        return -(value + m.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), value
+    def loss(u, xs, us=None):  # the data is an argument of the compiled steps
+        p = space.to_constrained(u)
+        value = jnp.mean(_pseudo_log_likelihoods(target, p, xs, us))
+        return -(value + log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), value
 
-    key = ("fit_pseudo_likelihood", tuple(x), optimizer)
-    out = minimize(loss, m.param_space.to_unconstrained(params), optimizer, num_steps, x, tol=tol,
-                   progress_bar=progress_bar, desc="pseudo-likelihood fit",
-                   cached=lambda build: cached(m.cache_key, key, build))
-    return PseudoFitResult(params=m.param_space.to_constrained(out.params),
+    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
+    # one program per data length in the bounded compile cache (as exact.fit)
+    key = ("fit_pseudo_likelihood", tuple(problem.data), optimizer, problem.num_examples,
+           None if problem.inputs is None else tuple(sorted(problem.inputs)))
+    out = minimize(loss, space.to_unconstrained(problem.params), optimizer,
+                   problem.num_steps, *args, tol=tol, progress_bar=progress_bar,
+                   desc="pseudo-likelihood fit",
+                   cached=lambda build: cached(target.cache_key, key, build))
+    return PseudoFitResult(params=space.to_constrained(out.params),
                            pseudo_log_likelihood=out.aux, objective=-out.value,
                            grad_norm=out.grad_norm, num_steps=out.num_steps,
                            converged=out.converged)

@@ -108,11 +108,10 @@ class MLE:
         minimizes the negative of the core's objective.
     mesh : jax.sharding.Mesh, optional
         Scale out over devices: particles (and the examples of the data and of CRF
-        inputs) are split over the mesh's first axis, parameters replicated; the jitted
-        steps are partitioned by XLA and give the numbers of a one-device run (up to
-        the order of floating-point sums). Multi-host: call
-        ``jax.distributed.initialize()`` on every host first and build the mesh over
-        ``jax.devices()``.
+        inputs) are split over the mesh's first axis, parameters replicated; XLA
+        partitions the jitted steps, which give the numbers of a one-device run (up to
+        the order of floating-point sums). Multi-host: ``jax.distributed.initialize()``
+        on every host first, and the mesh over ``jax.devices()``.
     core_class : type
         The :class:`~numpyro_ugm.learn.core.LearnerCore` (sub)class built, called as
         ``core_class(m, estimator, optimizer, num_examples)``: a subclass changes the
@@ -130,13 +129,12 @@ class MLE:
         _check_parts(estimator, optimizer, core_class)
         self._placement = Placement(mesh)
         self.model, self.estimator, self.optimizer = model, estimator, optimizer
-        self.mesh, self.core_class = self._placement.mesh, core_class
+        self.mesh, self.core_class = self._placement.mesh, core_class  # a checked mesh
         self._setup = self.last_state = None  # a Setup after init or run
         self._history = History()
 
     def _set_up(self, data, model_args, model_kwargs, inputs, batch_size):
-        """Set up for ``data`` (see :func:`~numpyro_ugm.learn.setup.set_up`)."""
-        previous, self._setup = self._setup, None  # none if tracing fails
+        previous, self._setup = self._setup, None  # none if tracing fails (setup.set_up)
         self._setup = set_up(previous, self.model, self.estimator, self.optimizer,
                              self.core_class, self._placement, data, model_args,
                              model_kwargs, inputs, batch_size)
@@ -246,14 +244,13 @@ class MLE:
 
     def restore(self, path, data, *model_args, inputs=None, batch_size=None,
                 **model_kwargs):
-        """The :class:`LearnState` saved in a checkpoint (see ``run(checkpoint_dir=...)``),
-        for the same model, data and settings, and the diagnostics recorded up to it:
-        entry ``i`` is update ``i`` (NaN for updates the saving learner did not record,
-        e.g. before an ``init_state`` from elsewhere, or thinned away); after a failed
-        step it includes that step. Continue with ``run(..., init_state=state)``: the
-        result is bit-identical to a run never interrupted, and its checkpoints hold
-        the restored diagnostics too. A checkpoint written when a step failed holds the
-        last good state, ready to retry (e.g. with another learning rate)."""
+        """``(state, diagnostics)`` saved in a checkpoint (``run(checkpoint_dir=...)``) for
+        the same model, data and settings: diagnostics entry ``i`` is update ``i`` (NaN
+        where the saving learner did not record, e.g. before an ``init_state`` from
+        elsewhere, or thinned away), the failing step included. Continue with
+        ``run(..., init_state=state)``: bit-identical to a run never interrupted, its
+        checkpoints holding the restored diagnostics too. After a failed step the state
+        is the last good one, ready to retry (e.g. with another learning rate)."""
         template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
                              batch_size=batch_size, **model_kwargs)
         state, diagnostics = checkpoint.load(path, template)
@@ -294,10 +291,16 @@ class MLE:
             entries join the diagnostics (e.g. the parameters, ``core.get_params(state)``).
             Pass the same function to reuse the compiled steps.
 
+        Returns
+        -------
+        RunResult
+
         Raises
         ------
         NonFiniteError
             When a step produces non-finite values; it carries the last good state.
+        Interrupted
+            On Ctrl-C (a ``KeyboardInterrupt``), the last completed chunk kept.
         """
         num_steps = check_count("MLE.run", "num_steps", num_steps, minimum=0)
         thinning = check_count("MLE.run", "thinning", thinning)

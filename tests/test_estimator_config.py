@@ -17,7 +17,8 @@ import numpyro_ugm as ugm
 from numpyro_ugm.validation import validate_data
 from numpyro_ugm.estimators import (CDInfo, MCMCMLEInfo, PCDInfo, PFInfo, PSMCInfo,
                                     SMCInfo)
-from numpyro_ugm.estimators.base import normalize, reweight
+from numpyro_ugm.estimators.base import normalize
+from numpyro_ugm.estimators.reweighting import reweight
 from numpyro_ugm.evaluate import exact
 
 GIBBS = ugm.kernels.gibbs()

@@ -420,7 +420,7 @@ def test_mcmcmle_carries_the_weights_into_a_round_whose_ess_is_high(resample_thr
                                np.asarray(particles.log_weights))
 
 
-# the check is the Estimator base's (_impossible_log_z), shared by both
+# the check is ReweightingEstimator.reweight_or_renew's, shared by both
 @pytest.mark.parametrize("name", ["PF", pytest.param("MCMCMLE", marks=pytest.mark.slow)])
 def test_an_impossible_running_log_z_reanneals_to_an_estimate_of_the_exact_one(name):
     """A running log Z 5 nats low (what particles that miss the model's mass report) is

@@ -182,7 +182,7 @@ def test_adaptive_interval_doubles_at_equilibrium_and_falls_back_when_left_behin
 
 
 def test_distinct_log_sum_is_log_z_over_all_configurations_and_counts_each_once():
-    from numpyro_ugm.estimators.base import distinct_log_sum
+    from numpyro_ugm.estimators.reweighting import distinct_log_sum
     from numpyro_ugm.evaluate import exact
 
     m, start, end = vbm8()

@@ -140,7 +140,8 @@ INFO_FIELDS = {
 def small_model():
     m = ugm.UGM(ugm.models.vbm, 4).observe(["x"])
     params = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
-    batch = validate_data(m.state_sites, {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
+    batch = validate_data(m.state_sites,
+                          {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
     return m, params, batch
 
 
@@ -150,7 +151,8 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     m, params, batch = small_model()
     estimator = make()
     # jitted: one compilation each instead of one per operation
-    state = jax.jit(lambda key: estimator.init(key, m.target(), params, batch))(jax.random.PRNGKey(1))
+    state = jax.jit(lambda key: estimator.init(key, m.target(), params, batch))(
+        jax.random.PRNGKey(1))
     state, particles, info = jax.jit(lambda key, state: estimator.update(
         key, state, m.target(), params, batch))(jax.random.PRNGKey(2), state)
     assert type(info) is info_type and info._fields == fields

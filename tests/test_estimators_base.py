@@ -377,7 +377,8 @@ def frozen_mcmcmle_round(estimator, down_offset, num_up=8):
     chain's weight. Returns the new state, the particles and the spins."""
     m = ugm.UGM(ugm.models.vbm, 8, fields=False)
     params = {"W": jnp.full((8, 8), 3.0)}
-    state = jax.jit(lambda key: estimator.init(key, m.target(), params, None))(jax.random.PRNGKey(0))
+    state = jax.jit(lambda key: estimator.init(key, m.target(), params, None))(
+        jax.random.PRNGKey(0))
     up = jnp.where(jnp.arange(16)[:, None] < num_up, 1, -1) * jnp.ones(8, jnp.int32)
     position = {"x": up.astype(state.position["x"].dtype)}
     energy = m.target().free_energies(params, position) + jnp.where(up[:, 0] < 0, down_offset, 0.0)

@@ -55,7 +55,8 @@ def pcd_n():
     """PCD-2 with 64 particles on vbm8: the estimator, its kernel and its jitted update."""
     m, _, _ = vbm8()
     pcd = ugm.PCD(64, num_mcmc_steps=2)
-    return pcd, pcd.build_kernel(m.target()), jax.jit(lambda k, s, p: pcd.update(k, s, m.target(), p, None))
+    update = jax.jit(lambda k, s, p: pcd.update(k, s, m.target(), p, None))
+    return pcd, pcd.build_kernel(m.target()), update
 
 
 def test_pf_with_unit_weights_is_pcd_n():

@@ -8,10 +8,10 @@ optax transformations: hashable, equal by value, validated once at construction)
 
 where ``target`` is the model's :class:`~numpyro_ugm.target.Target` (latent sites set),
 ``params`` the current parameters θ_t (constrained space), ``batch`` the current data
-batch in the model representation, and :class:`Particles` the weighted configurations whose weighted mean of
-∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is the estimator's own
-``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...), with only the fields
-that apply to it.
+batch in the model representation, and :class:`Particles` the weighted configurations
+whose weighted mean of ∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is
+the estimator's own ``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...),
+with only the fields that apply to it.
 
 Every estimator calls the number of kernel steps per move ``num_mcmc_steps`` (blackjax's
 name) and takes its ``kernel`` by keyword.
@@ -171,13 +171,19 @@ class Estimator:
         """An integer setting >= ``minimum`` (see :func:`~numpyro_ugm._checks.check_count`)."""
         self._set(name, check_count(self._owner(), name, getattr(self, name), minimum))
 
+    def _check_number(self, name: str, accepts, expected: str) -> None:
+        """A real setting that ``accepts(value)`` (NaN fails every comparison), stored as
+        a float; else a ``ValueError`` saying it must be ``expected``."""
+        value = float(getattr(self, name))
+        if not accepts(value):
+            raise ValueError(f"{self._owner()}: {name} must be {expected}, got "
+                             f"{getattr(self, name)}")
+        self._set(name, value)
+
     def _check_fraction(self, name: str, high_open: bool = True) -> None:
         """A fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""
-        value = float(getattr(self, name))
-        if not (0.0 < value < 1.0 or (not high_open and value == 1.0)):
-            interval = "(0, 1)" if high_open else "(0, 1]"
-            raise ValueError(f"{self._owner()}: {name} must be in {interval}, got {value}")
-        self._set(name, value)
+        self._check_number(name, lambda v: 0.0 < v < 1.0 or (not high_open and v == 1.0),
+                           "in (0, 1)" if high_open else "in (0, 1]")
 
     def _check_resampling(self) -> None:
         if self.resampling not in RESAMPLING:

@@ -121,18 +121,11 @@ class MCMCMLE(ReweightingEstimator):
         self._check_count("num_particles")
         self._check_count("num_mcmc_steps")
         self._check_count("reset_every")
-        if not 0.0 <= float(self.restart_threshold) < 1.0:
-            raise ValueError(f"MCMCMLE: restart_threshold must be in [0, 1), got "
-                             f"{self.restart_threshold}")
-        self._set("restart_threshold", float(self.restart_threshold))
-        if not float(self.gradient_tol) >= 0:
-            raise ValueError(f"MCMCMLE: gradient_tol must be >= 0, got {self.gradient_tol}")
-        self._set("gradient_tol", float(self.gradient_tol))
+        self._check_number("restart_threshold", lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+        self._check_number("gradient_tol", lambda v: v >= 0, ">= 0")
         if self.resample_threshold is not None:
-            if not 0.0 <= float(self.resample_threshold) <= 1.0:
-                raise ValueError(f"MCMCMLE: resample_threshold must be in [0, 1] or None, "
-                                 f"got {self.resample_threshold}")
-            self._set("resample_threshold", float(self.resample_threshold))
+            self._check_number("resample_threshold", lambda v: 0.0 <= v <= 1.0,
+                               "in [0, 1] or None")
         self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 

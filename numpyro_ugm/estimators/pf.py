@@ -151,8 +151,9 @@ class PF(ReweightingEstimator):
         Keyword only. Default: systematic-scan block Gibbs.
     rejuvenate_every : int or None
         Keyword only. Also move the particles (keeping their weights) after this many
-        updates without a move (default 1: every update; the paper's VBM study: every 100 epochs; None: on a
-        low ESS only). With ``adaptive``, the longest forced interval.
+        updates without a move (default 1: every update; the paper's VBM study: every
+        100 epochs; None: on a low ESS only). With ``adaptive``, the longest forced
+        interval.
     adaptive : bool
         Keyword only. Adapt the forced interval by the equilibrium check (when
         ``rejuvenate_every > 1``). False: a fixed interval.
@@ -177,23 +178,16 @@ class PF(ReweightingEstimator):
     check_log_z: bool = True
 
     def __post_init__(self):
+        positive = lambda v: v > 0  # noqa: E731
         self._check_count("num_particles")
-        if not float(self.resample_threshold) > 0:
-            raise ValueError(f"PF: resample_threshold must be > 0 (a fraction of "
-                             f"num_particles), got {self.resample_threshold}")
-        self._set("resample_threshold", float(self.resample_threshold))
+        self._check_number("resample_threshold", positive, "> 0 (a fraction of num_particles)")
         self._check_count("num_mcmc_steps")
-        if not float(self.temperature) > 0:
-            raise ValueError(f"PF: temperature must be > 0, got {self.temperature}")
-        self._set("temperature", float(self.temperature))
+        self._check_number("temperature", positive, "> 0")
         self._check_resampling()
         if self.rejuvenate_every is not None:
             self._check_count("rejuvenate_every")
         self._set("adaptive", bool(self.adaptive))
-        if not float(self.equilibrium_threshold) > 0:
-            raise ValueError(f"PF: equilibrium_threshold must be > 0, got "
-                             f"{self.equilibrium_threshold}")
-        self._set("equilibrium_threshold", float(self.equilibrium_threshold))
+        self._check_number("equilibrium_threshold", positive, "> 0")
         self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 

@@ -161,9 +161,9 @@ class MCMCMLE(ReweightingEstimator):
         # the paper's rounds: an unweighted sample at θ_0
         carried = None if self.resample_threshold is None else state.anchor_log_weights
         done = self.reweight_or_renew(
-            rng_key, self.build_kernel(target), target, params, batch, state.position,
-            state.anchor_free_energy, state.anchor_log_z, keep=keep, renew=new_round,
-            reanneal=new_round, also_renew=state.gradient < self.gradient_tol,
+            rng_key, target, params, batch, state.position, state.anchor_free_energy,
+            state.anchor_log_z, keep=keep, renew=new_round, reanneal=new_round,
+            also_renew=state.gradient < self.gradient_tol,
             threshold=self.restart_threshold, count=state.since_reset + 1,
             every=self.reset_every, log_z_var=state.anchor_log_z_var, log_weights=carried,
             segment_log_weights=carried)

@@ -220,10 +220,10 @@ class PF(ReweightingEstimator):
             return draw, z.astype(new.free_energy.dtype)
 
         done = self.reweight_or_renew(
-            rng_key, self.build_kernel(target), target, params, batch, state.position,
-            state.free_energy, state.log_z, keep=kept, renew=rejuvenated,
-            reanneal=lambda new, draw: (draw, nan(new)), threshold=self.resample_threshold,
-            count=since, every=None if self.rejuvenate_every is None else state.interval,
+            rng_key, target, params, batch, state.position, state.free_energy, state.log_z,
+            keep=kept, renew=rejuvenated, reanneal=lambda new, draw: (draw, nan(new)),
+            threshold=self.resample_threshold, count=since,
+            every=None if self.rejuvenate_every is None else state.interval,
             log_weights=state.log_weights, temperature=self.temperature,
             log_z_var=state.log_z_var, segment_log_weights=state.segment_log_weights)
         new, renewing, impossible = done.reweighted, done.renewed, done.reannealed

@@ -1,13 +1,13 @@
 """The reweighting estimators (PF, MCMC-MLE): particles drawn at reference parameters
 carry importance weights to the current ones, with a running estimate of log Z.
 
-Both run the same update (:func:`reweight_or_renew`): reweight the particles to θ_t
-(:func:`reweight`), check the running log Z against a lower bound that the training
-cases give (:func:`log_z_below_bound`), then keep the particles, renew them (the
-estimator's own step; both use :func:`resample_and_move`) or re-anneal (draw particles
-and log Z afresh). What differs is theirs: PF moves its reference to θ_t at every update
-and renews on a low ESS or a forced interval; MCMC-MLE keeps the reference θ_0 of its
-round and renews on a low ESS, a vanishing gradient or the round's length.
+Both run one update (:meth:`ReweightingEstimator.reweight_or_renew`): reweight the
+particles to θ_t (:func:`reweight`), check the running log Z against a lower bound that
+the training cases give (:func:`log_z_below_bound`), then keep the particles, renew them
+(:func:`resample_and_move`) or re-anneal (draw particles and log Z afresh). What is each
+estimator's own: when it renews and what keeping and renewing make of its state. PF's
+reference moves to θ_t at every update, and a forced move is checked for equilibrium;
+MCMC-MLE's stays at the θ_0 of its round, which a vanishing gradient also ends.
 """
 
 import math
@@ -235,7 +235,7 @@ class ReweightingEstimator(Estimator):
                     target.free_energies(params, result.position), result.log_z_increment,
                     result.log_z_var, result.acceptance)
 
-    def reweight_or_renew(self, rng_key: jax.Array, kernel: Kernel, target, params: dict,
+    def reweight_or_renew(self, rng_key: jax.Array, target, params: dict,
                           batch: Optional[dict], position: dict,
                           reference_free_energy: jax.Array, log_z: jax.Array, *,
                           keep: Callable, renew: Callable, reanneal: Callable,
@@ -247,7 +247,6 @@ class ReweightingEstimator(Estimator):
         Parameters
         ----------
         rng_key, target, params, batch : those of ``update``
-        kernel : the bound kernel
         position, reference_free_energy, log_z : the particles, their F(x; θ_ref) and the
             running log Z(θ_ref) (see :func:`reweight`)
         keep : callable ``(reweighted) -> outcome``
@@ -267,6 +266,7 @@ class ReweightingEstimator(Estimator):
         The three functions return outcomes of one structure and dtypes
         (``jax.lax.switch``).
         """
+        kernel = self.build_kernel(target)
         new = reweight(target, params, position, reference_free_energy, log_z, **reweighting)
         checks = self.check_log_z and batch is not None
         impossible = (log_z_below_bound(target, params, batch, position, new.log_z,

@@ -17,8 +17,6 @@ import numpyro_ugm as ugm
 from numpyro_ugm.validation import validate_data
 from numpyro_ugm.estimators import (CDInfo, MCMCMLEInfo, PCDInfo, PFInfo, PSMCInfo,
                                     SMCInfo)
-from numpyro_ugm.estimators.base import normalize, reweight
-from numpyro_ugm.evaluate import exact
 
 GIBBS = ugm.kernels.gibbs()
 
@@ -139,7 +137,8 @@ INFO_FIELDS = {
 def small_model():
     m = ugm.UGM(ugm.models.vbm, 4).observe(["x"])
     params = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
-    batch = validate_data(m.state_sites, {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
+    batch = validate_data(m.state_sites,
+                          {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
     return m, params, batch
 
 
@@ -149,7 +148,8 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     m, params, batch = small_model()
     estimator = make()
     # jitted: one compilation each instead of one per operation
-    state = jax.jit(lambda key: estimator.init(key, m.target(), params, batch))(jax.random.PRNGKey(1))
+    state = jax.jit(lambda key: estimator.init(key, m.target(), params, batch))(
+        jax.random.PRNGKey(1))
     state, particles, info = jax.jit(lambda key, state: estimator.update(
         key, state, m.target(), params, batch))(jax.random.PRNGKey(2), state)
     assert type(info) is info_type and info._fields == fields
@@ -172,66 +172,3 @@ def test_learner_diagnostics_are_the_info_fields_and_log_likelihood_with_log_z()
                                                          "log_likelihood"}
     np.testing.assert_allclose(pf.diagnostics["log_likelihood"],
                                pf.diagnostics["positive"] - pf.diagnostics["log_z"])
-
-
-# --- the shared reweighting step ----------------------------------------------------------
-
-def test_reweight_with_and_without_carried_weights():
-    """PF's recursive weights from uniform ones equal MCMC-MLE's weights from its sample
-    (up to rounding), and both triggers (ESS, count) fire as documented."""
-    m, params, _ = small_model()
-    position = m.target().random_state(jax.random.PRNGKey(3), (32,))
-    reference = jax.tree.map(lambda a: 0.5 * a, params)
-    energy = m.target().free_energies(reference, position)
-    uniform = jnp.full((32,), -jnp.log(32.0))
-    sample = reweight(m.target(), params, position, energy, jnp.asarray(1.0), threshold=0.5,
-                      count=jnp.asarray(1))
-    carried = reweight(m.target(), params, position, energy, jnp.asarray(1.0), threshold=0.5,
-                       count=jnp.asarray(1), log_weights=uniform)
-    np.testing.assert_allclose(sample.log_weights, carried.log_weights, rtol=1e-5)
-    np.testing.assert_allclose(sample.log_z, carried.log_z, rtol=1e-6)
-    np.testing.assert_allclose(sample.log_weights,
-                               normalize(m.target().free_energies(params, position) - energy))
-    assert float(sample.ess) == pytest.approx(float(
-        1.0 / jnp.sum(jnp.exp(sample.log_weights) ** 2)), rel=1e-4)
-    assert bool(reweight(m.target(), params, position, energy, 0.0, threshold=2.0,
-                         count=1).triggered)
-    assert not bool(reweight(m.target(), params, position, energy, 0.0, threshold=0.0,
-                             count=1, every=2).triggered)
-    assert bool(reweight(m.target(), params, position, energy, 0.0, threshold=0.0,
-                         count=2, every=2).triggered)
-    unit = reweight(m.target(), params, position, energy, 0.0, threshold=0.0, count=1,
-                    log_weights=uniform, temperature=float("inf"))
-    np.testing.assert_allclose(unit.log_weights, uniform)
-
-
-def test_reweight_log_z_standard_error_is_calibrated():
-    """The reported variance of the running log Z matches the spread of the estimate
-    over independent exact samples (400 replicates of 50), and carrying the weights over
-    two steps reports the variance of the one-step estimate it telescopes to."""
-    m, _, _ = small_model()
-    start = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
-    end = jax.tree.map(lambda a: a + 2.0 * jax.random.normal(jax.random.PRNGKey(1), a.shape),
-                       start)
-    middle = jax.tree.map(lambda a, b: 0.5 * (a + b), start, end)
-    log_z_start, log_z_end = (float(exact.log_partition(m, p)) for p in (start, end))
-    draws = exact.sample(m, start, jax.random.PRNGKey(2), 400 * 50)
-    position = jax.tree.map(lambda a: a.reshape((400, 50) + a.shape[1:]), draws)
-    uniform = jnp.full((50,), -jnp.log(50.0))
-
-    def one(x):
-        energy = m.target().free_energies(start, x)
-        direct = reweight(m.target(), end, x, energy, log_z_start, threshold=0.0, count=1)
-        half = reweight(m.target(), middle, x, energy, log_z_start, threshold=0.0, count=1,
-                        log_weights=uniform)
-        carried = reweight(m.target(), end, x, half.free_energy, half.log_z, threshold=0.0, count=2,
-                           log_weights=half.log_weights)  # same segment: var banked 0
-        return direct, carried
-
-    direct, carried = jax.jit(jax.vmap(one))(position)
-    np.testing.assert_allclose(carried.log_z, direct.log_z, rtol=1e-5)
-    np.testing.assert_allclose(carried.log_z_var, direct.log_z_var, rtol=1e-3, atol=1e-7)
-    spread, reported = np.var(direct.log_z), np.mean(direct.log_z_var)
-    assert 0.01 < reported < 0.5  # a change the estimate feels
-    assert 0.75 < spread / reported < 1.33, (spread, reported)
-    assert abs(np.mean(direct.log_z) - log_z_end) < 4 * np.sqrt(reported / 400)

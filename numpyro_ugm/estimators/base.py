@@ -8,22 +8,20 @@ optax transformations: hashable, equal by value, validated once at construction)
 
 where ``target`` is the model's :class:`~numpyro_ugm.target.Target` (latent sites set),
 ``params`` the current parameters θ_t (constrained space), ``batch`` the current data
-batch in the model representation, and :class:`Particles` the weighted configurations whose weighted mean of
-∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is the estimator's own
-``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...), with only the fields
-that apply to it.
+batch in the model representation, and :class:`Particles` the weighted configurations
+whose weighted mean of ∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is
+the estimator's own ``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo``, ...),
+with only the fields that apply to it.
 
 Every estimator calls the number of kernel steps per move ``num_mcmc_steps`` (blackjax's
 name) and takes its ``kernel`` by keyword.
 """
 
-import math
 from typing import Any, ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling as bj_resampling
-from blackjax.smc.ess import ess
 
 from .._checks import check_count
 from ..conditionals import block_logits, scatter
@@ -114,45 +112,6 @@ def resample_where(low: jax.Array, rng_key: jax.Array, position: dict,
     return position, jnp.where(low, uniform, log_weights)
 
 
-def distinct_log_sum(target, params: dict, position: dict) -> jax.Array:
-    """log Σ_x exp F(x; θ) over the distinct configurations x among the rows of
-    ``position`` (the rows' free energies, latent sites summed out): a lower bound on
-    log Z(θ), however the rows were drawn.
-
-    Rows are told apart by a hash of their values' bits (integer arithmetic, so equal
-    rows hash equally); rows sharing a hash count once, so a collision only loosens
-    the bound.
-    """
-    energy = target.free_energies(params, position)
-    leaves = [jnp.asarray(leaf).reshape(energy.shape[0], -1) for leaf in
-              jax.tree.leaves(position)]
-    bits = jnp.concatenate([jax.lax.bitcast_convert_type(
-        leaf.astype(jnp.float32) + 0.0, jnp.uint32) for leaf in leaves], axis=1)
-    salts = jax.random.bits(jax.random.PRNGKey(0), (bits.shape[1],), jnp.uint32)
-    mixed = bits ^ salts  # each column its own salt, then an integer mixing function
-    for shift, factor in ((16, 0x7FEB352D), (15, 0x846CA68B)):
-        mixed = (mixed ^ (mixed >> shift)) * jnp.uint32(factor)
-    hashes = jnp.sum(mixed ^ (mixed >> 16), axis=1, dtype=jnp.uint32)
-    order = jnp.argsort(hashes)
-    sorted_hashes = hashes[order]
-    first = jnp.concatenate([jnp.ones((1,), bool), sorted_hashes[1:] != sorted_hashes[:-1]])
-    return jax.nn.logsumexp(jnp.where(first, energy[order], -jnp.inf))
-
-
-def log_z_below_bound(target, params: dict, batch: dict, position: dict,
-                      log_z: jax.Array, log_z_var: jax.Array) -> jax.Array:
-    """Whether a running log Z is below a lower bound on log Z(θ) by more than three of
-    its standard errors: an impossible estimate (the configurations seen would hold more
-    than probability one).
-
-    The bound: F(x; θ) summed over the distinct configurations among the training
-    cases of ``batch`` and the particles' observed sites (:func:`distinct_log_sum`).
-    Falling below it shows mass that no particle holds, which neither the ESS nor a
-    kernel step can see.
-    """
-    rows = jax.tree.map(lambda a, b: jnp.concatenate([a, b.astype(a.dtype)]), batch,
-                        {site: position[site] for site in batch})
-    return distinct_log_sum(target, params, rows) > log_z + 3.0 * jnp.sqrt(log_z_var)
 
 
 class Estimator:
@@ -165,8 +124,9 @@ class Estimator:
     importance_weighted: ClassVar[bool] = True
 
     def build_kernel(self, target) -> Kernel:
-        """The kernel (default: systematic-scan block Gibbs) bound to ``m``."""
-        return as_spec(self.kernel, gibbs()).build(target)
+        """The kernel (default: systematic-scan block Gibbs) bound to ``target``, built
+        once per target and kernel spec (:func:`~numpyro_ugm.kernels.base.bound_kernel`)."""
+        return bound_kernel(as_spec(self.kernel, gibbs()), target)
 
     def init(self, rng_key: jax.Array, target, params: dict, batch: Optional[dict]) -> Any:
         """The estimator's state before the first update."""
@@ -182,16 +142,6 @@ class Estimator:
         (unconstrained space); the state after. Default: nothing is kept (MCMC-MLE uses
         it to end a round at the importance-sampled optimum)."""
         return state
-
-    def _impossible_log_z(self, target, params, batch, position, log_z, log_z_var
-                          ) -> tuple[bool, jax.Array]:
-        """Whether an update on ``batch`` checks its running log Z (static: the
-        estimator's ``check_log_z`` and training cases to bound it with) and whether the
-        running log Z is impossible (:func:`log_z_below_bound`; False unchecked)."""
-        checks = bool(getattr(self, "check_log_z", False)) and batch is not None
-        if not checks:
-            return False, jnp.zeros((), bool)
-        return True, log_z_below_bound(target, params, batch, position, log_z, log_z_var)
 
     # --- validation, once, in __post_init__ --------------------------------------------
     def _owner(self) -> str:
@@ -211,13 +161,19 @@ class Estimator:
         """An integer setting >= ``minimum`` (see :func:`~numpyro_ugm._checks.check_count`)."""
         self._set(name, check_count(self._owner(), name, getattr(self, name), minimum))
 
+    def _check_number(self, name: str, accepts, expected: str) -> None:
+        """A real setting that ``accepts(value)`` (NaN fails every comparison), stored as
+        a float; else a ``ValueError`` saying it must be ``expected``."""
+        value = float(getattr(self, name))
+        if not accepts(value):
+            raise ValueError(f"{self._owner()}: {name} must be {expected}, got "
+                             f"{getattr(self, name)}")
+        self._set(name, value)
+
     def _check_fraction(self, name: str, high_open: bool = True) -> None:
         """A fraction in (0, 1) (or (0, 1] when ``high_open`` is False)."""
-        value = float(getattr(self, name))
-        if not (0.0 < value < 1.0 or (not high_open and value == 1.0)):
-            interval = "(0, 1)" if high_open else "(0, 1]"
-            raise ValueError(f"{self._owner()}: {name} must be in {interval}, got {value}")
-        self._set(name, value)
+        self._check_number(name, lambda v: 0.0 < v < 1.0 or (not high_open and v == 1.0),
+                           "in (0, 1)" if high_open else "in (0, 1]")
 
     def _check_resampling(self) -> None:
         if self.resampling not in RESAMPLING:
@@ -255,94 +211,6 @@ def move_states(kernel: Kernel, rng_key: jax.Array, states: Any, logdensity_fn,
     states, acceptance = jax.lax.scan(body, states,
                                       jax.random.split(rng_key, num_mcmc_steps))
     return states, jnp.mean(acceptance) if num_mcmc_steps else jnp.ones(())
-
-
-class Reweighted(NamedTuple):
-    """Particles reweighted to new parameters by :func:`reweight`.
-
-    Attributes
-    ----------
-    log_weights : (S,) normalized log-weights at the new parameters
-    ess : effective sample size of ``log_weights`` (a count, blackjax's ``smc.ess``)
-    log_z : running estimate of log Z at the new parameters
-    log_z_var : its approximate variance (see :func:`reweight`)
-    free_energy : (S,) F(x_s; θ_t) at the new parameters
-    triggered : whether the ESS fell below the threshold or the count reached ``every``
-    """
-
-    log_weights: jax.Array
-    ess: jax.Array
-    log_z: jax.Array
-    log_z_var: jax.Array
-    free_energy: jax.Array
-    triggered: jax.Array
-
-
-def reweight(target, params: dict, position: dict, reference_free_energy: jax.Array,
-             log_z: jax.Array, *, threshold: float, count: jax.Array,
-             every: Optional[int] = None, log_weights: Optional[jax.Array] = None,
-             temperature: float = 1.0, log_z_var: jax.Array = 0.0,
-             segment_log_weights: Optional[jax.Array] = None) -> Reweighted:
-    """Importance-reweight particles from reference parameters to ``params``, and decide
-    whether they need renewing (PF's resampling, MCMC-MLE's new round).
-
-    The increments F(x_s; θ_t) − F(x_s; θ_ref) (latent sites summed out) multiply the
-    weights; their weighted mean estimates Z(θ_t) / Z(θ_ref), added to ``log_z``.
-
-    Parameters
-    ----------
-    target : Target
-    params : parameters θ_t
-    position : dict of (S, ...) arrays, the particles
-    reference_free_energy : (S,) array
-        F(x_s; θ_ref) at the parameters the weights (and ``log_z``) refer to.
-    log_z : running estimate of log Z(θ_ref)
-    threshold : float
-        Trigger when the ESS falls below ``threshold``·S.
-    count : int array
-        Updates since the particles were last renewed, this one included.
-    every : int, optional
-        Also trigger when ``count`` reaches it.
-    log_weights : (S,) array, optional
-        Normalized log-weights at θ_ref (carried recursively by PF, and into
-        MCMC-MLE's rounds). ``None``: the particles are an unweighted sample from θ_ref
-        (the paper's MCMC-MLE rounds).
-    temperature : float > 0
-        The weights (not ``log_z``) use the increments divided by it (``inf``: unit
-        weights).
-    log_z_var : float array
-        Variance of the running ``log_z`` when the particles were last renewed.
-    segment_log_weights : (S,) array, optional
-        Normalized log-weights W⁰ the particles had when they were last renewed
-        (``None``: uniform).
-
-    Notes
-    -----
-    Since the particles were last renewed, the running estimate is one importance
-    sampling estimate with the weights W⁰, whose delta-method variance is
-    Σ_s (W_s − W⁰_s)² (1/ESS − 1/S for uniform W⁰); ``log_z_var`` adds it to the
-    variance banked at the renewal. It treats the particles as independent draws and
-    cannot see mass that no particle holds: a lower bound on the error, in practice.
-    """
-    current = target.free_energies(params, position)
-    delta = current - reference_free_energy
-    num = delta.shape[0]
-    if log_weights is None:
-        log_z = log_z + jax.nn.logsumexp(delta) - jnp.log(jnp.asarray(num, delta.dtype))
-        log_weights = normalize(delta)
-    else:
-        log_z = log_z + jax.nn.logsumexp(log_weights + delta)
-        scaled = delta if temperature == 1.0 else (
-            jnp.zeros_like(delta) if math.isinf(temperature) else delta / temperature)
-        log_weights = normalize(log_weights + scaled)
-    start = (jnp.full((num,), 1.0 / num, log_weights.dtype) if segment_log_weights is None
-             else jnp.exp(segment_log_weights))
-    log_z_var = log_z_var + jnp.sum((jnp.exp(log_weights) - start) ** 2)
-    ess_value = ess(log_weights)
-    triggered = ess_value < threshold * num
-    if every is not None:
-        triggered = triggered | (count >= every)
-    return Reweighted(log_weights, ess_value, log_z, log_z_var, current, triggered)
 
 
 def sample_latent(target, params: dict, rng_key: jax.Array, position: dict) -> dict:

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.base import KernelSpec
-from .base import ChainInfo, Estimator, Particles, move, sample_latent, uniform_log_weights, with_latent
+from .base import (ChainInfo, Estimator, Particles, move, sample_latent, uniform_log_weights,
+                   with_latent)
 
 
 class CDState(NamedTuple):

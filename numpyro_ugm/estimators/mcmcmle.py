@@ -8,9 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, move, resample, resample_where,
-                   reweight, uniform_log_weights)
-from .tempering import anneal_from_uniform
+from .base import Particles, move, resample, uniform_log_weights
+from .reweighting import Draw, ReweightingEstimator
 
 
 class MCMCMLEState(NamedTuple):
@@ -37,7 +36,7 @@ class MCMCMLEInfo(NamedTuple):
     rejuvenated : 1.0 if the update started a new round (redrew the sample), else 0.0
     log_z : running estimate of log Z(θ_t)
     log_z_se : its approximate standard error (also that of the running
-        log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
+        log-likelihood; see :func:`~numpyro_ugm.estimators.reweighting.reweight`)
     reannealed : 1.0 if the running log Z was impossible and the new round's sample and
         log Z came afresh from tempering uniform draws, else 0.0
     """
@@ -50,7 +49,7 @@ class MCMCMLEInfo(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class MCMCMLE(Estimator):
+class MCMCMLE(ReweightingEstimator):
     """MCMC-MLE: a fixed sample x_s from p(·; θ_0) and importance log-weights
     F(x_s; θ_t) − F(x_s; θ_0) (eq. 6), added to those the sample carried into the round
     (below). A new round starts — the chains run
@@ -74,7 +73,7 @@ class MCMCMLE(Estimator):
     The first sample comes from tempering uniform draws to p(·; θ_0) (which also gives
     log Z(θ_0)) followed by ``num_mcmc_steps`` steps; ``log_z`` is then carried from
     round to round by the importance-sampling estimate of log Z(θ_t) − log Z(θ_0). When
-    that estimate becomes impossible (:func:`~.base.log_z_below_bound`: mass that no
+    that estimate becomes impossible (:func:`~.reweighting.log_z_below_bound`: mass that no
     chain holds), the new round's sample and log Z are drawn afresh the same way.
 
     Parameters
@@ -122,86 +121,58 @@ class MCMCMLE(Estimator):
         self._check_count("num_particles")
         self._check_count("num_mcmc_steps")
         self._check_count("reset_every")
-        if not 0.0 <= float(self.restart_threshold) < 1.0:
-            raise ValueError(f"MCMCMLE: restart_threshold must be in [0, 1), got "
-                             f"{self.restart_threshold}")
-        self._set("restart_threshold", float(self.restart_threshold))
-        if not float(self.gradient_tol) >= 0:
-            raise ValueError(f"MCMCMLE: gradient_tol must be >= 0, got {self.gradient_tol}")
-        self._set("gradient_tol", float(self.gradient_tol))
+        self._check_number("restart_threshold", lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+        self._check_number("gradient_tol", lambda v: v >= 0, ">= 0")
         if self.resample_threshold is not None:
-            if not 0.0 <= float(self.resample_threshold) <= 1.0:
-                raise ValueError(f"MCMCMLE: resample_threshold must be in [0, 1] or None, "
-                                 f"got {self.resample_threshold}")
-            self._set("resample_threshold", float(self.resample_threshold))
+            self._check_number("resample_threshold", lambda v: 0.0 <= v <= 1.0,
+                               "in [0, 1] or None")
         self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 
-    def _draw(self, kernel, rng_key, target, params, position):
-        position, _ = move(kernel, rng_key, position, target.logdensity_fn(params),
-                           self.num_mcmc_steps)
-        return position, target.free_energies(params, position)
-
-    def _fresh(self, kernel, rng_key, target, params):
+    def _fresh(self, kernel, rng_key, target, params) -> Draw:
         """A sample and log Z(θ) drawn afresh: tempering uniform draws to p(·; θ),
         resampling, then ``num_mcmc_steps`` steps."""
         anneal_key, resample_key, key = jax.random.split(rng_key, 3)
-        result = anneal_from_uniform(target, kernel, anneal_key, params, self.num_particles)
-        position = resample(resample_key, result.position, result.log_weights)
-        position, energy = self._draw(kernel, key, target, params, position)
-        return position, energy, result.log_z_increment, result.log_z_var
+        draw = super()._fresh(kernel, anneal_key, target, params)
+        position = resample(resample_key, draw.position, draw.log_weights)
+        position, acceptance = move(kernel, key, position, target.logdensity_fn(params),
+                                    self.num_mcmc_steps)
+        energy = target.free_energies(params, position)
+        return Draw(position, uniform_log_weights(self.num_particles).astype(energy.dtype),
+                    energy, draw.log_z, draw.log_z_var, acceptance)
 
     def init(self, rng_key, target, params, batch) -> MCMCMLEState:
-        position, energy, log_z, log_z_var = self._fresh(self.build_kernel(target), rng_key, target,
-                                                         params)
-        return MCMCMLEState(position, energy, log_z, jnp.zeros((), jnp.int32), log_z_var,
-                            jnp.full((), jnp.finfo(energy.dtype).max, energy.dtype),
-                            uniform_log_weights(self.num_particles).astype(energy.dtype))
+        draw = self._fresh(self.build_kernel(target), rng_key, target, params)
+        dtype = draw.free_energy.dtype
+        return MCMCMLEState(draw.position, draw.free_energy, draw.log_z,
+                            jnp.zeros((), jnp.int32), draw.log_z_var,
+                            jnp.full((), jnp.finfo(dtype).max, dtype), draw.log_weights)
 
     def update(self, rng_key, state, target, params, batch
                ) -> tuple[MCMCMLEState, Particles, MCMCMLEInfo]:
-        kernel = self.build_kernel(target)
-        # the paper's rounds: an unweighted sample at θ_0
-        carried = None if self.resample_threshold is None else state.anchor_log_weights
-        new = reweight(target, params, state.position, state.anchor_free_energy,
-                       state.anchor_log_z, threshold=self.restart_threshold,
-                       count=state.since_reset + 1, every=self.reset_every,
-                       log_z_var=state.anchor_log_z_var, log_weights=carried,
-                       segment_log_weights=carried)
-        dtype = new.log_weights.dtype
-        checks, impossible = self._impossible_log_z(target, params, batch, state.position,
-                                                     new.log_z, new.log_z_var)
-        triggered = new.triggered | (state.gradient < self.gradient_tol) | impossible
-        uniform = uniform_log_weights(self.num_particles).astype(dtype)
-
-        def keep(_):
+        def keep(new):  # the round goes on: its anchor θ_0 stays
             return state._replace(since_reset=state.since_reset + 1), new.log_weights
 
-        def redraw(_):
-            position, weights = state.position, uniform
-            if self.resample_threshold is not None:
-                position, weights = resample_where(
-                    new.ess < self.resample_threshold * self.num_particles,
-                    jax.random.fold_in(rng_key, 1), position, new.log_weights)
-            position, energy = self._draw(kernel, rng_key, target, params, position)
-            return (MCMCMLEState(position, energy, new.log_z, jnp.zeros((), jnp.int32),
-                                 new.log_z_var, state.gradient, weights), weights)
+        def new_round(new, draw):  # anchored at θ_t
+            return (MCMCMLEState(draw.position, draw.free_energy, draw.log_z,
+                                 jnp.zeros((), jnp.int32), draw.log_z_var, state.gradient,
+                                 draw.log_weights), draw.log_weights)
 
-        def reanneal(_):
-            position, energy, log_z, log_z_var = self._fresh(
-                kernel, jax.random.fold_in(rng_key, 2), target, params)
-            return (MCMCMLEState(position, energy, log_z.astype(new.log_z.dtype),
-                                 jnp.zeros((), jnp.int32),
-                                 log_z_var.astype(new.log_z_var.dtype), state.gradient,
-                                 uniform), uniform)
-
-        branch = jnp.where(impossible, 2, triggered.astype(jnp.int32))
-        # the re-anneal is compiled only where the check can ask for it
-        new_state, weights = jax.lax.switch(
-            branch, (keep, redraw) + ((reanneal,) if checks else ()), None)
+        # the paper's rounds: an unweighted sample at θ_0
+        carried = None if self.resample_threshold is None else state.anchor_log_weights
+        done = self.reweight_or_renew(
+            rng_key, target, params, batch, state.position, state.anchor_free_energy,
+            state.anchor_log_z, keep=keep, renew=new_round, reanneal=new_round,
+            also_renew=state.gradient < self.gradient_tol,
+            threshold=self.restart_threshold, count=state.since_reset + 1,
+            every=self.reset_every, log_z_var=state.anchor_log_z_var, log_weights=carried,
+            segment_log_weights=carried)
+        new, impossible = done.reweighted, done.reannealed
+        new_state, weights = done.outcome
+        dtype = new.log_weights.dtype
         log_z = jnp.where(impossible, new_state.anchor_log_z, new.log_z)
         log_z_var = jnp.where(impossible, new_state.anchor_log_z_var, new.log_z_var)
-        info = MCMCMLEInfo(new.ess, triggered.astype(dtype), log_z, jnp.sqrt(log_z_var),
+        info = MCMCMLEInfo(new.ess, done.renewed.astype(dtype), log_z, jnp.sqrt(log_z_var),
                            impossible.astype(dtype))
         return new_state, Particles(new_state.position, weights), info
 

@@ -8,9 +8,8 @@ import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
 from ..kernels.base import KernelSpec
-from .base import (Estimator, Particles, move, resample_where, reweight,
-                   uniform_log_weights)
-from .tempering import anneal_from_uniform
+from .base import Particles, uniform_log_weights
+from .reweighting import Draw, ReweightingEstimator
 
 
 class PFState(NamedTuple):
@@ -40,7 +39,7 @@ class PFInfo(NamedTuple):
     acceptance : mean kernel acceptance of the rejuvenation (NaN when none ran)
     log_z : running estimate of log Z(θ_t)
     log_z_se : its approximate standard error (also that of the running
-        log-likelihood; see :func:`~numpyro_ugm.estimators.base.reweight`)
+        log-likelihood; see :func:`~numpyro_ugm.estimators.reweighting.reweight`)
     equilibrium_z : the rejuvenation's equilibrium check (see :func:`equilibrium_z`;
         NaN when none ran)
     interval : updates after which a rejuvenation is forced, as it stands after this one
@@ -97,7 +96,7 @@ def equilibrium_z(log_weights: jax.Array, before: jax.Array, after: jax.Array,
 
 
 @dataclasses.dataclass(frozen=True)
-class PF(Estimator):
+class PF(ReweightingEstimator):
     """PF: importance weights carried recursively along the optimizer's path,
     w_s ← w_s · [p(x_s; θ_t) / p(x_s; θ_{t−1})]^{1/T} (eqs. 10 and 14); when the ESS falls
     below ``resample_threshold``·S, resample and rejuvenate with ``num_mcmc_steps``
@@ -132,7 +131,7 @@ class PF(Estimator):
     * it re-anneals (draws particles and log Z afresh by tempering from the uniform
       distribution, as at its start) when the running log Z falls below a lower bound
       that the training cases and particles give
-      (:func:`~numpyro_ugm.estimators.base.log_z_below_bound`). This is what turns the
+      (:func:`~numpyro_ugm.estimators.reweighting.log_z_below_bound`). This is what turns the
       paper's PF from diverging (375 nats short on VBM-15 at rate 0.1) into learning
       (0.02–0.15 nats short of the exact gradient); under Adam 0.01 on VBM-15, PF
       without the check reported a running log-likelihood of +30 nats a case while the
@@ -152,8 +151,9 @@ class PF(Estimator):
         Keyword only. Default: systematic-scan block Gibbs.
     rejuvenate_every : int or None
         Keyword only. Also move the particles (keeping their weights) after this many
-        updates without a move (default 1: every update; the paper's VBM study: every 100 epochs; None: on a
-        low ESS only). With ``adaptive``, the longest forced interval.
+        updates without a move (default 1: every update; the paper's VBM study: every
+        100 epochs; None: on a low ESS only). With ``adaptive``, the longest forced
+        interval.
     adaptive : bool
         Keyword only. Adapt the forced interval by the equilibrium check (when
         ``rejuvenate_every > 1``). False: a fixed interval.
@@ -178,23 +178,16 @@ class PF(Estimator):
     check_log_z: bool = True
 
     def __post_init__(self):
+        positive = lambda v: v > 0  # noqa: E731
         self._check_count("num_particles")
-        if not float(self.resample_threshold) > 0:
-            raise ValueError(f"PF: resample_threshold must be > 0 (a fraction of "
-                             f"num_particles), got {self.resample_threshold}")
-        self._set("resample_threshold", float(self.resample_threshold))
+        self._check_number("resample_threshold", positive, "> 0 (a fraction of num_particles)")
         self._check_count("num_mcmc_steps")
-        if not float(self.temperature) > 0:
-            raise ValueError(f"PF: temperature must be > 0, got {self.temperature}")
-        self._set("temperature", float(self.temperature))
+        self._check_number("temperature", positive, "> 0")
         self._check_resampling()
         if self.rejuvenate_every is not None:
             self._check_count("rejuvenate_every")
         self._set("adaptive", bool(self.adaptive))
-        if not float(self.equilibrium_threshold) > 0:
-            raise ValueError(f"PF: equilibrium_threshold must be > 0, got "
-                             f"{self.equilibrium_threshold}")
-        self._set("equilibrium_threshold", float(self.equilibrium_threshold))
+        self._check_number("equilibrium_threshold", positive, "> 0")
         self._set("check_log_z", bool(self.check_log_z))
         self._check_kernel()
 
@@ -207,72 +200,47 @@ class PF(Estimator):
         return 1 if self.checking else (self.rejuvenate_every or 0)
 
     def init(self, rng_key, target, params, batch) -> PFState:
-        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
-                                     self.num_particles)
-        return PFState(result.position, result.log_weights,
-                       target.free_energies(params, result.position), result.log_z_increment,
-                       jnp.zeros((), jnp.int32), result.log_z_var, result.log_weights,
+        draw = self._fresh(self.build_kernel(target), rng_key, target, params)
+        return PFState(draw.position, draw.log_weights, draw.free_energy, draw.log_z,
+                       jnp.zeros((), jnp.int32), draw.log_z_var, draw.log_weights,
                        jnp.asarray(self._first_interval(), jnp.int32))
 
     def update(self, rng_key, state, target, params, batch) -> tuple[PFState, Particles, PFInfo]:
-        kernel = self.build_kernel(target)
         since = state.since_rejuvenation + 1
-        new = reweight(target, params, state.position, state.free_energy, state.log_z,
-                       threshold=self.resample_threshold, count=since,
-                       every=None if self.rejuvenate_every is None else state.interval,
-                       log_weights=state.log_weights,
-                       temperature=self.temperature, log_z_var=state.log_z_var,
-                       segment_log_weights=state.segment_log_weights)
-        dtype = new.free_energy.dtype
+        nan = lambda new: jnp.full((), jnp.nan, new.free_energy.dtype)  # noqa: E731
 
-        # resample only on a low ESS: a forced move keeps the weights
-        low_ess = new.ess < self.resample_threshold * self.num_particles
+        def kept(new):  # the reference moves to θ_t
+            return Draw(state.position, new.log_weights, new.free_energy, new.log_z,
+                        new.log_z_var, nan(new)), nan(new)
 
-        def rejuvenated(_):
-            position, log_weights = resample_where(
-                low_ess, jax.random.fold_in(rng_key, 1), state.position, new.log_weights,
-                self.resampling)
-            position, acceptance = move(kernel, rng_key, position,
-                                        target.logdensity_fn(params), self.num_mcmc_steps)
+        def rejuvenated(new, draw):  # resampled on a low ESS only: a move keeps weights
             z = (equilibrium_z(new.log_weights, statistics(target, params, state.position),
-                               statistics(target, params, position), log_weights)
-                 if self.checking else jnp.full((), jnp.nan))
-            return (position, log_weights, target.free_energies(params, position),
-                    acceptance.astype(dtype), z.astype(dtype), new.log_z, new.log_z_var)
+                               statistics(target, params, draw.position), draw.log_weights)
+                 if self.checking else nan(new))
+            return draw, z.astype(new.free_energy.dtype)
 
-        def kept(_):
-            return (state.position, new.log_weights, new.free_energy,
-                    jnp.full((), jnp.nan, dtype), jnp.full((), jnp.nan, dtype), new.log_z,
-                    new.log_z_var)
-
-        def reannealed(_):
-            fresh = anneal_from_uniform(target, kernel, jax.random.fold_in(rng_key, 2), params,
-                                        self.num_particles)
-            return (fresh.position, fresh.log_weights.astype(dtype),
-                    target.free_energies(params, fresh.position),
-                    fresh.acceptance.astype(dtype), jnp.full((), jnp.nan, dtype),
-                    fresh.log_z_increment.astype(new.log_z.dtype),
-                    fresh.log_z_var.astype(new.log_z_var.dtype))
-
-        checks, impossible = self._impossible_log_z(target, params, batch, state.position,
-                                                     new.log_z, new.log_z_var)
-        renewing = new.triggered | impossible
-        branch = jnp.where(impossible, 2, new.triggered.astype(jnp.int32))
-        # the re-anneal is compiled only where the check can ask for it
-        branches = (kept, rejuvenated) + ((reannealed,) if checks else ())
-        position, log_weights, energy, acceptance, z, log_z, log_z_var = jax.lax.switch(
-            branch, branches, None)
+        done = self.reweight_or_renew(
+            rng_key, target, params, batch, state.position, state.free_energy, state.log_z,
+            keep=kept, renew=rejuvenated, reanneal=lambda new, draw: (draw, nan(new)),
+            threshold=self.resample_threshold, count=since,
+            every=None if self.rejuvenate_every is None else state.interval,
+            log_weights=state.log_weights, temperature=self.temperature,
+            log_z_var=state.log_z_var, segment_log_weights=state.segment_log_weights)
+        new, renewing, impossible = done.reweighted, done.renewed, done.reannealed
+        draw, z = done.outcome
         renewed = lambda now, then: jnp.where(renewing, now, then)  # noqa: E731
         interval = state.interval
         if self.checking:
             longer = jnp.minimum(2 * interval, self.rejuvenate_every)
             interval = renewed(jnp.where(z > self.equilibrium_threshold, 1, longer),
                                interval).astype(jnp.int32)
-        new_state = PFState(position, log_weights, energy, log_z,
+        new_state = PFState(draw.position, draw.log_weights, draw.free_energy, draw.log_z,
                             renewed(0, since).astype(jnp.int32),
-                            renewed(log_z_var, state.log_z_var),
-                            renewed(log_weights, state.segment_log_weights), interval)
-        info = PFInfo(new.ess, (new.triggered & low_ess & ~impossible).astype(dtype),
-                      renewing.astype(dtype), acceptance, log_z, jnp.sqrt(log_z_var), z,
-                      interval.astype(dtype), impossible.astype(dtype))
-        return new_state, Particles(position, log_weights), info
+                            renewed(draw.log_z_var, state.log_z_var),
+                            renewed(draw.log_weights, state.segment_log_weights), interval)
+        dtype = new.free_energy.dtype
+        info = PFInfo(new.ess, (new.triggered & done.low_ess & ~impossible).astype(dtype),
+                      renewing.astype(dtype), draw.acceptance, draw.log_z,
+                      jnp.sqrt(draw.log_z_var), z, interval.astype(dtype),
+                      impossible.astype(dtype))
+        return new_state, Particles(draw.position, draw.log_weights), info

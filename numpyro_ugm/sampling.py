@@ -96,7 +96,8 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
         positions = {n: domains[n].to_model(np.swapaxes(v, 0, 1)) for n, v in draws.items()}
         check_finite(target, "sample", params, ok, positions,
                      lambda i: f"draw {i[0]} of chain {i[1]}")
-    return {n: jnp.asarray(v.reshape((num_chains * num_samples,) + v.shape[2:]))
+    # device_put, not jnp.asarray: that compiles a copy for every new shape
+    return {n: jax.device_put(v.reshape((num_chains * num_samples,) + v.shape[2:]))
             for n, v in draws.items()}
 
 

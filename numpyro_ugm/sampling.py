@@ -66,8 +66,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     -----
     The compiled chains are kept (:mod:`~numpyro_ugm.compile_cache`) per model, kernel,
     and ``num_samples`` and ``num_chains`` rounded up to powers of two: a chain count
-    that is not a power of two runs the extra chains of the rounded count (their draws
-    are dropped; each chain's draws are those of a run with ``num_chains`` chains).
+    that is not a power of two runs the extra chains of the rounded count, and the draws
+    are buffered at the rounded counts (at most 4 times the memory of the draws kept).
+    The padding changes no number: the keys of a chain and of a draw do not depend on the
+    counts, so the draws are the first chains' first draws of any longer run with the
+    same key and settings.
     """
     num_samples = check_count("sample", "num_samples", num_samples)
     num_chains = check_count("sample", "num_chains", num_chains)

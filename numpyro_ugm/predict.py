@@ -69,7 +69,7 @@ def _labels_to_model(domain, labels, dtype):
         tuple(domain.shape_) + domain.event_shape)
 
 
-def _build(target, method, kernel, num_chains, rao_blackwell, steps, input_names):
+def _build(target, method, kernel, num_chains, rao_blackwell, steps):
     """The jitted ``run(params, keys, inputs, num_samples, num_warmup, betas)``, vmapped
     over examples. The counts are traced (dynamic loop bounds); ``"map"`` draws the keys
     of ``steps`` (a power of two, at least ``num_samples``) annealing steps and reads its
@@ -263,8 +263,7 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     static = (method, spec, num_chains, rao_blackwell, steps,
               None if inputs is None else tuple(sorted(inputs)))
     run = cached(target.cache_key, ("predict",) + static, lambda: _build(
-        target, method, bound_kernel(spec, target), num_chains, rao_blackwell, steps,
-        static[-1]))
+        target, method, bound_kernel(spec, target), num_chains, rao_blackwell, steps))
     dtype = jnp.result_type(float)
     betas = (None if steps is None else np.concatenate([
         np.geomspace(beta_min, beta_max, num_samples),

@@ -66,8 +66,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     -----
     The compiled chains are kept (:mod:`~numpyro_ugm.compile_cache`) per model, kernel,
     and ``num_samples`` and ``num_chains`` rounded up to powers of two: a chain count
-    that is not a power of two runs the extra chains of the rounded count (their draws
-    are dropped; each chain's draws are those of a run with ``num_chains`` chains).
+    that is not a power of two runs the extra chains of the rounded count, and the draws
+    are buffered at the rounded counts (at most 4 times the memory of the draws kept).
+    The padding changes no number: the keys of a chain and of a draw do not depend on the
+    counts, so the draws are the first chains' first draws of any longer run with the
+    same key and settings.
     """
     num_samples = check_count("sample", "num_samples", num_samples)
     num_chains = check_count("sample", "num_chains", num_chains)
@@ -96,7 +99,8 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
         positions = {n: domains[n].to_model(np.swapaxes(v, 0, 1)) for n, v in draws.items()}
         check_finite(target, "sample", params, ok, positions,
                      lambda i: f"draw {i[0]} of chain {i[1]}")
-    return {n: jnp.asarray(v.reshape((num_chains * num_samples,) + v.shape[2:]))
+    # device_put, not jnp.asarray: that compiles a copy for every new shape
+    return {n: jax.device_put(v.reshape((num_chains * num_samples,) + v.shape[2:]))
             for n, v in draws.items()}
 
 

@@ -9,21 +9,31 @@ exchange algorithm and SG-MCMC are checked.
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as jnp
 import numpyro
+from numpyro import handlers
 
 from ..evaluate import exact
 from ..model import UGM
-from .target import Posterior
 from ..validation import to_data
+from .target import Posterior
+
+__all__ = ["exact_posterior"]
 
 
 def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
                     params: dict | None = None, **model_kwargs: Any) -> Callable[[], None]:
     """A numpyro model (no arguments) whose posterior is the exact p(θ | data).
 
-    Its sample sites are the parameter sites of ``model`` with a prior, drawn from those
-    priors; one ``numpyro.factor`` adds N · mean_n log p(x_n; θ), with log Z(θ) by
-    enumeration. Run it with ``MCMC(NUTS(exact_posterior(model, data)), ...)``.
+    Its sample sites are the parameter sites of ``model`` with a prior; one
+    ``numpyro.factor`` adds N · mean_n log p(x_n; θ), with log Z(θ) by enumeration. The
+    prior density is the model's own at the current values of every parameter
+    (:meth:`~numpyro_ugm.model.UGM.log_prior`, the model traced with them), so a prior
+    that depends on other parameters (``tau ~ HalfNormal(1)``, ``beta ~ Normal(0, tau)``)
+    is exact: the sample sites carry the priors as traced at the initial values (for
+    numpyro's init strategies), and a factor adds the difference to the current ones,
+    zero unless a prior depends on another parameter. Run it with
+    ``MCMC(NUTS(exact_posterior(model, data)), ...)``.
 
     Parameters
     ----------
@@ -49,13 +59,19 @@ def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
         :class:`~numpyro_ugm.posterior.Exchange` with ``num_aux_steps``).
     """
     post = Posterior("exact_posterior", model, data, model_args, model_kwargs, params)
-    m, priors = post.m, {n: post.m.param_sites[n].prior for n in post.sites}
+    m = post.m
+    priors = {n: m.param_sites[n].prior for n in post.sites}
     observed = to_data(m.state_sites, post.data)
     exact.log_likelihood(m, post.params(post.init_position()), observed)  # size check
 
     def posterior_model():
         theta = {n: numpyro.sample(n, prior) for n, prior in priors.items()}
-        numpyro.factor("log_likelihood", post.num_examples * exact.log_likelihood(
-            m, {**post.fixed, **theta}, observed))
+        values = {**post.fixed, **theta}
+        with handlers.block():  # the model's own traces stay out of this model's trace
+            log_prior = m.log_prior(values)
+            log_likelihood = exact.log_likelihood(m, values, observed)
+        traced = sum(jnp.sum(priors[n].log_prob(v)) for n, v in theta.items())
+        numpyro.factor("prior_dependence", log_prior - traced)
+        numpyro.factor("log_likelihood", post.num_examples * log_likelihood)
 
     return posterior_model

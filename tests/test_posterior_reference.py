@@ -1,6 +1,8 @@
 """The exact posterior for NUTS (posterior/reference.py): priors that depend on other
-parameters, and the model's own traces kept out of NUTS's. (Agreement of NUTS on it with
-a grid on a plain model: test_posterior.py.)"""
+parameters, the model's own traces kept out of NUTS's, and a CRF's per-example inputs.
+(Agreement of NUTS on it with a grid on a plain model: test_posterior.py.)"""
+
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -76,3 +78,48 @@ def test_nuts_on_a_hierarchical_prior_matches_quadrature(uniform_cases):
     ess = float(effective_sample_size(samples))
     assert ess > 100
     assert abs(samples.mean() - mean) < 4 * sd / np.sqrt(ess), (samples.mean(), mean, sd)
+
+
+def field_crf(u):
+    """A chain coupling beta and a field u per example (a CRF's input)."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    x = numpyro.sample("x", ugm.Spin(4))
+    numpyro.factor("f", beta * jnp.sum(x[1:] * x[:-1]) + jnp.sum(u * x))
+
+
+def crf_problem(num_cases=12):
+    """Cases of ``field_crf`` at beta = 0.6, one field per case, and the exact log
+    posterior (but for a constant) by brute force over the 16 states."""
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(num_cases, 4)).astype(np.float32)
+    states = np.array(list(itertools.product([-1, 1], repeat=4)), np.float64)
+    pairs = np.sum(states[:, 1:] * states[:, :-1], 1)
+
+    def log_probs(beta):  # (num_cases, 16)
+        f = beta * pairs + u @ states.T
+        return f - np.logaddexp.reduce(f, axis=1, keepdims=True)
+
+    x = states[[rng.choice(16, p=np.exp(row)) for row in log_probs(0.6)]]
+    index = [int(np.flatnonzero((states == row).all(1))[0]) for row in x]
+
+    def log_posterior(beta):
+        return -0.5 * beta ** 2 + log_probs(beta)[np.arange(num_cases), index].sum()
+
+    return {"x": x.astype(np.int8)}, u, log_posterior
+
+
+def test_per_example_inputs_are_each_cases_own():
+    """Per-example inputs as ``inputs=`` give the exact posterior; given as a model
+    argument (one row per case, summed by the potential) they are refused."""
+    data, u, log_posterior = crf_problem()
+    with pytest.raises(ValueError, match=r"keyword argument 'u' has shape \(12, 4\).*"
+                                         r"inputs=\{'u': \.\.\.\}"):
+        ugm.posterior.exact_posterior(field_crf, data, u=u)
+    model = ugm.posterior.exact_posterior(field_crf, data, u=u[0], inputs={"u": u})
+    got = _log_density(model, beta=0.3) - _log_density(model, beta=1.0)
+    np.testing.assert_allclose(got, log_posterior(0.3) - log_posterior(1.0), rtol=1e-5)
+    # a model argument with one row per case that is not summed is left alone: a
+    # field per spin when there are as many cases as spins
+    data4 = {"x": data["x"][:4]}
+    model = ugm.posterior.exact_posterior(field_crf, data4, u=u[0])
+    assert np.isfinite(_log_density(model, beta=0.3))

@@ -1,6 +1,8 @@
-"""The exchange algorithm's kernel (posterior/exchange.py) on what users hand it: fixed
-parameters and a CRF's per-example inputs. (Agreement with the posterior on plain models:
-test_posterior.py.)"""
+"""The exchange algorithm's kernel (posterior/exchange.py) on what users hand it:
+starting values, fixed parameters, pickling a run kernel, and a CRF's per-example inputs.
+(Agreement with the posterior on plain models: test_posterior.py.)"""
+
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -31,11 +33,42 @@ def _mcmc(kernel, num_chains=1, **options):
                 chain_method="vectorized", progress_bar=False, **options)
 
 
+def test_starting_values_of_the_wrong_shape_are_named():
+    with pytest.raises(ValueError, match=r"init_params\['beta'\] has shape \(3,\); the "
+                                         r"sampled site 'beta' has shape \(\)"):
+        _mcmc(ugm.posterior.Exchange(scaled_chain, DATA)).run(
+            jax.random.PRNGKey(0), init_params={"beta": jnp.zeros(3)})
+    with pytest.raises(ValueError, match=r"expected \(2,\), with a leading axis for the 2 "
+                                         "vectorized chains"):
+        _mcmc(ugm.posterior.Exchange(scaled_chain, DATA), num_chains=2).run(
+            jax.random.PRNGKey(0), init_params={"beta": jnp.zeros((2, 3))})
+    mcmc = _mcmc(ugm.posterior.Exchange(scaled_chain, DATA), num_chains=2)
+    mcmc.run(jax.random.PRNGKey(0), init_params={"beta": jnp.array([0.5, -0.5])})
+    assert mcmc.get_samples()["beta"].shape == (8,)
+
+
 def test_fixed_parameters_outside_their_support_are_refused():
     kernel = ugm.posterior.Exchange(scaled_chain, DATA, params={"scale": jnp.float32(-1.0)})
     with pytest.raises(ValueError, match=r"Exchange: params: parameter site 'scale' holds "
                                          r"-1\.0 .*outside its support"):
         _mcmc(kernel).run(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["function", "UGM"])
+def test_a_run_kernel_pickles_and_continues(traced):
+    model = ugm.UGM(scaled_chain) if traced else scaled_chain
+    mcmc = _mcmc(ugm.posterior.Exchange(model, DATA))
+    mcmc.run(jax.random.PRNGKey(0))
+    kernel = pickle.loads(pickle.dumps(mcmc.sampler))
+    assert kernel.posterior is None and kernel.postprocess_fn((), {})(
+        {"beta": jnp.float32(0.5)})["beta"] == 0.5
+    again = pickle.loads(pickle.dumps(mcmc))
+    np.testing.assert_array_equal(again.get_samples()["beta"], mcmc.get_samples()["beta"])
+    again.post_warmup_state = again.last_state  # continue: init runs again
+    again.run(again.post_warmup_state.rng_key)
+    mcmc.post_warmup_state = mcmc.last_state
+    mcmc.run(mcmc.post_warmup_state.rng_key)
+    np.testing.assert_array_equal(again.get_samples()["beta"], mcmc.get_samples()["beta"])
 
 
 @pytest.mark.parametrize("num_aux_steps", [None, pytest.param(3, marks=pytest.mark.slow)],

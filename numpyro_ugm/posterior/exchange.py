@@ -132,8 +132,9 @@ class Exchange(MCMCKernel):
     Notes
     -----
     ``init_params`` of ``MCMC.run`` are starting values of the sampled sites in the
-    unconstrained space (numpyro's convention); by default every chain starts at the
-    prior medians. Samples (``get_samples()``) are constrained values of the sampled
+    unconstrained space (numpyro's convention), each of the site's unconstrained shape
+    (with a leading chain axis for vectorized chains); by default every chain starts at
+    the prior medians. Samples (``get_samples()``) are constrained values of the sampled
     sites; ``extra_fields=("accept_prob", "step_size")`` collects those fields.
 
     Examples
@@ -162,6 +163,7 @@ class Exchange(MCMCKernel):
         self._step_size, self.adapt = step_size, bool(adapt)
         self.target_accept_prob = float(target_accept_prob)
         self.posterior = None
+        self._param_space = None  # kept by pickling, for postprocess_fn
         self._sample_fn = None
         self._built = None
 
@@ -225,12 +227,9 @@ class Exchange(MCMCKernel):
                                        and self._built[0][1:] == key[1:]):
             self._built = key, self._build(num_warmup, model_args, model_kwargs, batched)
         self.posterior, start_fn, self._sample_fn = self._built[1]
-        unknown = [n for n in (init_params or {}) if n not in self.posterior.sites]
-        if unknown:
-            raise KeyError(f"Exchange: init_params has site(s) {unknown} that are not "
-                           f"sampled sites ({list(self.posterior.sites)})")
-        values = {n: jnp.asarray(v) for n, v in (init_params or {}).items()}
-        state = start_fn(rng_key, values)
+        self._param_space = self.posterior.param_space
+        num_chains = rng_key.shape[0] if batched else None
+        state = start_fn(rng_key, _start_values(self.posterior, init_params, num_chains))
         if not bool(jnp.all(jnp.isfinite(state.log_density))):
             raise FloatingPointError(
                 f"Exchange: the log posterior (but for log Z) is not finite at the starting "
@@ -292,19 +291,47 @@ class Exchange(MCMCKernel):
 
     def postprocess_fn(self, model_args, model_kwargs):
         """Unconstrained samples -> constrained values of the sampled sites."""
-        if self.posterior is None:
+        if self._param_space is None:
             return lambda z: z  # noqa: E731
-        return self.posterior.param_space.to_constrained
+        return self._param_space.to_constrained
 
     def get_diagnostics_str(self, state):
         return (f"acc. prob={float(jnp.mean(state.mean_accept_prob)):.2f}, "
                 f"step size={float(jnp.mean(state.step_size)):.3g}")
 
     def __getstate__(self):
+        """Everything but what ``init`` rebuilds (the traced posterior, the compiled
+        programs); ``MCMC`` calls ``init`` again when it continues a run."""
         state = self.__dict__.copy()
-        state["_sample_fn"] = None
-        state["_built"] = None
+        state.update(_sample_fn=None, _built=None, posterior=None)
+        if isinstance(self._model, UGM):  # a copy without its target's closures
+            state["_model"] = self._model.replace()
         return state
+
+
+def _start_values(post: Posterior, init_params: dict | None, num_chains: int | None) -> dict:
+    """``init_params`` (unconstrained starting values of sampled sites) checked against
+    the sites and their unconstrained shapes (with a leading axis of ``num_chains`` for
+    vectorized chains)."""
+    init_params = dict(init_params or {})
+    unknown = [n for n in init_params if n not in post.sites]
+    if unknown:
+        raise KeyError(f"Exchange: init_params has site(s) {unknown} that are not "
+                       f"sampled sites ({list(post.sites)})")
+    start = post.init_position()
+    values = {}
+    for name, value in init_params.items():
+        value = jnp.asarray(value)
+        shape = tuple(jnp.shape(start[name]))
+        expected = shape if num_chains is None else (num_chains,) + shape
+        if tuple(value.shape) != expected:
+            chains = ("" if num_chains is None else
+                      f", with a leading axis for the {num_chains} vectorized chains")
+            raise ValueError(f"Exchange: init_params[{name!r}] has shape {value.shape}; "
+                             f"the sampled site {name!r} has shape {shape} in the "
+                             f"unconstrained space: expected {expected}{chains}")
+        values[name] = value
+    return values
 
 
 def _per_example_draw(post: Posterior, num_aux_steps: int | None, kernel_spec: Any

@@ -12,7 +12,9 @@ in which every Z cancels. With exact auxiliary draws the chain targets p(θ | x)
 They come from enumeration for small models (:func:`numpyro_ugm.exact.sampler`); for large
 ones a run of ``num_aux_steps`` steps of any of the package's kernels, started from the
 observed cases, stands in for them (Caimo & Friel 2011, the method of R's Bergm): the
-target is then approximate, and the bias shrinks as the run grows.
+target is then approximate, and the bias shrinks as the run grows. For a conditional
+model (CRF) with per-example ``inputs``, auxiliary case n is drawn under the inputs of
+observed case n.
 
 :class:`Exchange` is a ``numpyro.infer.mcmc.MCMCKernel``: ``numpyro.infer.MCMC`` runs it
 (chains sequential or vectorized; "parallel" runs the one-chain step per device), and
@@ -36,6 +38,8 @@ from ..kernels import gibbs
 from ..kernels.base import as_spec, init_chains, step_chains
 from ..model import UGM
 from .target import Posterior
+
+__all__ = ["Exchange", "ExchangeState", "MAX_EXACT_CONFIGURATIONS", "FISHER_DRAWS"]
 
 #: largest number of enumerated configurations for which the default auxiliary draw is
 #: exact
@@ -118,12 +122,19 @@ class Exchange(MCMCKernel):
         estimated from at least :data:`FISHER_DRAWS` auxiliary draws.
     target_accept_prob : float
         Acceptance rate the step size is tuned to (default 0.25).
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs: model keyword arguments with a leading example axis,
+        one row per case of ``data`` (give ``MCMC.run`` one example's row, with which
+        the model is traced). Case n's potential and auxiliary draw use row n. A model
+        argument with one row per case that the potential sums is refused (give it
+        here).
 
     Notes
     -----
     ``init_params`` of ``MCMC.run`` are starting values of the sampled sites in the
-    unconstrained space (numpyro's convention); by default every chain starts at the
-    prior medians. Samples (``get_samples()``) are constrained values of the sampled
+    unconstrained space (numpyro's convention), each of the site's unconstrained shape
+    (with a leading chain axis for vectorized chains); by default every chain starts at
+    the prior medians. Samples (``get_samples()``) are constrained values of the sampled
     sites; ``extra_fields=("accept_prob", "step_size")`` collects those fields.
 
     Examples
@@ -139,8 +150,8 @@ class Exchange(MCMCKernel):
     def __init__(self, model: Callable | UGM, data: dict, *, num_aux_steps: int | None = None,
                  kernel: Any = None, params: dict | None = None,
                  step_size: float | None = None, adapt: bool = True,
-                 target_accept_prob: float = 0.25):
-        self._model, self._data, self._params = model, data, params
+                 target_accept_prob: float = 0.25, inputs: dict | None = None):
+        self._model, self._data, self._params, self._inputs = model, data, params, inputs
         self.num_aux_steps = (None if num_aux_steps is None
                               else check_count("Exchange", "num_aux_steps", num_aux_steps))
         self._kernel_spec = as_spec(kernel, gibbs())
@@ -152,6 +163,7 @@ class Exchange(MCMCKernel):
         self._step_size, self.adapt = step_size, bool(adapt)
         self.target_accept_prob = float(target_accept_prob)
         self.posterior = None
+        self._param_space = None  # kept by pickling, for postprocess_fn
         self._sample_fn = None
         self._built = None
 
@@ -164,6 +176,8 @@ class Exchange(MCMCKernel):
         """``draw(params, key) -> states``: N auxiliary cases from p(·; θ) (model
         representation, every state site)."""
         m, n = post.m, post.num_examples
+        if post.inputs is not None:
+            return _per_example_draw(post, self.num_aux_steps, self._kernel_spec)
         if self.num_aux_steps is None:
             size = exact.num_enumerated(m)[0]
             if size > MAX_EXACT_CONFIGURATIONS:
@@ -173,12 +187,13 @@ class Exchange(MCMCKernel):
                     "num_aux_steps for the approximate exchange algorithm (a run of the "
                     "kernel from the observed cases)")
             return exact.sampler(m, n)
-        kernel, num_steps, data = self._kernel_spec.build(m.target()), self.num_aux_steps, post.data
+        target, num_steps, data = post.target, self.num_aux_steps, post.data
+        kernel = self._kernel_spec.build(target)
 
         def draw(params, key):
-            f = m.logdensity_fn(params)
+            f = target.logdensity_fn(params)
             init_key, run_key = jax.random.split(key)
-            start = {**m.target().random_state(init_key, (n,)), **data}
+            start = {**target.random_state(init_key, (n,)), **data}
             states = init_chains(kernel, start, f)
 
             def sweep(i, s):
@@ -212,12 +227,9 @@ class Exchange(MCMCKernel):
                                        and self._built[0][1:] == key[1:]):
             self._built = key, self._build(num_warmup, model_args, model_kwargs, batched)
         self.posterior, start_fn, self._sample_fn = self._built[1]
-        unknown = [n for n in (init_params or {}) if n not in self.posterior.sites]
-        if unknown:
-            raise KeyError(f"Exchange: init_params has site(s) {unknown} that are not "
-                           f"sampled sites ({list(self.posterior.sites)})")
-        values = {n: jnp.asarray(v) for n, v in (init_params or {}).items()}
-        state = start_fn(rng_key, values)
+        self._param_space = self.posterior.param_space
+        num_chains = rng_key.shape[0] if batched else None
+        state = start_fn(rng_key, _start_values(self.posterior, init_params, num_chains))
         if not bool(jnp.all(jnp.isfinite(state.log_density))):
             raise FloatingPointError(
                 f"Exchange: the log posterior (but for log Z) is not finite at the starting "
@@ -230,7 +242,7 @@ class Exchange(MCMCKernel):
         the step ``state -> state``: once per model arguments, warmup length and chain
         layout, so that a second ``MCMC.run`` reuses the compiled programs."""
         post = Posterior("Exchange", self._model, self._data, model_args, model_kwargs,
-                         self._params)
+                         self._params, self._inputs)
         draw = self._auxiliary(post)
         start = post.init_position()
         flat, unravel = ravel_pytree(start)
@@ -279,19 +291,88 @@ class Exchange(MCMCKernel):
 
     def postprocess_fn(self, model_args, model_kwargs):
         """Unconstrained samples -> constrained values of the sampled sites."""
-        if self.posterior is None:
+        if self._param_space is None:
             return lambda z: z  # noqa: E731
-        return self.posterior.m.param_space.to_constrained
+        return self._param_space.to_constrained
 
     def get_diagnostics_str(self, state):
         return (f"acc. prob={float(jnp.mean(state.mean_accept_prob)):.2f}, "
                 f"step size={float(jnp.mean(state.step_size)):.3g}")
 
     def __getstate__(self):
+        """Everything but what ``init`` rebuilds (the traced posterior, the compiled
+        programs); ``MCMC`` calls ``init`` again when it continues a run."""
         state = self.__dict__.copy()
-        state["_sample_fn"] = None
-        state["_built"] = None
+        state.update(_sample_fn=None, _built=None, posterior=None)
+        if isinstance(self._model, UGM):  # a copy without its target's closures
+            state["_model"] = self._model.replace()
         return state
+
+
+def _start_values(post: Posterior, init_params: dict | None, num_chains: int | None) -> dict:
+    """``init_params`` (unconstrained starting values of sampled sites) checked against
+    the sites and their unconstrained shapes (with a leading axis of ``num_chains`` for
+    vectorized chains)."""
+    init_params = dict(init_params or {})
+    unknown = [n for n in init_params if n not in post.sites]
+    if unknown:
+        raise KeyError(f"Exchange: init_params has site(s) {unknown} that are not "
+                       f"sampled sites ({list(post.sites)})")
+    start = post.init_position()
+    values = {}
+    for name, value in init_params.items():
+        value = jnp.asarray(value)
+        shape = tuple(jnp.shape(start[name]))
+        expected = shape if num_chains is None else (num_chains,) + shape
+        if tuple(value.shape) != expected:
+            chains = ("" if num_chains is None else
+                      f", with a leading axis for the {num_chains} vectorized chains")
+            raise ValueError(f"Exchange: init_params[{name!r}] has shape {value.shape}; "
+                             f"the sampled site {name!r} has shape {shape} in the "
+                             f"unconstrained space: expected {expected}{chains}")
+        values[name] = value
+    return values
+
+
+def _per_example_draw(post: Posterior, num_aux_steps: int | None, kernel_spec: Any
+                      ) -> Callable:
+    """The auxiliary draw of a CRF: case n from p(·; θ, inputs_n), exactly (enumeration,
+    one example at a time) or by ``num_aux_steps`` steps of the kernel from the observed
+    case n under its inputs."""
+    m, target, inputs, n = post.m, post.target, post.inputs, post.num_examples
+    if num_aux_steps is None:
+        size = exact.num_enumerated(m)[0]
+        if size > MAX_EXACT_CONFIGURATIONS:
+            raise ValueError(
+                f"Exchange: exact auxiliary draws would enumerate {size:.3g} configurations "
+                f"per example (more than {MAX_EXACT_CONFIGURATIONS}); give num_aux_steps "
+                "for the approximate exchange algorithm")
+
+        def draw(params, key):
+            def one(example, k):
+                return jax.tree.map(lambda a: a[0],
+                                    exact.sampler(m.bind(**example), 1)(params, k))
+
+            return jax.vmap(one)(inputs, jax.random.split(key, n))
+
+        return draw
+    kernel = kernel_spec.build(target)
+
+    def draw(params, key):
+        init_key, run_key = jax.random.split(key)
+        start = {**target.random_state(init_key, (n,)), **post.data}
+
+        def one(example, state, k):
+            f = target.bind(**example).logdensity_fn(params)
+
+            def sweep(i, s):
+                return kernel.step(jax.random.fold_in(k, i), s, f)[0]
+
+            return jax.lax.fori_loop(0, num_aux_steps, sweep, kernel.init(state, f)).position
+
+        return jax.vmap(one)(inputs, start, jax.random.split(run_key, n))
+
+    return draw
 
 
 def _reshape_fn(post: Posterior, draw: Callable, unravel: Callable) -> Callable:
@@ -302,9 +383,12 @@ def _reshape_fn(post: Posterior, draw: Callable, unravel: Callable) -> Callable:
     n = post.num_examples
     repeats = -(-FISHER_DRAWS // n)
     observed = tuple(post.data)
+    inputs = (None if post.inputs is None else  # the inputs of each draw's case
+              jax.tree.map(lambda a: jnp.tile(a, (repeats,) + (1,) * (a.ndim - 1)),
+                           post.inputs))
 
-    def energy(u_flat, y):
-        return post.m.target().free_energy(post.params(unravel(u_flat)), y)
+    def energy(u_flat, y, example):
+        return post.free_energy(post.params(unravel(u_flat)), y, example)
 
     def log_prior(u_flat):
         return post.log_prior(unravel(u_flat))
@@ -315,7 +399,7 @@ def _reshape_fn(post: Posterior, draw: Callable, unravel: Callable) -> Callable:
         params = post.params(state.z)
         ys = jax.vmap(draw, (None, 0))(params, jax.random.split(draw_key, repeats))
         ys = {s: ys[s].reshape((repeats * n,) + ys[s].shape[2:]) for s in observed}
-        scores = jax.vmap(jax.grad(energy), (None, 0))(u, ys)
+        scores = jax.vmap(jax.grad(energy), (None, 0, 0))(u, ys, inputs)
         fisher = jnp.cov(scores, rowvar=False).reshape(u.size, u.size)
         precision = n * fisher - jax.hessian(log_prior)(u)
         precision = 0.5 * (precision + precision.T)

@@ -11,16 +11,26 @@ unconstrained space of the parameters that have a prior (the sampled ones), with
 log-Jacobian of the map to θ. The samplers differ in how they deal with Z(θ): the exchange
 algorithm cancels it with an auxiliary draw, SG-MCMC estimates its gradient with a
 negative-phase estimator, the exact reference enumerates it.
+
+A conditional model (CRF) takes per-example ``inputs`` (model keyword arguments with a
+leading example axis, as the learner and evaluation take them): then F(x_n; θ, u_n) and
+Z(θ, u_n) are each example's own. Given as plain model arguments instead, such arrays
+would enter every example's potential whole; :class:`Posterior` refuses an argument
+whose rows the potential visibly sums (see :func:`refuse_summed_examples`).
 """
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-
+from .._checks import check_inputs
 from ..model import UGM, as_ugm
 from ..validation import validate_data
+
+__all__ = ["Posterior", "refuse_summed_examples"]
 
 
 class Posterior:
@@ -39,14 +49,26 @@ class Posterior:
     params : dict, optional
         Fixed values (constrained) of parameter sites that are not sampled:
         ``numpyro.param`` sites (default: their init values) and sites with a prior that
-        should be held fixed.
+        should be held fixed. Checked against each site's shape and support.
+    inputs : dict of str -> array, optional
+        A CRF's per-example inputs: model keyword arguments with a leading example axis
+        (one row per case of ``data``).
 
     Attributes
     ----------
+    target : Target
+        What the samplers read of the model: the state sites, the structure and the
+        free energy (:meth:`~numpyro_ugm.model.UGM.target`, the data's sites observed).
+    param_space : ParamSpace
+        The parameter sites, their transforms and checks.
     m : UGM
-        The traced model with the data's sites observed.
+        The traced model, for what only tracing gives (the prior density
+        :meth:`~numpyro_ugm.model.UGM.log_prior`, whose priors may depend on other
+        parameters) and for exact enumeration (:mod:`numpyro_ugm.evaluate.exact`).
     data : dict of str -> jax.Array
         The cases, model representation.
+    inputs : dict of str -> jax.Array or None
+        The per-example inputs, checked.
     num_examples : int
     sites : tuple of str
         The sampled parameter sites (those with a prior not fixed by ``params``).
@@ -55,11 +77,21 @@ class Posterior:
     """
 
     def __init__(self, owner: str, model: Callable | UGM, data: dict, model_args: tuple = (),
-                 model_kwargs: dict | None = None, params: dict | None = None):
+                 model_kwargs: dict | None = None, params: dict | None = None,
+                 inputs: dict | None = None):
         m = as_ugm(model, *model_args, **(model_kwargs or {}))
         self.data = validate_data(m.state_sites, data)
-        self.m = m = m.observe(self.data.keys())
+        m = m.observe(self.data.keys())
         self.num_examples = int(jax.tree.leaves(self.data)[0].shape[0])
+        if inputs is None:
+            if not isinstance(model, UGM):
+                refuse_summed_examples(owner, model, model_args, model_kwargs or {}, m,
+                                       self.num_examples)
+            self.inputs = None
+        else:
+            self.inputs = check_inputs(inputs, m.kwargs, self.num_examples)[0]
+            m = m.for_inputs(self.inputs)  # blocks valid for every example
+        self.m, self.target, self.param_space = m, m.target(), m.param_space
         given = dict(params or {})
         unknown = [n for n in given if n not in m.param_sites]
         if unknown:
@@ -75,30 +107,43 @@ class Posterior:
         init = m.init_params(jax.random.PRNGKey(0))
         self.fixed = {n: jnp.asarray(given.get(n, init[n])) for n in m.param_sites
                       if n not in self.sites}
-        m.param_space.check({**init, **self.fixed})
+        self._initial = {n: init[n] for n in self.sites}
+        try:
+            self.param_space.check({**init, **self.fixed})
+        except (KeyError, TypeError, ValueError, FloatingPointError) as error:
+            raise type(error)(f"{owner}: params: {error.args[0]}") from error
         if m.latent_sites:  # raises if the latent sites cannot be summed out
-            self.free_energy_sum(init, jax.tree.map(lambda a: a[:1], self.data))
+            self.free_energy(init, jax.tree.map(lambda a: a[0], self.data),
+                             jax.tree.map(lambda a: a[0], self.inputs))
 
     def init_position(self) -> dict:
         """The sampled sites at the model's initial values (prior medians), unconstrained."""
-        init = self.m.init_params(jax.random.PRNGKey(0))
-        return self.m.param_space.to_unconstrained({n: init[n] for n in self.sites})
+        return self.param_space.to_unconstrained(self._initial)
 
     def params(self, position: dict) -> dict:
         """Every parameter site, constrained, for the sampled sites at ``position``."""
-        return {**self.fixed, **self.m.param_space.to_constrained(position)}
+        return {**self.fixed, **self.param_space.to_constrained(position)}
 
     def log_prior(self, position: dict) -> jax.Array:
         """``log p(θ) + log |det ∂θ/∂u|``: the prior density at ``position`` in the
-        unconstrained space."""
+        unconstrained space (every prior evaluated at the current values of the
+        parameters it depends on: the model is traced with them)."""
         return (self.m.log_prior(self.params(position))
-                + self.m.param_space.log_abs_det_jacobian(position))
+                + self.param_space.log_abs_det_jacobian(position))
+
+    def free_energy(self, params: dict, state: dict, example: dict | None = None
+                    ) -> jax.Array:
+        """F(x; θ) of one configuration (model representation; latent sites summed out),
+        under one example's inputs ``example`` (a row of :attr:`inputs`) for a CRF."""
+        target = self.target if example is None else self.target.bind(**example)
+        return target.free_energy(params, {n: state[n] for n in self.data})
 
     def free_energy_sum(self, params: dict, states: dict) -> jax.Array:
-        """Σ_n F(x_n; θ) over the rows of ``states`` (model representation; latent sites,
-        if present, are ignored and summed out)."""
+        """Σ_n F(x_n; θ) over the rows of ``states``, one per case of the data (model
+        representation; latent sites, if present, are ignored and summed out), row n
+        under the inputs of case n for a CRF."""
         observed = {n: states[n] for n in self.data}
-        return jnp.sum(self.m.target().free_energies(params, observed))
+        return jnp.sum(self.target.free_energies(params, observed, self.inputs))
 
     def log_unnormalized(self, position: dict) -> jax.Array:
         """``log p(θ) + log |J| + Σ_n F(x_n; θ)``: the log posterior density at ``position``
@@ -107,5 +152,81 @@ class Posterior:
                                                                self.data)
 
     def __repr__(self) -> str:
+        inputs = "" if self.inputs is None else f", inputs={sorted(self.inputs)}"
         return (f"Posterior(sites={list(self.sites)}, fixed={list(self.fixed)}, "
-                f"num_examples={self.num_examples})")
+                f"num_examples={self.num_examples}{inputs})")
+
+
+def refuse_summed_examples(owner: str, model: Callable, model_args: tuple,
+                           model_kwargs: dict, m: UGM, num_examples: int) -> None:
+    """Raise when a model argument holds one row per example that the potential sums.
+
+    A CRF's per-example inputs given as a model argument (``MCMC.run(key,
+    features=X)``) are traced whole: a potential that broadcasts them against the state
+    sums every example's term into each example's potential, a wrong posterior without
+    an error. Such an argument is recognised by three signs: its leading axis has the
+    ``num_examples`` rows of the data (at least two, not all equal), the model traces
+    with one row of it to the same sites, and at a random state and random parameters
+    the potential changes by f(x; u_i) − f(x; u_j) when its row i is replaced by row j
+    (each row adds its own term). The error points to ``inputs=``.
+    """
+    if num_examples < 2:
+        return
+    named = [(f"positional argument {k}", k, v) for k, v in enumerate(model_args)]
+    named += [(f"keyword argument {k!r}", k, v) for k, v in model_kwargs.items()]
+    for label, key, value in named:
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            continue
+        rows = np.asarray(value)
+        if rows.ndim == 0 or rows.shape[0] != num_examples \
+                or not np.issubdtype(rows.dtype, np.number):
+            continue
+        differs = np.flatnonzero(np.any((rows != rows[:1]).reshape(num_examples, -1), 1))
+        if differs.size and _sums_rows(model, model_args, model_kwargs, m, key, rows,
+                                       int(differs[0])):
+            hint = key if isinstance(key, str) else "name"
+            raise ValueError(
+                f"{owner}: the model's {label} has shape {rows.shape}, one row per "
+                f"example of the data ({num_examples}), and the potential sums its rows: "
+                f"given as a model argument, every example's potential would hold every "
+                f"example's row. Pass per-example inputs as inputs={{{hint!r}: ...}} (model "
+                "keyword arguments with a leading example axis, as the learner and "
+                "evaluation take them), and trace the model with one example's row")
+
+
+def _sums_rows(model, model_args, model_kwargs, m, key, rows, j):
+    """Whether replacing row 0 of the argument ``key`` by row ``j`` changes the potential
+    as replacing the whole argument by row 0, then by row ``j``, does (at two random
+    states and parameters, the change not zero)."""
+    def with_value(value):
+        args, kwargs = list(model_args), dict(model_kwargs)
+        if isinstance(key, str):
+            kwargs[key] = value
+        else:
+            args[key] = value
+        return args, kwargs
+
+    try:
+        one = [as_ugm(model, *a, **k) for a, k in (with_value(rows[0]), with_value(rows[j]))]
+    except Exception:  # noqa: BLE001 — the model does not take one row: not per example
+        return False
+    shapes = lambda u: ({n: s.shape for n, s in u.param_sites.items()},  # noqa: E731
+                        {n: d.batch_shape for n, d in u.state_sites.items()})
+    if any(shapes(u) != shapes(m) for u in one):
+        return False
+    swapped = rows.copy()
+    swapped[0] = rows[j]
+    other = m.replace(**dict(zip(("args", "kwargs"), with_value(swapped))))
+    space, rng = m.param_space, np.random.default_rng(0)
+    changes = []
+    for k in range(2):
+        u = space.to_unconstrained(m.init_params(jax.random.PRNGKey(k)))
+        params = space.to_constrained({n: np.asarray(v) + rng.standard_normal(np.shape(v))
+                                       .astype(np.asarray(v).dtype) for n, v in u.items()})
+        x = m.target().random_state(jax.random.PRNGKey(100 + k))
+        whole = float(m.log_potential(params, x) - other.log_potential(params, x))
+        rowwise = float(one[0].log_potential(params, x) - one[1].log_potential(params, x))
+        if not np.isclose(whole, rowwise, rtol=1e-4, atol=1e-5):
+            return False
+        changes.append(abs(whole))
+    return max(changes) > 1e-5

@@ -1,0 +1,96 @@
+"""The exchange algorithm's kernel (posterior/exchange.py) on what users hand it:
+starting values, fixed parameters, pickling a run kernel, and a CRF's per-example inputs.
+(Agreement with the posterior on plain models: test_posterior.py.)"""
+
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.diagnostics import effective_sample_size
+from numpyro.infer import MCMC
+
+import numpyro_ugm as ugm
+from test_posterior_reference import crf_problem, field_crf
+
+
+def scaled_chain(n=4):
+    """A chain with a sampled coupling and a positive fixed scale."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    scale = numpyro.param("scale", 1.0, constraint=dist.constraints.positive)
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("pair", scale * beta * jnp.sum(x[1:] * x[:-1]))
+
+
+DATA = {"x": np.array([[1, 1, -1, -1], [1, 1, 1, 1], [-1, 1, 1, -1]], np.int8)}
+
+
+def _mcmc(kernel, num_chains=1, **options):
+    return MCMC(kernel, num_warmup=4, num_samples=4, num_chains=num_chains,
+                chain_method="vectorized", progress_bar=False, **options)
+
+
+def test_starting_values_of_the_wrong_shape_are_named():
+    with pytest.raises(ValueError, match=r"init_params\['beta'\] has shape \(3,\); the "
+                                         r"sampled site 'beta' has shape \(\)"):
+        _mcmc(ugm.posterior.Exchange(scaled_chain, DATA)).run(
+            jax.random.PRNGKey(0), init_params={"beta": jnp.zeros(3)})
+    with pytest.raises(ValueError, match=r"expected \(2,\), with a leading axis for the 2 "
+                                         "vectorized chains"):
+        _mcmc(ugm.posterior.Exchange(scaled_chain, DATA), num_chains=2).run(
+            jax.random.PRNGKey(0), init_params={"beta": jnp.zeros((2, 3))})
+    mcmc = _mcmc(ugm.posterior.Exchange(scaled_chain, DATA), num_chains=2)
+    mcmc.run(jax.random.PRNGKey(0), init_params={"beta": jnp.array([0.5, -0.5])})
+    assert mcmc.get_samples()["beta"].shape == (8,)
+
+
+def test_fixed_parameters_outside_their_support_are_refused():
+    kernel = ugm.posterior.Exchange(scaled_chain, DATA, params={"scale": jnp.float32(-1.0)})
+    with pytest.raises(ValueError, match=r"Exchange: params: parameter site 'scale' holds "
+                                         r"-1\.0 .*outside its support"):
+        _mcmc(kernel).run(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["function", "UGM"])
+def test_a_run_kernel_pickles_and_continues(traced):
+    model = ugm.UGM(scaled_chain) if traced else scaled_chain
+    mcmc = _mcmc(ugm.posterior.Exchange(model, DATA))
+    mcmc.run(jax.random.PRNGKey(0))
+    kernel = pickle.loads(pickle.dumps(mcmc.sampler))
+    assert kernel.posterior is None and kernel.postprocess_fn((), {})(
+        {"beta": jnp.float32(0.5)})["beta"] == 0.5
+    again = pickle.loads(pickle.dumps(mcmc))
+    np.testing.assert_array_equal(again.get_samples()["beta"], mcmc.get_samples()["beta"])
+    again.post_warmup_state = again.last_state  # continue: init runs again
+    again.run(again.post_warmup_state.rng_key)
+    mcmc.post_warmup_state = mcmc.last_state
+    mcmc.run(mcmc.post_warmup_state.rng_key)
+    np.testing.assert_array_equal(again.get_samples()["beta"], mcmc.get_samples()["beta"])
+
+
+@pytest.mark.parametrize("num_aux_steps", [None, pytest.param(3, marks=pytest.mark.slow)],
+                         ids=["exact-draws", "gibbs-3"])
+def test_per_example_inputs_match_quadrature(num_aux_steps):
+    """Each case's potential and auxiliary draw under its own inputs: the posterior mean
+    of beta within 4 Monte Carlo standard errors of quadrature; the inputs given as a
+    model argument (summed by the potential) are refused."""
+    data, u, log_posterior = crf_problem(num_cases=30)
+    grid = np.linspace(-2.0, 3.0, 2001)
+    w = np.exp(np.array([log_posterior(b) for b in grid]) - log_posterior(0.6))
+    w /= w.sum()
+    mean = (w * grid).sum()
+    sd = np.sqrt((w * grid ** 2).sum() - mean ** 2)
+    with pytest.raises(ValueError, match=r"keyword argument 'u' .* inputs="):
+        _mcmc(ugm.posterior.Exchange(field_crf, data)).run(jax.random.PRNGKey(0), u=u)
+    kernel = ugm.posterior.Exchange(field_crf, data, inputs={"u": u},
+                                    num_aux_steps=num_aux_steps)
+    mcmc = MCMC(kernel, num_warmup=300, num_samples=1000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(1), u=u[0])
+    beta = np.asarray(mcmc.get_samples(group_by_chain=True)["beta"])
+    ess = float(effective_sample_size(beta))
+    assert ess > 150
+    assert abs(beta.mean() - mean) < 4 * sd / np.sqrt(ess), (beta.mean(), mean, sd, ess)

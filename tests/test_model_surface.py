@@ -3,8 +3,6 @@
 ``analyze`` and the one-way dependency between ``model`` and ``structure``, and the
 deprecations of moved arguments."""
 
-import ast
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +17,6 @@ from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM, as_ugm
 from numpyro_ugm.structure import Structure, analyze
 
-PACKAGE = Path(ugm.__file__).resolve().parent
 
 
 def chain(n=4):
@@ -132,25 +129,7 @@ def test_evaluators_use_the_compile_cache():
     assert {"enumeration.plan", "enumeration.jit", "ais", "predict"} <= keys
 
 
-# --- structure: one way ---------------------------------------------------------------
-
-
-def _imports(path):
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            names.add(("." * node.level) + (node.module or ""))
-        elif isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-    return names
-
-
-def test_structure_and_conditionals_do_not_import_the_model():
-    for path in sorted((PACKAGE / "structure").glob("*.py")) + [PACKAGE / "conditionals.py"]:
-        imported = _imports(path)
-        assert not any(i.endswith("model") for i in imported), (path.name, imported)
-    assert ".structure" in _imports(PACKAGE / "model.py")
+# --- structure on a bare log-potential (the import direction: tests/test_layers.py) -----
 
 
 def test_analyze_works_on_a_log_potential_without_a_model():

@@ -235,7 +235,7 @@ def sum_out(logdensity_fn: Callable[[dict], jax.Array], state: dict,
 
 def mean_and_entropy(domain, grad):
     """Mean (model representation) and entropy of independent variables whose
-    multilinear log-potential has gradient ``grad`` (num_variables, *event); two-valued
+    multilinear log-potential has gradient ``grad`` of shape ``(num_variables, *event)``; two-valued
     scalar domains (Spin, Binary) use one sigmoid of the log-odds per variable, one-hot
     domains (Categorical, any K) a softmax of the logits."""
     if domain.two_valued:

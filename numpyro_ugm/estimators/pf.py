@@ -160,9 +160,7 @@ class PF(ReweightingEstimator):
     equilibrium_threshold : float > 0
         Keyword only. z above which the check finds the particles off equilibrium.
     check_log_z : bool
-        Keyword only. Re-anneal when the running log Z is impossible (default True; off
-        under a conditional model's
-        :class:`~numpyro_ugm.estimators.per_example.PerExample`).
+        Keyword only. As in :class:`~numpyro_ugm.estimators.mcmcmle.MCMCMLE`.
     """
 
     num_particles: int

@@ -91,14 +91,8 @@ class PSMC(TemperingEstimator):
     keep_fraction : float in (0, 1]
         Fraction of particles carried over (the paper: one half), rounded to a number of
         particles (:attr:`num_keep`), which must be at least one.
-    num_mcmc_steps : int
-        Keyword only. Kernel steps per β.
-    resampling : {"systematic", "stratified", "multinomial", "residual"}
-        Keyword only.
-    max_betas : int
-        Keyword only. Cap on the number of β per update (the last step then jumps to 1).
-    kernel : KernelSpec, optional
-        Keyword only. Move at each β (default: systematic-scan block Gibbs).
+    num_mcmc_steps, resampling, max_betas, kernel
+        Keyword only. As in :class:`~numpyro_ugm.estimators.smc.SMC`.
     redraw : {"tempered", "uniform-heuristic"}
         Keyword only. How the particles not kept are re-drawn (see above).
     """

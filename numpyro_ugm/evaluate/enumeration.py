@@ -184,9 +184,8 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
 
     Parameters
     ----------
-    m : UGM
-    params : dict
-        Parameters (constrained space); may be traced.
+    m, params
+        As in :func:`log_partition`.
     data : dict of str -> array
         Observed sites in the data representation (±1, 0/1, integer labels), each with a
         leading example axis; checked with :func:`~numpyro_ugm.validation.validate_data`.
@@ -218,9 +217,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
 
     Parameters
     ----------
-    m : UGM
-    params : dict
-        Parameters (constrained space); may be traced.
+    m, params
+        As in :func:`log_partition`.
     data : dict of str -> array
         Observed sites in the data representation, leading example axis.
     inputs : dict of str -> array, optional
@@ -250,9 +248,8 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
 
     Parameters
     ----------
-    m : UGM
-    params : dict
-        Parameters (constrained space); may be traced.
+    m, params
+        As in :func:`log_partition`.
     fn : callable
         State dict (model representation, one configuration) -> pytree of arrays.
     chunk_size : int
@@ -301,10 +298,8 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
 
     Parameters
     ----------
-    m : UGM
-    params : dict
-        Parameters (constrained space); may be traced.
-    chunk_size : int
+    m, params, chunk_size
+        As in :func:`log_partition`.
 
     Returns
     -------

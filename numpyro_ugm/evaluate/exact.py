@@ -191,11 +191,10 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
 
     Parameters
     ----------
-    m : UGM
-    params : dict
-        Parameters (constrained space).
-    rng_key : jax PRNGKey
+    m, params, rng_key
+        As in :func:`~numpyro_ugm.sampling.sample`.
     num_samples : int
+        Number of independent draws.
     chunk_size : int
         Largest number of configurations scored together (reduced for many samples).
 

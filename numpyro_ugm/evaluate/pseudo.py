@@ -132,11 +132,8 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
 
     Parameters
     ----------
-    model : callable or UGM
-        numpyro model function (called with ``model_args`` and ``model_kwargs``) or a
-        traced :class:`~numpyro_ugm.model.UGM` (then give no model arguments).
-    data : dict of str -> array
-        Observed sites (data representation), leading example axis.
+    model, data
+        As in :func:`~numpyro_ugm.evaluate.exact.fit`.
     params : dict, optional
         Initial parameters (constrained space); default ``m.init_params(rng_key)``.
     num_steps : int

@@ -54,6 +54,7 @@ def test_pcd_reaches_exact_ml_supremum(problem, exact_ml):
     assert np.abs(np.asarray(best.params["W"])[upper] - map_w).max() > 0.3
 
 
+@pytest.mark.slow
 def test_pcd_map_matches_exact_map():
     """MAP under a N(0, 0.5²) prior on W, on 10 spins drawn as VBM-15's are (the exact
     fit enumerates 2^10 states instead of 2^15; the slow test above shows that the prior

@@ -160,6 +160,7 @@ def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     assert info[0] is info.ess  # integer indexing is the tuple's
 
 
+@pytest.mark.slow
 def test_learner_diagnostics_are_the_info_fields_and_log_likelihood_with_log_z():
     m, params, batch = small_model()
     data = {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)}

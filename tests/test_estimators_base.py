@@ -142,8 +142,9 @@ def run_estimator(name, model="vbm8"):
         num_still - 1, num_still - 1 + PATH_STEPS)
 
 
-@pytest.mark.parametrize("name", [  # PF and SMC are also checked against exact log Z below
-    pytest.param(n, marks=pytest.mark.slow) if n in ("PF", "SMC") else n for n in ESTIMATORS])
+@pytest.mark.parametrize("name", [  # PF, SMC: also against exact log Z below; slow: MCMC-MLE
+    pytest.param(n, marks=pytest.mark.slow) if n in ("PF", "SMC", "MCMCMLE") else n
+    for n in ESTIMATORS])
 def test_negative_phase_matches_exact_at_fixed_params(name):
     m, start, end = vbm8()
     weighted, _, info, params_path, still, _ = run_estimator(name)
@@ -154,7 +155,7 @@ def test_negative_phase_matches_exact_at_fixed_params(name):
     assert max_difference(at(far, 0), at(exact_grads, 0)) > 0.4
 
 
-@pytest.mark.parametrize("name", ["PF", "MCMCMLE", "PSMC", "SMC"])
+@pytest.mark.parametrize("name", ["PF", pytest.param("MCMCMLE", marks=pytest.mark.slow), "PSMC", "SMC"])
 def test_negative_phase_matches_exact_along_path(name):
     """After PATH_STEPS updates along θ_0 → θ_1 the weighted particles give θ_1's
     negative phase; the weights are not uniform."""
@@ -183,7 +184,7 @@ def test_negative_phase_matches_exact_along_path(name):
 # --- 2. log Z -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["SMC", "PSMC", "PF", "MCMCMLE"])
+@pytest.mark.parametrize("name", ["SMC", "PSMC", "PF", pytest.param("MCMCMLE", marks=pytest.mark.slow)])
 def test_log_z_tracks_exact_along_path(name):
     """SMC's log Z is fresh at every update; PSMC (keep_fraction=1), PF and MCMC-MLE
     carry theirs along the path by their incremental weights."""
@@ -197,8 +198,8 @@ def test_log_z_tracks_exact_along_path(name):
     assert abs(exact_log_z[-1] - exact_log_z[0]) > 0.6  # a stale log Z would fail
 
 
-@pytest.mark.parametrize("name", ["SMC", pytest.param("PF", marks=pytest.mark.slow),
-                                  pytest.param("PSMC", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SMC", "PF", "PSMC"])
 def test_log_z_and_gradient_on_rbm_with_latent_units(name):
     """RBM with latent hidden units: the tempering follows the joint f(v, h), so log Z
     is the joint's; weights and negative phase use the free energy F(v) (hidden units
@@ -262,6 +263,7 @@ def learning_run(name, lr):
 DRIFT_PER_STEP = 0.002
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["PF"])
 def test_learner_running_log_z_follows_exact(name):
     """diagnostics["log_z"] of step t estimates log Z(θ_t), θ_t the parameters that step
@@ -374,6 +376,7 @@ def test_normalize_never_returns_nan():
         assert abs(np.logaddexp.reduce(out)) < 1e-5
 
 
+@pytest.mark.slow
 def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     """The PF paper's criterion: a round ends at the importance-sampled optimum (mean
     absolute gradient below ``gradient_tol``), which the learner reports through
@@ -419,6 +422,7 @@ def frozen_mcmcmle_round(estimator, down_offset, num_up=8):
     return new_state, particles, spins
 
 
+@pytest.mark.slow
 def test_mcmcmle_resamples_a_round_whose_ess_is_low():
     """Four chains up, twelve down with weights of e^-10 (ESS about 4 of 16, below the
     default resample_threshold 0.9): the round starts from the sample resampled by the

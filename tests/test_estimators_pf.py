@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from blackjax.smc import resampling as bj_resampling
 from helpers import PATH_STEPS, at, path, schedule
 from helpers import vbm8_path as vbm8
@@ -19,6 +20,7 @@ from numpyro_ugm.estimators import PCDState, PFState
 from numpyro_ugm.estimators.base import normalize, uniform_log_weights
 
 
+@pytest.mark.slow
 def test_collapsing_ess_recovers_and_warns():
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 10, 200, 10)
     # a huge step makes the weights of consecutive parameters degenerate
@@ -58,6 +60,7 @@ def pcd_n():
     return pcd, pcd.build_kernel(m.target()), update
 
 
+@pytest.mark.slow
 def test_pf_with_unit_weights_is_pcd_n():
     m, start, end = vbm8()
     params_path = path(start, end, schedule(0))

@@ -53,6 +53,7 @@ def tempering_runs():
     return m, runs, exact_log_z
 
 
+@pytest.mark.slow
 def test_temper_beta_path_ends_at_one_with_ess_at_target():
     m, (anneal, bridge, small, capped, _), (log_z_start, log_z_far) = tempering_runs()
     for name, run in (("anneal", anneal), ("bridge", bridge)):
@@ -92,6 +93,7 @@ def test_temper_beta_path_ends_at_one_with_ess_at_target():
     assert abs(log_z_far - log_z_start) > 1.0
 
 
+@pytest.mark.slow
 def test_temper_log_z_variance_is_of_the_order_of_the_spread():
     """The reported variance of the summed increments against their spread over the 16
     independent runs. It understates (particles that share an ancestor stay correlated

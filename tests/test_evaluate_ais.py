@@ -175,7 +175,8 @@ def _vbm10():
                "b": jnp.asarray(0.3 * rng.standard_normal(10), jnp.float32)}
 
 
-@pytest.mark.parametrize("case", ["rbm", "rbm-random-scan", "vbm"])
+@pytest.mark.parametrize("case", ["rbm", pytest.param("rbm-random-scan", marks=pytest.mark.slow),
+                                  "vbm"])
 def test_both_directions_are_unbiased_for_their_ratio_of_normalizers(case):
     """With 4 βs (far too few for a good estimate) and many chains, the forward weights
     average to Z / Z_q and the reverse weights, started from exact draws, to Z_q / Z: both
@@ -201,6 +202,7 @@ def test_both_directions_are_unbiased_for_their_ratio_of_normalizers(case):
                                                                   truth, float(stderr))
 
 
+@pytest.mark.slow
 def test_raise_is_unbiased_for_the_annealing_model():
     """Reverse AIS from a data case v (RAISE) estimates without bias the probability
     p_ann(v) that the forward run ends at v, computed here exactly from the transition
@@ -247,6 +249,7 @@ def _bimodal_rbm():
     return m, params
 
 
+@pytest.mark.slow
 def test_the_bracket_holds_the_exact_value_where_a_short_forward_schedule_fails():
     m, params = _bimodal_rbm()
     draws = exact.sample(m, params, jax.random.PRNGKey(1), 100)
@@ -286,6 +289,7 @@ def test_reverse_runs_check_their_starting_states():
         ais.log_likelihood(m, params, data, key, 4, 5, reverse=True, sum_out_sites=())
 
 
+@pytest.mark.slow
 def test_degenerate_weights_warn():
     """16 chains and 20 βs on the bimodal RBM: one chain carries nearly all the weight,
     and the standard error computed from the weights cannot say so; the estimate warns."""

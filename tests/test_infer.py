@@ -168,6 +168,7 @@ def check_posterior(samples):
     assert np.max(np.abs((free_x - mean_x) / se_x)) > TOLERANCE, "test is blind"
 
 
+@pytest.mark.slow
 def test_hmcgibbs_with_nuts_matches_exact_posterior():
     with warnings.catch_warnings():  # sigma is a site of the likelihood: no warning
         warnings.filterwarnings("error", message=".*1/Z")

@@ -47,6 +47,7 @@ def test_spin_vbm(spec, steps):
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec,steps", [(GIBBS, 30)])
 def test_binary_third_order(spec, steps):
     m, params = binary3()
@@ -131,6 +132,7 @@ def moment_z_scores(mean, second, draws):
     return np.concatenate([z_mean, z_pair])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [GIBBS, GIBBS_RANDOM])
 def test_more_blocks_than_unrolled(spec):
     m, params, mean, second = vbm18()

@@ -94,6 +94,7 @@ def test_inside_ugm_sample():
     assert total_variation(p, config_index(m, few)) > tv_threshold(p, num)  # not blind
 
 
+@pytest.mark.slow
 def test_inside_pcd():
     """PCD's persistent particles at fixed parameters (zero learning rate) end up
     distributed as p."""

@@ -22,14 +22,15 @@ def curie_weiss(n, coupling):
     numpyro.factor("fields", b @ x)
 
 
-#: the default run covers tempered transitions (every step and every third step) and
-#: parallel tempering over Gibbs; the slow run adds the other base kernels
+#: the default run covers tempered transitions and parallel tempering over Gibbs; the
+#: slow run adds the other base kernels and tempered transitions every third step
 @pytest.mark.parametrize("spec", [
     tempered_transitions(kernel=GIBBS, betas=(0.2, 0.5, 0.8, 1.0)),
     pytest.param(tempered_transitions(kernel=GIBBS_RANDOM, betas=(0.3, 0.7, 1.0)),
                  marks=pytest.mark.slow),
     pytest.param(tempered_transitions(kernel=METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
-    tempered_transitions(kernel=GIBBS, betas=(0.5, 1.0), every=3),
+    pytest.param(tempered_transitions(kernel=GIBBS, betas=(0.5, 1.0), every=3),
+                 marks=pytest.mark.slow),
     parallel_tempering(kernel=GIBBS, betas=(0.0, 0.4, 0.7, 1.0)),
     pytest.param(parallel_tempering(kernel=METROPOLIS, betas=(0.5, 1.0)), marks=pytest.mark.slow),
 ], ids=["tt-gibbs", "tt-random", "tt-metropolis", "tt-every3", "pt-gibbs", "pt-metropolis"])

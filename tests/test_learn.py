@@ -204,6 +204,7 @@ def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
         np.testing.assert_array_equal(parts.params[name], whole.params[name])
 
 
+@pytest.mark.slow
 def test_impossible_or_uncertain_running_log_likelihood_warns(spins):
     """A running log Z below the data's log-potential (a positive log-likelihood) or with
     a standard error beyond LOG_Z_SE_TOLERANCE warns; a sound run does not. (PF's own

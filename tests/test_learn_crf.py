@@ -119,7 +119,8 @@ def exact_gradient_and_se(problem, params):
     return grad, se
 
 
-@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["PCD", "PF"])
 def test_first_gradient_matches_exact(problem, name):
     """The learner's gradient at THETA0 (per-example particles, each example under its
     own features) agrees with the exact conditional log-likelihood gradient within
@@ -139,7 +140,8 @@ def test_first_gradient_matches_exact(problem, name):
     assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree.leaves(exact_grad)) > 1.0
 
 
-@pytest.mark.parametrize("name", ["PCD", pytest.param("PF", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["PCD", "PF"])
 def test_learning_reaches_exact_conditional_ml(problem, name):
     """SGD with per-example particles reaches the exact conditional-ML optimum."""
     run = learning_run(problem, name)

@@ -169,6 +169,7 @@ def _share_a_node(n):
 
 @pytest.mark.parametrize("statistics", [TRIAD, pytest.param(
     ("edges", "threestars", "isolates", ("gwdegree", 0.4)), marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_declared_matchings_hold_under_the_found_interactions(statistics):
     n = 5
     m = model(n, statistics)
@@ -184,6 +185,7 @@ def test_declared_matchings_hold_under_the_found_interactions(statistics):
     assert len(model(4, ("edges",)).blocks) == 1  # dyad independent: one block
 
 
+@pytest.mark.slow
 def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
     statistics = ("edges", ("gwesp", 0.7))
     m = model(5, statistics)
@@ -193,7 +195,7 @@ def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
 
 
 @pytest.mark.parametrize("statistics", [
-    STATISTICS,
+    pytest.param(STATISTICS, marks=pytest.mark.slow),
     ("edges", ("gwesp", 0.25), ("gwesp", 1.5), ("gwdegree", 0.1), "triangle"),
 ])
 def test_block_change_statistics_and_hooked_conditionals_match_brute_force(statistics):
@@ -253,6 +255,7 @@ def test_gibbs_with_change_statistics_samples_the_exact_distribution(statistics,
     assert np.all(np.abs(S.mean(0) - mean) < 4 * se), (S.mean(0), mean, se)
 
 
+@pytest.mark.slow
 def test_tempered_samplers_keep_the_change_statistics():
     statistics, theta = ("edges", "gwesp", "gwdegree"), jnp.asarray([-0.8, 0.6, -0.3])
     m = model(4, statistics)
@@ -385,6 +388,7 @@ def _learn(estimator, data, init, steps, lr, seed):
                        init_params={"theta": init}, progress_bar=False)
 
 
+@pytest.mark.slow
 def test_pcd_reaches_exact_mle(triad6_problem):
     m, theta_true, data, best = triad6_problem
     init = mple(data, TRIAD).params["theta"]
@@ -477,6 +481,7 @@ def _gibbs_draws(m, num_chains=100, sweeps=30):
     return run
 
 
+@pytest.mark.slow
 def test_degeneracy_warning():
     m = model(8, ("edges", "triangles"))
     draws = _gibbs_draws(m)

@@ -72,6 +72,7 @@ def _check_agreement(samples, by_chain, mean, sd, sd_tolerance=0.15):
     # by default the kernel path (approximate exchange) is checked on the Florentine
     # edges model (below), where one sweep is exact
     pytest.param(10, marks=pytest.mark.slow)], ids=["exact-draws", "gibbs-10"])
+@pytest.mark.slow
 def test_exchange_matches_the_posterior_on_a_grid(chain_posterior, num_aux_steps):
     data, mean, sd = chain_posterior
     kernel = ugm.posterior.Exchange(ising_chain, data, num_aux_steps=num_aux_steps)
@@ -90,6 +91,7 @@ def test_exchange_matches_the_posterior_on_a_grid(chain_posterior, num_aux_steps
         np.testing.assert_array_equal(first.scale_tril, again.scale_tril)
 
 
+@pytest.mark.slow
 def test_exact_posterior_under_nuts_matches_the_grid(chain_posterior):
     data, mean, sd = chain_posterior
     mcmc = MCMC(NUTS(ugm.posterior.exact_posterior(ising_chain, data)), num_warmup=300,
@@ -115,6 +117,7 @@ def test_sgld_matches_the_posterior_on_a_grid(chain_posterior):
     assert int(more.state.step) == 500 + 2 * 6000 + 10
 
 
+@pytest.mark.slow
 def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
     data, mean, sd = chain_posterior
     sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(64), 2e-2, preconditioned=True)
@@ -158,6 +161,7 @@ def test_sgmcmc_checkpoints_and_resumes_bit_identically(chain_posterior, tmp_pat
                     checkpoint_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_exchange_on_florentine_edges_matches_quadrature():
     """flomarriage ~ edges (20 marriages among 120 pairs) with a Normal(0, 5) prior on θ:
     every edge is independent (one block), so one Gibbs sweep from the data draws the

@@ -54,6 +54,7 @@ def test_fixed_parameters_outside_their_support_are_refused():
         _mcmc(kernel).run(jax.random.PRNGKey(0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("traced", [False, True], ids=["function", "UGM"])
 def test_a_run_kernel_pickles_and_continues(traced):
     model = ugm.UGM(scaled_chain) if traced else scaled_chain

@@ -15,6 +15,7 @@ CASES = [["PCD"], pytest.param(["CD", "PF", "MCMCMLE", "SMC", "PSMC", "CRF-PCD",
                                marks=pytest.mark.slow)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cases", CASES, ids=["default", "rest"])
 def test_sharded_runs_match_single_device(cases):
     script = Path(__file__).parent / "scripts" / "sharded_equals_single.py"

@@ -208,3 +208,39 @@ def test_an_adam_checkpoint_does_not_load_into_an_sgd_learner(problem, written):
     sgd = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.sgd(0.1))
     with pytest.raises(checkpoint.CheckpointError, match="lacks|holds"):
         sgd.restore(checkpoint.latest(written), problem, 6)
+
+
+def ising_ring(n):
+    """A model of the same sites and parameter shapes as ``vbm(n)`` (a spin vector and a
+    coupling matrix), with another potential: a ring of couplings only."""
+    import numpyro
+    import jax.numpy as jnp
+    W = numpyro.param("W", jnp.zeros((n, n)))
+    b = numpyro.param("b", jnp.zeros(n))
+    x = numpyro.sample("x", ugm.Spin((n,)))
+    ugm.factor("ring", jnp.sum(jnp.diag(W, 1) * x[:-1] * x[1:]) + b @ x)
+
+
+def test_a_checkpoint_of_another_model_of_the_same_shapes_is_refused(problem, written):
+    """Before: restored without a word, and the run went on under the other model."""
+    other = ugm.MLE(ising_ring, ugm.PCD(20), optax.adam(0.1))
+    with pytest.raises(checkpoint.CheckpointError,
+                       match=r"written with model 'numpyro_ugm\.models\.boltzmann\.vbm\(x: "
+                             r"Spin\(\(6,\)\)\)'; this one is '.*ising_ring"):
+        other.restore(checkpoint.latest(written), problem, 6)
+    state, _ = ugm.MLE(ugm.models.vbm, ugm.PCD(20), optax.adam(0.1)).restore(
+        checkpoint.latest(written), problem, 6)  # the same model restores
+    assert int(state.step) == 10
+
+
+def test_a_checkpoint_of_another_averaging_start_is_refused(problem, tmp_path):
+    """Before: the averaging state (the same leaves) restored under another start."""
+    def learner(start):
+        return ugm.MLE(ugm.models.vbm, ugm.PCD(20), ugm.averaged(optax.sgd(0.1), start))
+    learner(3).run(jax.random.PRNGKey(0), 5, problem, 6, progress_bar=False,
+                   checkpoint_every=5, checkpoint_dir=tmp_path)
+    with pytest.raises(checkpoint.CheckpointError,
+                       match="written with averaging start '3'; this one is '2'"):
+        learner(2).restore(checkpoint.latest(tmp_path), problem, 6)
+    state, _ = learner(3).restore(checkpoint.latest(tmp_path), problem, 6)
+    assert int(state.opt_state.count) == 2  # updates 4 and 5 averaged

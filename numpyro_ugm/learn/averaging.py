@@ -32,12 +32,15 @@ class AveragedState(NamedTuple):
     mean : pytree like the parameters: the mean of the iterates averaged so far
     step : int32 scalar, updates done
     count : int32 scalar, iterates averaged: those of updates ``start + 1`` to ``step``
+    start : int32 scalar, the setting of :func:`averaged` (kept in the state so that a
+        checkpoint records it and a learner with another ``start`` refuses to restore it)
     """
 
     inner: Any
     mean: Any
     step: jax.Array
     count: jax.Array
+    start: jax.Array
 
 
 def averaged(optimizer: optax.GradientTransformation, start: int = 0
@@ -71,7 +74,8 @@ def averaged(optimizer: optax.GradientTransformation, start: int = 0
 
     def init(params):
         return AveragedState(optimizer.init(params), jax.tree.map(jnp.zeros_like, params),
-                             jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+                             jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32),
+                             jnp.asarray(start, jnp.int32))
 
     def update(updates, state, params=None):
         if params is None:
@@ -85,6 +89,6 @@ def averaged(optimizer: optax.GradientTransformation, start: int = 0
         weight = jnp.where(take, 1.0 / jnp.maximum(count, 1), 0.0)
         mean = jax.tree.map(lambda m, x: m + (weight * (x - m)).astype(m.dtype),
                             state.mean, iterate)
-        return updates, AveragedState(inner, mean, step, count)
+        return updates, AveragedState(inner, mean, step, count, state.start)
 
     return optax.GradientTransformation(init, update)

@@ -32,8 +32,8 @@ from ..runloop import Interrupted, capacity, chunk_size, run_loop
 from ..validation import validate_data
 from .core import LearnerCore, LearnState, StepInfo
 from .data import Placement
-from .diagnostics import (CheckpointWriter, History, Piece, until_failure, warn_if_collapsed,
-                          warn_if_log_z_unreliable)
+from .diagnostics import (CheckpointWriter, History, Piece, checkpoint_meta, until_failure,
+                          warn_if_collapsed, warn_if_log_z_unreliable)
 from .setup import set_up
 
 
@@ -245,15 +245,15 @@ class MLE:
     def restore(self, path, data, *model_args, inputs=None, batch_size=None,
                 **model_kwargs):
         """``(state, diagnostics)`` saved in a checkpoint (``run(checkpoint_dir=...)``) for
-        the same model, data and settings: diagnostics entry ``i`` is update ``i`` (NaN
-        where the saving learner did not record, e.g. before an ``init_state`` from
-        elsewhere, or thinned away), the failing step included. Continue with
+        the same model, data and settings (another model, optimizer or averaging start
+        raises ``CheckpointError``): diagnostics entry ``i`` is update ``i`` (NaN where the
+        saver did not record, or thinned away), the failing step included. Continue with
         ``run(..., init_state=state)``: bit-identical to a run never interrupted, its
         checkpoints holding the restored diagnostics too. After a failed step the state
         is the last good one, ready to retry (e.g. with another learning rate)."""
         template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
                              batch_size=batch_size, **model_kwargs)
-        state, diagnostics = checkpoint.load(path, template)
+        state, diagnostics = checkpoint.load(path, template, checkpoint_meta(self.ugm, template))
         state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
         self.last_state, self._history = state, History()
         self._history.add(Piece(0, diagnostics), state)
@@ -319,7 +319,8 @@ class MLE:
         chunk = chunk_size(num_steps // thinning, progress_bar, every)
         advance = functools.partial(setup.steps.run, data=setup.data, inputs=setup.inputs,
                                     capacity=capacity(chunk), thinning=thinning, record=record)
-        writer = CheckpointWriter(checkpoint_dir, tuple(self._history.pieces), start, thinning)
+        writer = CheckpointWriter(checkpoint_dir, tuple(self._history.pieces), start, thinning,
+                                  checkpoint_meta(self.ugm, state))
         try:
             (state, _), rows = run_loop(
                 advance, setup.steps.carry(state), num_steps // thinning, chunk=chunk,

@@ -120,3 +120,26 @@ def test_trans_sap_batch_step_branches_once_for_all_chains():
     jaxpr = str(jax.make_jaxpr(lambda k, s: step_chains(kernel, k, s, logdensity))(
         jax.random.PRNGKey(2), states))
     assert "cond[" in jaxpr
+
+
+@pytest.mark.parametrize("spec", [
+    parallel_tempering(kernel=GIBBS, betas=(0.5, 1.0)),
+    tempered_transitions(kernel=GIBBS, betas=(0.5, 1.0)),
+], ids=["pt", "tt"])
+def test_a_kernel_first_built_inside_a_trace_serves_the_next_trace(spec):
+    """Estimators build their kernel once per target (``bound_kernel``), often first
+    inside a traced update. Before, the βs the build made were tracers of that trace, and
+    the next trace failed with UnexpectedTracerError (the parallel-tempering benchmark)."""
+    from numpyro_ugm.kernels.base import bound_kernel, init_chains, step_chains
+    m = ugm.UGM(curie_weiss, 4, 0.3)
+    target, params = m.target(), m.init_params(jax.random.PRNGKey(0))
+
+    def step(key, position):
+        kernel = bound_kernel(spec, target)
+        states = init_chains(kernel, position, target.logdensity_fn(params))
+        return step_chains(kernel, key, states, target.logdensity_fn(params))[0].position
+
+    for num_chains in (2, 3):  # a new shape: a new trace, the cached kernel reused
+        start = target.random_state(jax.random.PRNGKey(num_chains), (num_chains,))
+        out = jax.jit(step)(jax.random.PRNGKey(0), start)
+        assert out["x"].shape == (num_chains, 4)

@@ -72,12 +72,16 @@ _BUILT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def bound_kernel(spec: "KernelSpec", target) -> Kernel:
     """``spec.build(target)``, built once per target and (hashable) spec: estimators and
-    samplers ask for their kernel at every update, and get the one built at the first."""
+    samplers ask for their kernel at every update, and get the one built at the first.
+    The build runs eagerly even inside a traced function (the first update is often
+    traced), so that the arrays it makes (e.g. a schedule of βs) are constants, not
+    tracers that would leak into the next trace."""
     try:
         built = _BUILT.setdefault(target, {})
         return built[spec]
     except KeyError:
-        kernel = built[spec] = spec.build(target)
+        with jax.ensure_compile_time_eval():
+            kernel = built[spec] = spec.build(target)
         return kernel
     except TypeError:  # unhashable spec or a target that takes no weak reference
         return spec.build(target)

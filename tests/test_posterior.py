@@ -117,7 +117,6 @@ def test_sgld_matches_the_posterior_on_a_grid(chain_posterior):
     assert int(more.state.step) == 500 + 2 * 6000 + 10
 
 
-@pytest.mark.slow
 def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
     data, mean, sd = chain_posterior
     sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(64), 2e-2, preconditioned=True)
@@ -125,6 +124,21 @@ def test_psgld_on_minibatches_matches_the_posterior(chain_posterior):
                          batch_size=25, progress_bar=False)
     by_chain = {k: v.reshape(2, -1) for k, v in result.samples.items()}
     _check_agreement(result.samples, by_chain, mean, sd, sd_tolerance=0.25)
+
+
+def test_a_diverging_step_size_stops_where_the_density_is_no_longer_finite(chain_posterior):
+    """Issue 34 item 8: with step size 10, SGLD's samples grew to ±2.5e38 (finite
+    float32) for 60 steps before a NonFiniteError; their log prior was −inf from about
+    1e19 on. The run now stops at the first such step, keeping the last good state."""
+    data, _, _ = chain_posterior
+    sampler = ugm.posterior.SGMCMC(ising_chain, ugm.PCD(16), 10.0)
+    with pytest.raises(ugm.NonFiniteError) as err:
+        sampler.run(jax.random.PRNGKey(0), 200, data, num_warmup=0, progress_bar=False)
+    state = err.value.state
+    params = sampler.core.get_params(state)
+    log_prior = float(sampler.core.m.log_prior(params))
+    assert np.isfinite(log_prior), log_prior
+    assert max(abs(float(v)) for v in params.values()) < 2e19
 
 
 def test_sgmcmc_checkpoints_and_resumes_bit_identically(chain_posterior, tmp_path):

@@ -256,9 +256,11 @@ class LearnerCore:
         candidate = LearnState(new_params, opt_state, estimator_state, key, state.data_key,
                                state.step + 1, state.failed_at)
         # particles of zero weight (log weight −inf, e.g. underflow in a tempering step)
-        # are not a failure
+        # are not a failure; parameters whose log prior is not finite are (float32 values
+        # past ~1e19 under a Normal prior: a diverging step size)
         grad_norm, grads_finite = _norm_and_finite(grads)
         finite = (grads_finite & all_finite(new_params)
+                  & jnp.isfinite(self.m.log_prior(space.to_constrained(new_params)))
                   & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
         ok = finite & (state.failed_at < 0)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)

@@ -9,6 +9,9 @@
   compiled by one test (the same model, estimator and shapes under a new learner
   object) is loaded, not recompiled, by the next.
 * ``spins``: the learner's small data set (``helpers.spins_data``).
+* ``vbm``, ``rbm``, ``potts``: the small models of the exact evaluation with their
+  parameters; ``chain_posterior``: the posterior samplers' data and grid posterior;
+  ``triad6_problem``: an ERGM's data and exact MLE.
 * ``TraceCounter``: a model function that counts its calls, for the tests that a
   repeated call reuses a compiled program (``from conftest import TraceCounter``).
 """
@@ -26,25 +29,31 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 #: test files by their time on a cold compilation cache, longest first (from
-#: -n 2 --dist loadfile --durations=0, summed per file, 2026-11-25; files not listed
-#: run after these, in collection order)
+#: -n 2 --dist loadfile --durations=0, summed per file, 2026-11-25; the files split off
+#: on 2026-11-26, one test module per package module, placed by their time beside
+#: their neighbours' in one process; files not listed run after these, in collection
+#: order)
 LONGEST_FIRST = [
     "test_estimators_base.py",
-    "test_models_ergm.py",
+    "test_models_exponential_random_graph.py",
     "test_kernels_gibbs.py",
-    "test_evaluate_exact.py",
+    "test_evaluate_enumeration.py",
     "test_evaluate_ais.py",
-    "test_learn.py",
-    "test_posterior.py",
+    "test_learn_mle.py",
     "test_estimators_pf.py",
+    "test_evaluate_exact.py",
+    "test_models_graph_estimation.py",  # builds the 6-node ERGM's exact MLE (triad6_problem)
     "test_estimator_config.py",
-    "test_infer.py",
+    "test_infer_sampler.py",
+    "test_evaluate_ais_setup.py",
     "test_kernels_metropolis.py",
     "test_learn_crf.py",
-    "test_structure.py",
+    "test_structure_discovery.py",
     "test_checkpoint.py",
+    "test_posterior_sgmcmc.py",
     "test_sharding.py",  # one test, in a subprocess (PCD learners: about 15 s)
     "test_estimators_tempering.py",
+    "test_infer_coupling.py",
     "test_evaluate_inputs.py",
     "test_model_surface.py",
     "test_kernels_tempered.py",
@@ -52,10 +61,15 @@ LONGEST_FIRST = [
     "test_learn_core.py",
     "test_predict.py",
     "test_end_to_end.py",
+    "test_learn_steps.py",
+    "test_kernels_blocks.py",
+    "test_learn_setup.py",
+    "test_models_graph_statistics.py",
     "test_kernels_base.py",
     "test_domains.py",
     "test_evaluate_pseudo.py",
     "test_model.py",
+    "test_posterior.py",
     "test_sampling.py",
     "test_runloop.py",
     "test_checks.py",
@@ -78,6 +92,58 @@ def spins():
     from helpers import spins_data
 
     return spins_data()
+
+
+# the models of the exact evaluation (test_evaluate_enumeration.py, test_evaluate_exact.py):
+# module-scoped, so each of those files traces and compiles them once
+
+
+@pytest.fixture(scope="module")
+def vbm():
+    """Spin VBM with fields; W and b have N(0, 1) priors (used by the MAP fit too)."""
+    import numpyro_ugm as ugm
+    from helpers import normal_params
+
+    m = ugm.UGM(ugm.models.vbm, 9, prior_scale=1.0)
+    return m, normal_params(m, 1, 0.6)
+
+
+@pytest.fixture(scope="module")
+def rbm():
+    """RBM with 6 visible and 4 hidden units, N(0, 1) parameters."""
+    import numpyro_ugm as ugm
+    from helpers import normal_params
+
+    m = ugm.UGM(ugm.models.rbm, 6, 4)
+    return m, normal_params(m, 2, 1.0)
+
+
+@pytest.fixture(scope="module")
+def potts():
+    """A 6-variable 3-label Potts chain (``helpers.potts_chain``), N(0, 1) parameters."""
+    import numpyro_ugm as ugm
+    from helpers import normal_params, potts_chain
+
+    m = ugm.UGM(potts_chain, 6, 3)
+    return m, normal_params(m, 3, 1.0)
+
+
+@pytest.fixture(scope="module")
+def chain_posterior():
+    """50 cases of ``helpers.ising_chain`` and its posterior's mean and standard deviation
+    by quadrature (``helpers.chain_posterior_data``, computed once per process)."""
+    from helpers import chain_posterior_data
+
+    return chain_posterior_data()
+
+
+@pytest.fixture(scope="module")
+def triad6_problem():
+    """The triad ERGM on 6 nodes, its θ, 500 graphs drawn from it and their exact MLE
+    (``helpers.triad6_problem_data``, computed once per process)."""
+    from helpers import triad6_problem_data
+
+    return triad6_problem_data()
 
 
 class TraceCounter:

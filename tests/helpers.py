@@ -16,7 +16,20 @@ before they were shared:
   (7 spins with a potential that is not multilinear in code);
 * the estimators' Monte Carlo checks: ``schedule``, ``path``, ``mean_and_se``,
   ``check_close``, ``at`` and their constants;
-* data: ``spins`` (40 random ±1 rows of 6), the CRF images (``crf_data``).
+* data: ``spins`` (40 random ±1 rows of 6), the CRF images (``crf_data``);
+* the exact evaluation's parameters and Potts chain: ``normal_params``, ``potts_chain``
+  (the models built from them are fixtures of ``conftest.py``);
+* the numpyro adapters' checks: ``run_mcmc``, the noisy Ising chain beside NUTS
+  (``noisy_ising`` with ``Y``, ``COUPLING``, ``MU``) and ``check_posterior`` against its
+  exact posterior (``noisy_ising_posterior``);
+* the posterior samplers' checks: ``ising_chain`` (6 spins, a coupling and a field with
+  Normal priors), 50 cases from it with its posterior's mean and standard deviation by
+  quadrature (``chain_posterior_data``, the ``chain_posterior`` fixture of
+  ``conftest.py``) and ``_check_agreement``;
+* ERGMs: ``brute_statistics`` (the statistics by their definitions), ``ergm_model`` (one
+  traced model per size and statistics), ``TRIAD`` and ``triad6_problem_data`` (500
+  graphs on 6 nodes and their exact MLE, the ``triad6_problem`` fixture of
+  ``conftest.py``).
 
 Functions that build models or data are cached (``functools.lru_cache``): within one
 process every test shares the traced model, its structure and its compiled functions.
@@ -24,16 +37,20 @@ process every test shares the traced model, its structure and its compiled funct
 
 import functools
 import itertools
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+import numpyro.distributions as dist
 import optax
+from numpyro.diagnostics import effective_sample_size
+from numpyro.infer import MCMC
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models import image_features
+from numpyro_ugm.models import ergm, image_features
 
 # --- brute force and statistics -------------------------------------------------------
 
@@ -375,3 +392,185 @@ def adjacency_crf_data():
                   [1, 1, 1, 1, 1], [-1, -1, 1, 1, 1], [1, -1, -1, -1, -1],
                   [-1, -1, -1, -1, 1], [1, 1, 1, 1, 1]], np.int8)
     return ugm.UGM(adjacency_crf, adjacency=SPARSE), inputs, {"x": x}
+
+
+# --- exact evaluation (test_evaluate_enumeration.py, test_evaluate_exact.py) -----------
+
+
+def normal_params(m, seed, scale):
+    """N(0, scale²) draws for every parameter (numpy: no compilation per shape)."""
+    rng = np.random.default_rng(seed)
+    return {n: jnp.asarray(scale * rng.standard_normal(s.shape), jnp.float32)
+            for n, s in m.param_sites.items()}
+
+
+def potts_chain(n, k):
+    """A chain of n variables with k labels: pairwise couplings J and fields h."""
+    J = numpyro.param("J", jnp.zeros((k, k)))
+    h = numpyro.param("h", jnp.zeros((n, k)))
+    x = numpyro.sample("x", ugm.Categorical(n, num_categories=k))
+    numpyro.factor("pairs", jnp.einsum("ik,kl,il->", x[:-1], J, x[1:]))
+    numpyro.factor("fields", jnp.sum(h * x))
+
+
+# --- the numpyro adapters (test_infer_*.py): MCMC runs, a noisy Ising chain beside NUTS ---
+
+
+def run_mcmc(kernel, *args, num_warmup, num_samples, num_chains=1, method="vectorized",
+             seed=0, thinning=1, **kwargs):
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                chain_method=method, thinning=thinning, progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(seed), *args, **kwargs)
+    return mcmc
+
+
+Y = np.array([1.2, 0.3, -0.2, 0.9, -1.1, 0.1], np.float32)
+COUPLING, MU = 0.7, 1.0
+POSTERIOR_TOLERANCE = 4.5  # Monte Carlo standard errors
+
+
+def noisy_ising(y, coupling, mu):
+    """Ising chain prior over spins x, y_i ~ N(mu x_i, sigma), sigma ~ LogNormal."""
+    sigma = numpyro.sample("sigma", dist.LogNormal(-0.5, 0.5))
+    x = numpyro.sample("x", ugm.Spin(y.shape[0]))
+    numpyro.factor("ising", coupling * jnp.sum(x[:-1] * x[1:]))
+    numpyro.sample("y", dist.Normal(mu * x, sigma), obs=y)
+
+
+def noisy_ising_posterior(y, coupling, mu):
+    """E[sigma | y] and E[x | y]: all 2^n spin states, quadrature over log sigma."""
+    xs = np.array(list(itertools.product([-1.0, 1.0], repeat=len(y))))
+    log_s = np.linspace(np.log(0.02), np.log(8.0), 8001)
+    s = np.exp(log_s)
+    log_prior = -0.5 * ((log_s + 0.5) / 0.5) ** 2  # LogNormal(-0.5, 0.5) in log sigma
+    resid = np.asarray(y, np.float64)[None, None, :] - mu * xs[None]
+    log_lik = (-0.5 * (resid / s[:, None, None]) ** 2 - np.log(s)[:, None, None]).sum(-1)
+    ising = coupling * (xs[:, :-1] * xs[:, 1:]).sum(1)
+    log_joint = log_prior[:, None] + ising[None, :] + log_lik
+    w = np.exp(log_joint - log_joint.max())
+    w /= w.sum()
+    return float(w.sum(1) @ s), w.sum(0) @ xs
+
+
+def check_posterior(samples):
+    """MCMC means within POSTERIOR_TOLERANCE standard errors of the exact ones; the exact answer
+    without the Ising prior is not."""
+    sigma, x = np.asarray(samples["sigma"]), np.asarray(samples["x"], np.float64)
+    mean_sigma, mean_x = noisy_ising_posterior(Y, COUPLING, MU)
+    free_sigma, free_x = noisy_ising_posterior(Y, 0.0, MU)
+    se_sigma = sigma.std() / np.sqrt(effective_sample_size(sigma[None]))
+    se_x = x.std(0) / np.sqrt(effective_sample_size(x[None]))
+    z_sigma = (sigma.mean() - mean_sigma) / se_sigma
+    z_x = (x.mean(0) - mean_x) / se_x
+    print(f"E[sigma]: MCMC {sigma.mean():.4f} ± {se_sigma:.4f}, exact {mean_sigma:.4f} "
+          f"(z {z_sigma:+.2f}; without the prior {free_sigma:.4f}); E[x] z-scores "
+          f"{np.round(z_x, 2)}, max |E[x] - exact| {np.max(np.abs(x.mean(0) - mean_x)):.4f}")
+    assert abs(z_sigma) < POSTERIOR_TOLERANCE
+    assert np.all(np.abs(z_x) < POSTERIOR_TOLERANCE)
+    assert abs(free_sigma - mean_sigma) > POSTERIOR_TOLERANCE * se_sigma, "test is blind"
+    assert np.max(np.abs((free_x - mean_x) / se_x)) > POSTERIOR_TOLERANCE, "test is blind"
+
+
+# --- the posterior samplers (test_posterior*.py): a spin chain with a posterior on a grid ---
+
+#: spins of ``ising_chain``
+NUM_SPINS = 6
+
+
+def ising_chain(prior_scale=1.0):
+    """A chain of spins with one coupling β and one field h, both with Normal priors."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, prior_scale))
+    h = numpyro.sample("h", dist.Normal(0.0, prior_scale))
+    x = numpyro.sample("x", ugm.Spin(NUM_SPINS))
+    numpyro.factor("pair", beta * jnp.sum(x[1:] * x[:-1]))
+    numpyro.factor("field", h * jnp.sum(x))
+
+
+def _statistics(x):
+    """The chain's sufficient statistics: Σ x_i x_(i+1) and Σ x_i."""
+    x = np.asarray(x, float)
+    return np.stack([np.sum(x[..., 1:] * x[..., :-1], -1), np.sum(x, -1)], -1)
+
+
+def _check_agreement(samples, by_chain, mean, sd, sd_tolerance=0.15):
+    """Means within 4 Monte Carlo standard errors (effective sample size from numpyro),
+    standard deviations within ``sd_tolerance`` (relative)."""
+    for i, site in enumerate(("beta", "h")):
+        ess = float(effective_sample_size(np.asarray(by_chain[site])))
+        assert ess > 200, (site, ess)
+        est_mean, est_sd = float(np.mean(samples[site])), float(np.std(samples[site]))
+        assert abs(est_mean - mean[i]) < 4 * sd[i] / np.sqrt(ess), (site, est_mean, mean[i])
+        assert abs(est_sd / sd[i] - 1) < sd_tolerance, (site, est_sd, sd[i])
+
+
+@functools.lru_cache(maxsize=None)
+def chain_posterior_data():
+    """50 cases from β = 0.5, h = −0.2, and the posterior's mean and standard deviation
+    by quadrature on a grid (log Z by brute force over the 64 states)."""
+    m = ugm.UGM(ising_chain)
+    data = ugm.exact.sample(m, {"beta": jnp.float32(0.5), "h": jnp.float32(-0.2)},
+                            jax.random.PRNGKey(0), 50)
+    states = np.array(list(itertools.product([-1, 1], repeat=NUM_SPINS)))
+    s_all, s_data = _statistics(states), _statistics(data["x"]).sum(0)
+    grid = np.linspace(-1.5, 1.5, 601)
+    B, H = np.meshgrid(grid, grid, indexing="ij")
+    theta = np.stack([B, H], -1)
+    energies = theta @ s_all.T  # (601, 601, 64)
+    top = energies.max(-1)
+    log_z = top + np.log(np.exp(energies - top[..., None]).sum(-1))
+    log_post = theta @ s_data - 50 * log_z - 0.5 * (B ** 2 + H ** 2)
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = np.array([(w * B).sum(), (w * H).sum()])
+    sd = np.sqrt(np.array([(w * B ** 2).sum(), (w * H ** 2).sum()]) - mean ** 2)
+    return data, mean, sd
+
+
+# --- ERGMs (test_models_*.py): statistics by their definitions, shared models ------------
+
+
+TRIAD = ("edges", "twostars", "triangles")
+
+
+def brute_statistics(A, decay=0.5):
+    """The statistics from their definitions (loops over nodes and triples)."""
+    n = len(A)
+    d = A.sum(1)
+    r = 1 - math.exp(-decay)
+    triangles = sum(A[i, j] * A[j, k] * A[i, k]
+                    for i, j, k in itertools.combinations(range(n), 3))
+    shared = {(i, j): sum(A[i, k] * A[j, k] for k in range(n))
+              for i, j in itertools.combinations(range(n), 2)}
+    return {"edges": A.sum() / 2,
+            "twostars": sum(math.comb(int(x), 2) for x in d),
+            "threestars": sum(math.comb(int(x), 3) for x in d),
+            "triangles": triangles,
+            "isolates": int(np.sum(d == 0)),
+            "gwesp": math.exp(decay) * sum(1 - r ** s for (i, j), s in shared.items()
+                                           if A[i, j]),
+            "gwdegree": math.exp(decay) * sum(1 - r ** int(x) for x in d)}
+
+
+_MODELS = {}
+
+
+def ergm_model(n, statistics):
+    """One traced UGM per (n, statistics), shared by the tests (structure analysis and
+    compiled functions are cached on it)."""
+    key = (n, tuple(statistics))
+    if key not in _MODELS:
+        _MODELS[key] = ugm.UGM(ergm, n, tuple(statistics))
+    return _MODELS[key]
+
+
+@functools.lru_cache(maxsize=None)
+def triad6_problem_data():
+    """500 graphs on 6 nodes from the triad ERGM at a known θ and their exact MLE."""
+    n, theta_true = 6, jnp.array([-1.0, 0.15, 0.4])
+    m = ergm_model(n, TRIAD)
+    data = exact.sample(m, {"theta": theta_true}, jax.random.PRNGKey(11), 500)
+    density = float(np.mean(data["y"]))
+    assert 0.15 < density < 0.85  # not degenerate
+    best = exact.fit(m, data, num_steps=200, tol=1e-5)
+    assert best.converged
+    return m, theta_true, data, best

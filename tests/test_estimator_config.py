@@ -104,10 +104,6 @@ def test_invalid_settings_raise_at_construction(make, match):
         make()
 
 
-def test_psmc_may_keep_a_single_particle():
-    assert ugm.PSMC(4, keep_fraction=0.25).num_keep == 1
-
-
 @pytest.mark.parametrize("cls", [ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC])
 def test_kernel_is_keyword_only_and_checked_at_construction(cls):
     args = () if cls is ugm.CD else (10,)

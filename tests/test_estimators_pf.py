@@ -32,7 +32,7 @@ def test_collapsing_ess_recovers_and_warns():
     assert any("collapsed" in text for text in messages), messages
     d = result.diagnostics
     # the running log Z such steps leave is impossible: PF re-anneals (without the check
-    # the learner's warning reports it: tests/test_learn.py)
+    # the learner's warning reports it: tests/test_learn_diagnostics.py)
     assert np.sum(d["reannealed"]) > 0
     assert np.min(d["ess"]) < 1.5
     assert np.all(np.isfinite(d["grad_norm"]))

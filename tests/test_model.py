@@ -1,6 +1,7 @@
 """The traced model (model.py): site roles, the errors for models that cannot be traced,
-and data and parameters validated against the domains with errors that name the site,
-the value and where it is (checked through the learner, which validates on ``init``)."""
+its structure found once and shared, and data and parameters validated against the
+domains with errors that name the site, the value and where it is (checked through the
+learner, which validates on ``init``)."""
 
 import jax
 import jax.numpy as jnp
@@ -172,3 +173,10 @@ def test_an_improper_flat_prior_is_map_with_no_prior_term():
     data = {"x": np.array([[1, 1, -1], [1, 1, 1]])}
     fit = exact.fit(m, data, num_steps=300)
     assert float(fit.params["b"]) == pytest.approx(np.arctanh(2 / 3), abs=1e-3)
+
+
+def test_structure_computed_once_and_shared_by_observe():
+    m = ugm.UGM(ugm.models.rbm, 4, 2)
+    st = m.structure
+    assert m.structure is st
+    assert m.observe(["v"]).structure is st

@@ -1,19 +1,24 @@
 """The exchange algorithm's kernel (posterior/exchange.py) on what users hand it:
-starting values, fixed parameters, pickling a run kernel, and a CRF's per-example inputs.
-(Agreement with the posterior on plain models: test_posterior.py.)"""
+starting values, fixed parameters, pickling a run kernel, and a CRF's per-example inputs;
+agreement with posteriors computed by quadrature (``helpers.ising_chain`` on a grid, the
+Florentine marriages under an edges ERGM). (Agreement with NUTS on the exact posterior:
+test_posterior.py.)"""
 
 import pickle
 
 import jax
 import jax.numpy as jnp
+import networkx as nx
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC
+from helpers import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
+from numpyro_ugm.models import ergm, graph_to_edges
 from test_posterior_reference import crf_problem, field_crf
 
 
@@ -95,3 +100,53 @@ def test_per_example_inputs_match_quadrature(num_aux_steps):
     ess = float(effective_sample_size(beta))
     assert ess > 150
     assert abs(beta.mean() - mean) < 4 * sd / np.sqrt(ess), (beta.mean(), mean, sd, ess)
+
+
+@pytest.mark.parametrize("num_aux_steps", [
+    None,
+    # by default the kernel path (approximate exchange) is checked on the Florentine
+    # edges model (below), where one sweep is exact
+    pytest.param(10, marks=pytest.mark.slow)], ids=["exact-draws", "gibbs-10"])
+@pytest.mark.slow
+def test_exchange_matches_the_posterior_on_a_grid(chain_posterior, num_aux_steps):
+    data, mean, sd = chain_posterior
+    kernel = ugm.posterior.Exchange(ising_chain, data, num_aux_steps=num_aux_steps)
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=2000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(1), extra_fields=("accept_prob",))
+    samples = mcmc.get_samples()
+    _check_agreement(samples, mcmc.get_samples(group_by_chain=True), mean, sd)
+    accept = float(np.mean(mcmc.get_extra_fields()["accept_prob"]))
+    assert 0.15 < accept < 0.4  # tuned towards 0.25
+    if num_aux_steps is None:  # the same key gives the same start; the step is reused
+        step = kernel._sample_fn
+        again = kernel.init(jax.random.split(jax.random.PRNGKey(1), 4), 500, None, (), {})
+        assert kernel._sample_fn is step
+        first = kernel.init(jax.random.split(jax.random.PRNGKey(1), 4), 500, None, (), {})
+        np.testing.assert_array_equal(first.scale_tril, again.scale_tril)
+
+
+@pytest.mark.slow
+def test_exchange_on_florentine_edges_matches_quadrature():
+    """flomarriage ~ edges (20 marriages among 120 pairs) with a Normal(0, 5) prior on θ:
+    every edge is independent (one block), so one Gibbs sweep from the data draws the
+    auxiliary graph exactly: the kernel path of models too large to enumerate, checked
+    against quadrature."""
+    graph = nx.florentine_families_graph()
+    graph.add_node("Pucci")
+    data = {"y": graph_to_edges(graph, nodelist=sorted(graph.nodes))[None]}
+    kernel = ugm.posterior.Exchange(ergm, data, num_aux_steps=1)
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=3000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(5), 16, ("edges",), prior_scale=5.0)
+    theta = np.asarray(mcmc.get_samples()["theta"])[:, 0]
+    grid = np.linspace(-4.0, 0.0, 4001)
+    log_post = 20 * grid - 120 * np.log1p(np.exp(grid)) - grid ** 2 / 50
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = (w * grid).sum()
+    sd = np.sqrt((w * grid ** 2).sum() - mean ** 2)
+    ess = float(effective_sample_size(np.asarray(
+        mcmc.get_samples(group_by_chain=True)["theta"])[..., 0]))
+    assert abs(theta.mean() - mean) < 4 * sd / np.sqrt(ess)
+    assert abs(theta.std() / sd - 1) < 0.15

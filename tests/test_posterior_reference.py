@@ -1,6 +1,6 @@
 """The exact posterior for NUTS (posterior/reference.py): priors that depend on other
 parameters, the model's own traces kept out of NUTS's, and a CRF's per-example inputs.
-(Agreement of NUTS on it with a grid on a plain model: test_posterior.py.)"""
+Agreement of NUTS on it with a grid on a plain model (``helpers.ising_chain``)."""
 
 import itertools
 
@@ -13,6 +13,7 @@ import pytest
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import log_density
+from helpers import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
 
@@ -123,3 +124,13 @@ def test_per_example_inputs_are_each_cases_own():
     data4 = {"x": data["x"][:4]}
     model = ugm.posterior.exact_posterior(field_crf, data4, u=u[0])
     assert np.isfinite(_log_density(model, beta=0.3))
+
+
+@pytest.mark.slow
+def test_exact_posterior_under_nuts_matches_the_grid(chain_posterior):
+    data, mean, sd = chain_posterior
+    mcmc = MCMC(NUTS(ugm.posterior.exact_posterior(ising_chain, data)), num_warmup=300,
+                num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(2))
+    _check_agreement(mcmc.get_samples(), mcmc.get_samples(group_by_chain=True), mean, sd,
+                     sd_tolerance=0.1)

@@ -1,16 +1,14 @@
 """The learning driver (learn/mle.py): estimator and optimizer checked, runs reproducible,
 failures keep the last good state, weights of zero are not failures. (Data validation:
 test_model.py; the per-example CRF mode: test_learn_crf.py; the running log Z of the
-diagnostics against the exact one: test_estimators_base.py; agreement with exact
-maximum likelihood: test_end_to_end.py.)"""
-
-import warnings
+diagnostics against the exact one: test_estimators_base.py, its warnings:
+test_learn_diagnostics.py; the reuse of the compiled steps: test_learn_setup.py and
+test_learn_steps.py; agreement with exact maximum likelihood: test_end_to_end.py.)"""
 
 import jax
 import numpy as np
 import optax
 import pytest
-from conftest import TraceCounter
 from helpers import make
 
 import numpyro_ugm as ugm
@@ -170,58 +168,3 @@ def test_zero_weight_particles_are_not_a_failure():
     result = learner.run(jax.random.PRNGKey(1), 5, train, 6, progress_bar=False)
     assert int(result.state.failed_at) == -1 and int(result.state.step) == 5
     assert np.all(np.isfinite(result.diagnostics["grad_norm"]))
-
-
-def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
-    """The learner uses the data passed on each call (not a copy cached by the arrays'
-    identity), and data of the same layout reuses the compiled steps."""
-    x = np.array(spins["x"])
-    model = TraceCounter(ugm.models.vbm)
-    learner = make(model=model)
-    # the model's initial parameters (zeros), given: drawing them would trace the model
-    start = {"W": np.zeros((6, 6), np.float32), "b": np.zeros(6, np.float32)}
-    learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start, progress_bar=False)
-    x[:] = -x  # in place: the same array object
-    with model.unchanged("a second run on data of the same layout"):
-        changed = learner.run(jax.random.PRNGKey(1), 5, {"x": x}, 6, init_params=start,
-                              progress_bar=False)
-    fresh = make().run(jax.random.PRNGKey(1), 5, {"x": x.copy()}, 6, progress_bar=False)
-    for name in fresh.params:
-        np.testing.assert_array_equal(changed.params[name], fresh.params[name])
-
-
-def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
-    """The compiled scan is built for a power-of-two capacity, not the run's length:
-    runs of 5 to 8 steps share one program, and continue one another bit-identically
-    (12 steps at once run on a program built for 16)."""
-    model = TraceCounter(ugm.models.vbm)
-    learner = make(model=model)
-    parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
-    with model.unchanged("a run of 7 steps after one of 5"):
-        parts = learner.run(None, 7, spins, 6, init_state=parts.state, progress_bar=False)
-    whole = make().run(jax.random.PRNGKey(1), 12, spins, 6, progress_bar=False)
-    for name in whole.params:
-        np.testing.assert_array_equal(parts.params[name], whole.params[name])
-
-
-@pytest.mark.slow
-def test_impossible_or_uncertain_running_log_likelihood_warns(spins):
-    """A running log Z below the data's log-potential (a positive log-likelihood) or with
-    a standard error beyond LOG_Z_SE_TOLERANCE warns; a sound run does not. (PF's own
-    log Z check, which would re-anneal, is off to let the low estimate through.)"""
-    learner = ugm.MLE(ugm.models.vbm, ugm.PF(32, check_log_z=False), optax.sgd(0.01))
-    state = learner.init(jax.random.PRNGKey(0), spins, 6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no warning at all
-        sound = learner.run(None, 5, spins, 6, init_state=state, progress_bar=False)
-    assert np.all(sound.diagnostics["log_likelihood"] < 0)
-    assert np.all((sound.diagnostics["log_z_se"] > 0) & (sound.diagnostics["log_z_se"] < 1))
-    low = state._replace(estimator_state=state.estimator_state._replace(
-        log_z=state.estimator_state.log_z - 50.0))
-    with pytest.warns(RuntimeWarning, match=r"log-likelihood was positive on 5 of 5 steps, "
-                      r"first at step 0 .* impossible"):
-        learner.run(None, 5, spins, 6, init_state=low, progress_bar=False)
-    uncertain = state._replace(estimator_state=state.estimator_state._replace(
-        log_z_var=state.estimator_state.log_z_var + 4.0))
-    with pytest.warns(RuntimeWarning, match=r"standard error exceeded 1.0 nat from step 0"):
-        learner.run(None, 5, spins, 6, init_state=uncertain, progress_bar=False)

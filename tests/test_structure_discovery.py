@@ -1,7 +1,8 @@
-"""The structure found from the model itself (structure/): interaction graph, coloring
-into blocks, multilinearity, ``independent()``, and the error for a potential that is not
-finite. (Models that cannot be traced at all: test_model.py; the structure of a CRF's
-every example: test_structure_cover.py.)"""
+"""The structure found from the model itself (structure/discovery.py): interaction graph,
+coloring into blocks, multilinearity, ``independent()``, and the error for a potential
+that is not finite. (Models that cannot be traced at all: test_model.py; the greedy
+coloring and declared colorings: test_structure_graph.py; the structure of a CRF's every
+example: test_structure_covering.py.)"""
 
 import warnings
 
@@ -12,7 +13,6 @@ import numpyro
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.structure import greedy_coloring
 
 # --- models -----------------------------------------------------------------------------
 
@@ -222,24 +222,6 @@ def test_independent_unknown_graph_and_singletons():
     assert not st.independent(["s"])
     one = ugm.UGM(lambda: numpyro.factor("f", numpyro.sample("z", ugm.Spin(1)).sum()))
     assert one.structure._replace(edges=None).independent(["z"])
-
-
-def test_greedy_coloring_is_proper_on_random_graphs():
-    rng = np.random.default_rng(0)
-    for n in [1, 5, 30]:
-        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)
-                          if rng.random() < 0.3], np.int64).reshape(-1, 2)
-        colors = greedy_coloring(n, pairs)
-        assert colors.shape == (n,) and colors.min() == 0
-        assert np.all(colors[pairs[:, 0]] != colors[pairs[:, 1]])
-        assert colors.max() <= (np.bincount(pairs.ravel(), minlength=n).max() if n > 1 else 0)
-
-
-def test_structure_computed_once_and_shared_by_observe():
-    m = ugm.UGM(ugm.models.rbm, 4, 2)
-    st = m.structure
-    assert m.structure is st
-    assert m.observe(["v"]).structure is st
 
 
 @pytest.mark.parametrize("model", [plain_rbm, ugm.models.rbm], ids=["found", "declared"])

@@ -1,50 +1,31 @@
-"""ERGMs (``ugm.models.ergm`` and its helpers) against brute force: statistics, log Z and
-expectations by enumerating the 2^6 graphs on 4 nodes, estimator gradients, learning to the
-exact MLE, MPLE as a logistic regression on change statistics, and the degeneracy warning."""
+"""The ERGM (models/exponential_random_graph.py) against brute force: its declared blocks
+(matchings) against the analysis, the conditionals from its change statistics, log Z and
+expectations by enumerating the 2^6 graphs on 4 nodes, estimator gradients, and learning
+to the exact MLE. (Its statistics: test_models_graph_statistics.py; graphs as data:
+test_models_graphs.py; MPLE and the degeneracy check: test_models_graph_estimation.py;
+the brute-force statistics and the shared models: ``helpers``.)"""
 
 import itertools
-import math
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from helpers import TRIAD, brute_statistics
+from helpers import ergm_model as model
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data, to_data
+from numpyro_ugm.validation import validate_data
 from numpyro_ugm import structure
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models import (STATISTICS, DegeneracyWarning, change_statistics,
-                                check_degeneracy, edges_to_adjacency, edges_to_graph,
-                                ergm, ergm_statistics, graph_to_edges, mple)
-
-TRIAD = ("edges", "twostars", "triangles")
+from numpyro_ugm.models import (STATISTICS, change_statistics, edges_to_adjacency, ergm,
+                                ergm_statistics, mple)
 
 
 # --- brute force ---------------------------------------------------------------------
-
-
-def brute_statistics(A, decay=0.5):
-    """The statistics from their definitions (loops over nodes and triples)."""
-    n = len(A)
-    d = A.sum(1)
-    r = 1 - math.exp(-decay)
-    triangles = sum(A[i, j] * A[j, k] * A[i, k]
-                    for i, j, k in itertools.combinations(range(n), 3))
-    shared = {(i, j): sum(A[i, k] * A[j, k] for k in range(n))
-              for i, j in itertools.combinations(range(n), 2)}
-    return {"edges": A.sum() / 2,
-            "twostars": sum(math.comb(int(x), 2) for x in d),
-            "threestars": sum(math.comb(int(x), 3) for x in d),
-            "triangles": triangles,
-            "isolates": int(np.sum(d == 0)),
-            "gwesp": math.exp(decay) * sum(1 - r ** s for (i, j), s in shared.items()
-                                           if A[i, j]),
-            "gwdegree": math.exp(decay) * sum(1 - r ** int(x) for x in d)}
 
 
 def all_graphs(n):
@@ -71,74 +52,12 @@ def brute_moments(n, statistics, theta, decay=0.5):
     return log_z, mean, cov
 
 
-_MODELS = {}
-
-
-def model(n, statistics):
-    """One traced UGM per (n, statistics), shared by the tests (structure analysis and
-    compiled functions are cached on it)."""
-    key = (n, tuple(statistics))
-    if key not in _MODELS:
-        _MODELS[key] = ugm.UGM(ergm, n, tuple(statistics))
-    return _MODELS[key]
-
-
 @pytest.fixture(scope="module")
 def triad4():
     return model(4, TRIAD)
 
 
-# --- statistics and conversions --------------------------------------------------------
-
-
-def test_statistics_and_change_statistics_match_definitions():
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, (6, 21)).astype(np.int8)  # 7 nodes
-    A = edges_to_adjacency(y)
-    expected = np.array([[brute_statistics(a)[s] for s in STATISTICS] for a in A])
-    got = np.asarray(ergm_statistics(y, STATISTICS))
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
-    # change statistics: toggle each pair on / off
-    change = np.asarray(change_statistics(y, STATISTICS))
-    for g in range(2):
-        for e in range(21):
-            on, off = y[g].copy(), y[g].copy()
-            on[e], off[e] = 1, 0
-            delta = [brute_statistics(edges_to_adjacency(on))[s]
-                     - brute_statistics(edges_to_adjacency(off))[s] for s in STATISTICS]
-            np.testing.assert_allclose(change[g, e], delta, rtol=1e-5, atol=1e-4)
-    # gwesp with its own decay, aliases
-    a = np.asarray(ergm_statistics(y, ["triangle", ("gwesp", 0.25), "kstar2"]))
-    np.testing.assert_allclose(a[:, 1], [brute_statistics(x, 0.25)["gwesp"] for x in A],
-                               rtol=1e-5)
-    with pytest.raises(ValueError, match="unknown statistic"):
-        ergm_statistics(y, ["edges", "cycles"])
-    with pytest.raises(ValueError, match="takes no decay"):
-        ergm_statistics(y, [("edges", 0.3)])
-
-
-def test_graph_conversions():
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, (3, 2, 10)).astype(np.int8)  # batch of 5-node graphs
-    A = edges_to_adjacency(y)
-    assert A.shape == (3, 2, 5, 5)
-    np.testing.assert_array_equal(graph_to_edges(A), y)
-    i, j = np.triu_indices(5, 1)
-    assert A[0, 0, i[3], j[3]] == y[0, 0, 3] and A[0, 0, j[3], i[3]] == y[0, 0, 3]
-    with pytest.raises(ValueError, match="not symmetric"):
-        graph_to_edges(np.triu(np.ones((4, 4)), 1))
-    with pytest.raises(ValueError, match="diagonal"):
-        graph_to_edges(np.ones((4, 4)))
-    nx = pytest.importorskip("networkx")
-    g = nx.Graph([("a", "b"), ("b", "c")])
-    g.add_node("d")
-    np.testing.assert_array_equal(graph_to_edges(g), [1, 0, 0, 1, 0, 0])
-    np.testing.assert_array_equal(graph_to_edges(g, nodelist=["d", "c", "b", "a"]),
-                                  [0, 0, 0, 1, 0, 1])
-    back = edges_to_graph(graph_to_edges(g), nodelist=list(g.nodes))
-    assert set(map(frozenset, back.edges)) == set(map(frozenset, g.edges))
-    assert graph_to_edges([g, g]).shape == (2, 6)
-    assert len(edges_to_graph(y[0])) == 2
+# --- the declared blocks ---------------------------------------------------------------
 
 
 def _assert_matchings(m, n):
@@ -370,18 +289,6 @@ def test_estimator_gradients_match_exact(triad4, name):
 # --- learning ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def triad6_problem():
-    n, theta_true = 6, jnp.array([-1.0, 0.15, 0.4])
-    m = model(n, TRIAD)
-    data = exact.sample(m, {"theta": theta_true}, jax.random.PRNGKey(11), 500)
-    density = float(np.mean(data["y"]))
-    assert 0.15 < density < 0.85  # not degenerate
-    best = exact.fit(m, data, num_steps=200, tol=1e-5)
-    assert best.converged
-    return m, theta_true, data, best
-
-
 def _learn(estimator, data, init, steps, lr, seed):
     learner = ugm.MLE(ergm, estimator, optax.adam(optax.exponential_decay(lr, steps, 0.02)))
     return learner.run(jax.random.PRNGKey(seed), steps, data, 6, TRIAD,
@@ -421,90 +328,3 @@ def test_pf_reaches_exact_mle(triad6_problem):
     ll = float(exact.log_likelihood(m, result.params, data))
     assert ll > float(best.log_likelihood) - 10.0 / S
     assert np.nanmean(result.diagnostics["rejuvenated"]) < 0.5  # PF skipped most sweeps
-
-
-# --- MPLE ------------------------------------------------------------------------------------
-
-
-def logistic_regression(X, t, steps=50):
-    """Newton-Raphson in float64: argmax Σ t log σ(Xβ) + (1 − t) log σ(−Xβ)."""
-    beta = np.zeros(X.shape[1])
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-X @ beta))
-        H = X.T @ (X * (p * (1 - p))[:, None])
-        beta = beta + np.linalg.solve(H, X.T @ (t - p))
-    return beta
-
-
-def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
-    m, theta_true, data, _ = triad6_problem
-    y = np.asarray(data["y"][:40])
-    # change statistics from the definitions (toggle every pair of every graph)
-    rows = []
-    for g in y:
-        for e in range(len(g)):
-            on, off = g.copy(), g.copy()
-            on[e], off[e] = 1, 0
-            a, b = (brute_statistics(edges_to_adjacency(v)) for v in (on, off))
-            rows.append([a[s] - b[s] for s in TRIAD])
-    beta = logistic_regression(np.array(rows, np.float64), y.reshape(-1).astype(np.float64))
-    result = mple({"y": y}, TRIAD)
-    assert result.converged
-    np.testing.assert_allclose(np.asarray(result.params["theta"]), beta, atol=2e-4)
-    # the objective is ugm.pseudo_log_likelihood, at its maximum there
-    pl = float(ugm.pseudo_log_likelihood(m, result.params, {"y": y}))
-    np.testing.assert_allclose(float(result.pseudo_log_likelihood), pl, rtol=1e-5)
-    assert pl >= float(ugm.pseudo_log_likelihood(m, {"theta": jnp.asarray(beta + 0.01)},
-                                                 {"y": y}))
-
-
-# --- degeneracy ------------------------------------------------------------------------------
-
-
-def _gibbs_draws(m, num_chains=100, sweeps=30):
-    """A jitted θ -> final states of ``num_chains`` Gibbs chains (one compilation for
-    every θ, unlike ``ugm.sample``, which closes over its parameters)."""
-    kernel = ugm.kernels.gibbs().build(m.target())
-
-    @jax.jit
-    def run(theta, key):
-        f = lambda x: m.log_potential({"theta": theta}, x)  # noqa: E731
-        x = m.target().random_state(key, (num_chains,))
-
-        def sweep(i, x):
-            keys = jax.random.split(jax.random.fold_in(key, i), num_chains)
-            return jax.vmap(lambda k, p: kernel.step(k, kernel.init(p), f)[0].position)(
-                keys, x)
-
-        return to_data(m.state_sites, jax.lax.fori_loop(0, sweeps, sweep, x))
-
-    return run
-
-
-@pytest.mark.slow
-def test_degeneracy_warning():
-    m = model(8, ("edges", "triangles"))
-    draws = _gibbs_draws(m)
-    key = jax.random.PRNGKey(0)
-    full = draws(jnp.array([-1.0, 2.0]), key)
-    with pytest.warns(DegeneracyWarning, match="complete graph"):
-        summary = check_degeneracy(full)
-    assert summary["degenerate"] and summary["fraction_full"] > 0.9
-    empty = {"y": np.zeros((100, 28), np.int8)}
-    with pytest.warns(DegeneracyWarning, match="empty graph"):
-        check_degeneracy(empty)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DegeneracyWarning)
-        tame = draws(jnp.array([-1.0, 0.1]), key)
-        summary = check_degeneracy(tame)
-        assert not summary["degenerate"] and 0.1 < summary["mean_density"] < 0.5
-        # the data themselves empty: nothing to warn about
-        check_degeneracy(empty, data={"y": np.zeros((3, 28), np.int8)})
-        # a learner's state: its estimator's particles (PCD starts uniform)
-        learner = ugm.MLE(m, ugm.PCD(50), optax.sgd(0.0))
-        state = learner.init(key, {"y": np.asarray(tame["y"][:20])})
-        assert 0.3 < check_degeneracy(state)["mean_density"] < 0.7
-    # weighted particles are read too
-    with pytest.warns(DegeneracyWarning):
-        check_degeneracy(ugm.estimators.base.Particles(
-            {"y": jnp.ones((10, 28))}, jnp.full(10, -jnp.log(10.0))))

@@ -1,0 +1,73 @@
+"""The block sweep behind the Gibbs and Metropolis kernels (kernels/blocks.py): with more
+blocks than ``max_unrolled`` it scans padded tables, and still draws the exact
+distribution's moments; new values merged by scatter (more blocks than a merge table
+holds) are the draws of the gather merge, bit for bit. (The kernels' distributions on
+every kind of model: test_kernels_gibbs.py, test_kernels_metropolis.py.)"""
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+from helpers import GIBBS, GIBBS_RANDOM, all_states, exact_log_probs, random_params, run_chains
+
+import numpyro_ugm as ugm
+
+
+@functools.lru_cache(maxsize=None)
+def vbm18():
+    m = ugm.UGM(ugm.models.vbm, 18)
+    params = random_params(m, 6, {"W": 0.2, "b": 0.3})
+    states = all_states(m)
+    p = np.exp(exact_log_probs(m, params))
+    x = states["x"].astype(np.float64)
+    mean = p @ x
+    second = np.einsum("s,si,sj->ij", p, x, x)
+    return m, params, mean, second
+
+
+def moment_z_scores(mean, second, draws):
+    """z-scores of the empirical E[x_i] and E[x_i x_j] (i < j) of i.i.d. spin draws."""
+    x = np.asarray(draws, np.float64)
+    n = len(x)
+    iu = np.triu_indices(len(mean), 1)
+    z_mean = (x.mean(0) - mean) / np.sqrt((1 - mean ** 2) / n)
+    emp = (x.T @ x / n)[iu]
+    z_pair = (emp - second[iu]) / np.sqrt((1 - second[iu] ** 2) / n)
+    return np.concatenate([z_mean, z_pair])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", [GIBBS, GIBBS_RANDOM])
+def test_more_blocks_than_unrolled(spec):
+    m, params, mean, second = vbm18()
+    assert len(m.blocks) == 18 > spec.max_unrolled
+    num = 10000
+    _, final, _ = run_chains(m, params, spec, num, 25)
+    z = moment_z_scores(mean, second, final["x"])
+    assert np.max(np.abs(z)) < 5.0, f"max |z| = {np.max(np.abs(z)):.2f} over {len(z)} moments"
+    if spec is GIBBS:  # the same check rejects a run at the wrong temperature
+        _, wrong, _ = run_chains(m, params, spec, num, 25, beta=0.75)
+        assert np.max(np.abs(moment_z_scores(mean, second, wrong["x"]))) > 5.0
+
+
+def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypatch):
+    """Models with more blocks than a merge table can hold (an ERGM's single-dyad blocks)
+    merge new values by scatter: the draws are the same, bit for bit."""
+    from numpyro_ugm.kernels import blocks
+    from numpyro_ugm.kernels.base import step_chains
+
+    m, params, _, _ = vbm18()  # 18 blocks > max_unrolled: padded tables
+    start = m.target().random_state(jax.random.PRNGKey(0), (8,))
+
+    def draws():
+        kernel = ugm.kernels.gibbs().build(m.target())
+        states = jax.vmap(kernel.init)(start)
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.logdensity_fn(params)))
+        return np.asarray(step(jax.random.PRNGKey(1), states)[0].position["x"])
+
+    gathered = draws()
+    monkeypatch.setattr(blocks, "MAX_MERGE_TABLE", 0)
+    scattered = draws()
+    np.testing.assert_array_equal(gathered, scattered)
+    assert not np.array_equal(gathered, np.asarray(start["x"]))

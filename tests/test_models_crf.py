@@ -1,0 +1,59 @@
+"""The conditional random fields (models/crf.py): the grid's bonds and the PF paper's
+image features, and the potentials of the grid CRF and the multi-label CRF against their
+documented formulas evaluated here in numpy. (Learning them with per-example inputs:
+test_learn_crf.py; their declared blocks against the analysis: test_models.py.)"""
+
+import jax.numpy as jnp
+import numpy as np
+
+import numpyro_ugm as ugm
+from numpyro_ugm.models import grid_crf, grid_edges, image_features, multilabel_crf
+
+
+def test_grid_edges_and_image_features():
+    """Horizontal bonds row by row, then vertical ones; node features [1, y_i], edge
+    features [1, |y_i − y_j|] in that bond order."""
+    np.testing.assert_array_equal(grid_edges(2, 3), [[0, 1], [1, 2], [3, 4], [4, 5],
+                                                     [0, 3], [1, 4], [2, 5]])
+    y = np.array([[0.5, -1.0], [2.0, 0.0]], np.float32)
+    node, edge = image_features(y)
+    assert node.shape == (2, 2, 2) and edge.shape == (4, 2)
+    np.testing.assert_allclose(node[..., 0], 1.0)
+    np.testing.assert_allclose(node[..., 1], y)
+    # bonds (0,1), (2,3), (0,2), (1,3) of the flat image [0.5, -1, 2, 0]
+    np.testing.assert_allclose(edge, [[1, 1.5], [1, 2.0], [1, 1.5], [1, 1.0]])
+
+
+def test_grid_crf_potential_and_checkerboard_blocks():
+    rng = np.random.default_rng(0)
+    node = rng.normal(size=(2, 3, 2)).astype(np.float32)
+    edge = rng.normal(size=(7, 2)).astype(np.float32)
+    m = ugm.UGM(grid_crf, node, edge)
+    np.testing.assert_array_equal(m.blocks[0]["x"], [0, 2, 4])  # (row + col) even
+    np.testing.assert_array_equal(m.blocks[1]["x"], [1, 3, 5])
+    w, v = np.array([0.3, -0.7]), np.array([0.9, 0.4])
+    x = np.array([[1.0, -1.0, -1.0], [1.0, 1.0, -1.0]])
+    flat = x.reshape(-1)
+    bonds = [(0, 1), (1, 2), (3, 4), (4, 5), (0, 3), (1, 4), (2, 5)]
+    expected = sum(flat[i] * (node.reshape(-1, 2)[i] @ w) for i in range(6))
+    expected += sum(flat[i] * flat[j] * (edge[e] @ v) for e, (i, j) in enumerate(bonds))
+    got = m.log_potential({"w": jnp.asarray(w, jnp.float32), "v": jnp.asarray(v, jnp.float32)},
+                          {"x": jnp.asarray(x, jnp.float32)})
+    np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+
+
+def test_multilabel_crf_potential():
+    """f(y) = Σ_{l<m} (W_E)_lm y_l y_m + yᵀ(W_v x + b); without ``bias`` no ``b``."""
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=2).astype(np.float32)
+    m = ugm.UGM(multilabel_crf, features, 3)
+    W_E, W_v, b = rng.normal(size=(3, 3)), rng.normal(size=(3, 2)), rng.normal(size=3)
+    y = np.array([1.0, -1.0, 1.0])
+    expected = (sum(W_E[i, j] * y[i] * y[j] for i in range(3) for j in range(i + 1, 3))
+                + y @ (W_v @ features + b))
+    params = {k: jnp.asarray(a, jnp.float32) for k, a in (("W_E", W_E), ("W_v", W_v),
+                                                           ("b", b))}
+    np.testing.assert_allclose(float(m.log_potential(params, {"y": jnp.asarray(y)})),
+                               expected, rtol=1e-5)
+    assert len(m.blocks) == 3
+    assert set(ugm.UGM(multilabel_crf, features, 3, bias=False).param_sites) == {"W_E", "W_v"}

@@ -125,6 +125,21 @@ def test_fully_connected_one_variable_per_block():
         np.testing.assert_array_equal(block["x"], [c])
 
 
+def test_a_large_model_shows_its_analysis_and_finds_the_same_graph(monkeypatch, capsys):
+    """Issue 34 item 6: a large model's analysis says what it is doing and how to skip it
+    (a progress bar naming ``colors=``); the edges, gathered point by point without
+    copies, are the same."""
+    from numpyro_ugm.structure import discovery
+    monkeypatch.setattr(discovery, "LARGE_MODEL", 4)  # 8 + 3 = 11 state values here
+    m = ugm.UGM(plain_rbm, 8, 3)
+    assert edge_set(m.structure) == {(i, 8 + j) for i in range(8) for j in range(3)}
+    err = capsys.readouterr().err
+    assert "structure of 11 variables" in err and "colors=" in err
+    monkeypatch.setattr(discovery, "LARGE_MODEL", 11)
+    assert edge_set(ugm.UGM(plain_rbm, 8, 3).structure) == edge_set(m.structure)
+    assert "structure of" not in capsys.readouterr().err
+
+
 def test_potts_chain_alternating():
     m = ugm.UGM(potts_chain, 7, 3)
     st = m.structure

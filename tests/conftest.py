@@ -28,51 +28,49 @@ jax.config.update("jax_compilation_cache_dir",
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
-#: test files by their time on a cold compilation cache, longest first (from
-#: -n 2 --dist loadfile --durations=0, summed per file, 2026-11-25; the files split off
-#: on 2026-11-26, one test module per package module, placed by their time beside
-#: their neighbours' in one process; files not listed run after these, in collection
-#: order)
+#: test files by their time on a cold compilation cache, longest first (per-file sums of
+#: a -n 2 --dist loadfile run with --junitxml, 2026-11-26; files under 5 s run after
+#: these, in collection order)
 LONGEST_FIRST = [
+    "test_evaluate_enumeration.py",
+    "test_evaluate_inputs.py",
+    "test_estimators_reweighting.py",
+    "test_infer_sampler.py",
+    "test_learn_mle.py",
     "test_estimators_base.py",
     "test_models_exponential_random_graph.py",
-    "test_kernels_gibbs.py",
-    "test_evaluate_enumeration.py",
     "test_evaluate_ais.py",
-    "test_learn_mle.py",
-    "test_estimators_pf.py",
-    "test_evaluate_exact.py",
-    "test_models_graph_estimation.py",  # builds the 6-node ERGM's exact MLE (triad6_problem)
-    "test_estimator_config.py",
-    "test_infer_sampler.py",
-    "test_evaluate_ais_setup.py",
+    "test_conditionals.py",
+    "test_models.py",
+    "test_kernels_gibbs.py",
     "test_kernels_metropolis.py",
     "test_learn_crf.py",
-    "test_structure_discovery.py",
+    "test_posterior_reference.py",
+    "test_evaluate_exact.py",
     "test_checkpoint.py",
     "test_posterior_sgmcmc.py",
-    "test_sharding.py",  # one test, in a subprocess (PCD learners: about 15 s)
-    "test_estimators_tempering.py",
-    "test_infer_coupling.py",
-    "test_evaluate_inputs.py",
-    "test_model_surface.py",
+    "test_estimator_config.py",
+    "test_structure_discovery.py",
+    "test_posterior_exchange.py",
     "test_kernels_tempered.py",
-    "test_conditionals.py",
-    "test_learn_core.py",
     "test_predict.py",
-    "test_end_to_end.py",
-    "test_learn_steps.py",
-    "test_kernels_blocks.py",
-    "test_learn_setup.py",
-    "test_models_graph_statistics.py",
-    "test_kernels_base.py",
-    "test_domains.py",
-    "test_evaluate_pseudo.py",
-    "test_model.py",
-    "test_posterior.py",
+    "test_model_surface.py",
+    "test_estimators_pf.py",
+    "test_models_graph_estimation.py",
+    "test_estimators_tempering.py",
+    "test_learn_core.py",
     "test_sampling.py",
-    "test_runloop.py",
-    "test_checks.py",
+    "test_estimators_mcmcmle.py",
+    "test_kernels_base.py",
+    "test_learn_averaging.py",
+    "test_domains.py",
+    "test_model.py",
+    "test_evaluate_ais_setup.py",
+    "test_estimators_per_example.py",
+    "test_infer_conditioning.py",
+    "test_factors.py",
+    "test_kernels_blocks.py",
+    "test_infer_values.py",
 ]
 
 

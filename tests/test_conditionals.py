@@ -167,7 +167,7 @@ def _hooked_chain(with_field):
     return model
 
 
-@pytest.mark.parametrize("with_field", [True, False])
+@pytest.mark.parametrize("with_field", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_a_factors_own_conditionals_join_those_of_the_other_factors(with_field):
     m = ugm.UGM(_hooked_chain(with_field))
     params = {"J": jnp.asarray(0.7)}

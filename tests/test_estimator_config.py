@@ -138,7 +138,9 @@ def small_model():
     return m, params, batch
 
 
-@pytest.mark.parametrize("name", list(INFO_FIELDS))
+@pytest.mark.parametrize("name", [  # slow: the two most costly to compile
+    pytest.param(n, marks=pytest.mark.slow) if n in ("MCMCMLE", "PSMC") else n
+    for n in INFO_FIELDS])
 def test_update_returns_its_typed_info_with_only_the_fields_that_apply(name):
     make, info_type, fields = INFO_FIELDS[name]
     m, params, batch = small_model()

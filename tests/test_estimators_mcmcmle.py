@@ -72,7 +72,7 @@ def test_mcmcmle_resamples_a_round_whose_ess_is_low():
     np.testing.assert_allclose(np.exp(np.asarray(particles.log_weights)), 1 / 16, rtol=1e-5)
 
 
-@pytest.mark.parametrize("resample_threshold", [0.9, None])
+@pytest.mark.parametrize("resample_threshold", [pytest.param(0.9, marks=pytest.mark.slow), None])
 def test_mcmcmle_carries_the_weights_into_a_round_whose_ess_is_high(resample_threshold):
     """Weights of e^-0.5 for the down chains (ESS 15.1 of 16, above 0.9·16) and a round
     forced by reset_every=1: the chains stay as they are, and the new round keeps their

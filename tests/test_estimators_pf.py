@@ -84,6 +84,7 @@ def test_pf_with_unit_weights_is_pcd_n():
         previous = x
 
 
+@pytest.mark.slow
 def test_pf_at_unit_temperature_is_resample_then_pcd_n():
     """The PF paper's Sec. 3.2: every update resamples by the weights
     p(x; θ_t) / p(x; θ_{t−1}) (blackjax systematic, key fold_in(key, 1)), then moves as

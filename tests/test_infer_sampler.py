@@ -100,6 +100,7 @@ def test_sequential_equals_vectorized_and_reproducible():
 # --- beside NUTS ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sampler_is_a_block_of_composite_gibbs():
     """UGMSampler (with Metropolis) beside NUTS in numpyro's composite Gibbs."""
     kernel = Gibbs([(UGMSampler(noisy_ising, kernel=ugm.kernels.metropolis()), ["x"]),

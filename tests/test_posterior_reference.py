@@ -57,6 +57,7 @@ def test_a_prior_depending_on_another_parameter_is_exact(uniform_cases):
     assert np.isfinite(float(value[0]))
 
 
+@pytest.mark.slow
 def test_nuts_on_a_hierarchical_prior_matches_quadrature(uniform_cases):
     """The posterior mean of tau by NUTS within 4 Monte Carlo standard errors of 2-D
     quadrature (beta = tau·z on a fixed z grid, log Z = 6 log 2 + 5 log cosh beta)."""

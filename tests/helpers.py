@@ -350,6 +350,14 @@ def features(y):
     return {"node_features": node, "edge_features": edge}
 
 
+def crf3(u):
+    """A 3-spin chain CRF: a field ``w * u`` per spin from the inputs ``u``, fixed pairs."""
+    w = numpyro.param("w", 0.3)
+    x = numpyro.sample("x", ugm.Spin(3))
+    numpyro.factor("nodes", w * jnp.sum(u * x))
+    numpyro.factor("pairs", x[0] * x[1] + x[1] * x[2])
+
+
 @functools.lru_cache(maxsize=None)
 def crf_data():
     """10 noisy copies (N(0, 1) noise) of TRUTH, their features and the grid CRF traced

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import TraceCounter
 from helpers import small_rbm, spins3
 
 import numpyro_ugm as ugm
@@ -61,19 +62,13 @@ def test_ais_log_likelihood_matches_exact():
 def test_ais_compiles_once_for_new_parameters():
     """A second estimate with other parameters and another key reuses the compiled
     run (it used to close over the parameters and recompile on every call)."""
-    calls = []
-
-    def counted_rbm(*args):
-        calls.append(1)  # runs only when the model is traced
-        return ugm.models.rbm(*args)
-
-    m = ugm.UGM(counted_rbm, 8, 3)
+    model = TraceCounter(ugm.models.rbm)
+    m = ugm.UGM(model, 8, 3)
     params = m.init_params(jax.random.PRNGKey(0))
     first = ais.log_partition(m, params, jax.random.PRNGKey(1), 20, 30)
-    traced = len(calls)
     scaled = {k: 2.0 * v for k, v in params.items()}
-    second = ais.log_partition(m, scaled, jax.random.PRNGKey(2), 20, 30)
-    assert len(calls) == traced
+    with model.unchanged("a second estimate with other parameters"):
+        second = ais.log_partition(m, scaled, jax.random.PRNGKey(2), 20, 30)
     for p, r in ((params, first), (scaled, second)):  # and the parameters are used
         assert abs(float(r.log_z) - float(exact.log_partition(m, p))) < 4 * float(
             r.stderr) + 1e-3
@@ -83,19 +78,13 @@ def test_ais_log_likelihood_compiles_once_for_other_numbers_of_cases():
     """A second estimate on more cases reuses the compiled programs: the free energies of
     the cases are padded to a power of two (they used to compile for every number of
     cases), and the annealing run depends on the chains, not on the cases."""
-    calls = []
-
-    def counted_rbm(*args):
-        calls.append(1)  # runs only when the model is traced
-        return ugm.models.rbm(*args)
-
-    m = ugm.UGM(counted_rbm, 8, 3)
+    model = TraceCounter(ugm.models.rbm)
+    m = ugm.UGM(model, 8, 3)
     params = m.init_params(jax.random.PRNGKey(0))
     v = np.random.default_rng(2).integers(0, 2, size=(7, 8)).astype(np.int8)
     ais.log_likelihood(m, params, {"v": v[:5]}, jax.random.PRNGKey(1), 20, 30)
-    traced = len(calls)
-    r = ais.log_likelihood(m, params, {"v": v}, jax.random.PRNGKey(2), 20, 30)
-    assert len(calls) == traced
+    with model.unchanged("a second estimate on more cases"):
+        r = ais.log_likelihood(m, params, {"v": v}, jax.random.PRNGKey(2), 20, 30)
     truth = float(exact.log_likelihood(m, params, {"v": v}))
     assert abs(float(r.log_likelihood) - truth) < 4 * float(r.stderr) + 1e-3
 

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
+from helpers import crf3 as crf
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import enumeration, exact
@@ -23,13 +24,6 @@ def chain(n=4):
     w = numpyro.param("w", 0.5 * jnp.ones(n - 1))
     x = numpyro.sample("x", ugm.Spin(n))
     numpyro.factor("pairs", jnp.sum(w * x[:-1] * x[1:]))
-
-
-def crf(u):
-    w = numpyro.param("w", 0.3)
-    x = numpyro.sample("x", ugm.Spin(3))
-    numpyro.factor("nodes", w * jnp.sum(u * x))
-    numpyro.factor("pairs", x[0] * x[1] + x[1] * x[2])
 
 
 # --- as_ugm -----------------------------------------------------------------------------

@@ -8,18 +8,11 @@ import itertools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import pytest
+from helpers import crf3 as crf
 
 import numpyro_ugm as ugm
 from numpyro_ugm.target import Target
-
-
-def crf(u):
-    w = numpyro.param("w", 0.3)
-    x = numpyro.sample("x", ugm.Spin(3))
-    numpyro.factor("nodes", w * jnp.sum(u * x))
-    numpyro.factor("pairs", x[0] * x[1] + x[1] * x[2])
 
 
 def test_built_once_per_model_copy_with_the_models_fields():

@@ -137,24 +137,22 @@ def _hessian_edges(log_potential, domains, points, offsets, chunk=256):
         h = jnp.abs(jax.vmap(lambda e: jax.jvp(grad, (z,), (e,))[1])(basis))
         return h > 1e-6 * (1.0 + jnp.max(h))
 
-    # edges as keys i * n + j (i < j), made unique after every point: memory stays
-    # about that of the graph, not of every point's (and both triangles') copies
+    # the edges made unique after every point: memory stays about that of the graph, not
+    # of every point's copies
     n = int(coord_var.max()) + 1
-    keys = np.zeros(0, np.int64)
+    edges = np.zeros((0, 2), np.int64)
     with tqdm(total=len(points) * -(-dim // chunk), disable=dim <= LARGE_MODEL,
               desc=f"structure of {n} variables (declare it: ugm.factor(..., colors=))") as bar:
         for params, state in points:
-            z, found = ravel_pytree(state)[0], [keys]
+            z, found = ravel_pytree(state)[0], [edges]
             for start in range(0, dim, chunk):
                 cols = np.arange(start, start + chunk)
                 cols = np.where(cols < dim, cols, dim - 1)  # one compiled shape for all
                 which, rows = np.nonzero(np.asarray(columns(params, z, cols)))
-                a, b = coord_var[cols[which]].astype(np.int64), coord_var[rows].astype(np.int64)
-                lo, hi = np.minimum(a, b), np.maximum(a, b)
-                found.append((lo * n + hi)[lo != hi])
+                found.append(np.stack([coord_var[cols[which]], coord_var[rows]], axis=1))
                 bar.update()
-            keys = np.unique(np.concatenate(found))
-    return np.stack([keys // n, keys % n], axis=1)
+            edges = unique_pairs(np.concatenate(found))
+    return edges
 
 
 def _flip_edges(log_potential, domains, points, offsets, max_floats=1 << 24):

@@ -194,6 +194,13 @@ def potts_ring(n, K):
     numpyro.factor("fields", jnp.sum(h * x))
 
 
+def spin_chain(n):
+    """``n`` spins in a chain with one coupling ``w`` per bond (0.5 to start)."""
+    w = numpyro.param("w", 0.5 * jnp.ones(n - 1))
+    x = numpyro.sample("x", ugm.Spin(n))
+    numpyro.factor("pairs", jnp.sum(w * x[:-1] * x[1:]))
+
+
 def chain3():
     """Three spins in a chain: fields ``h`` and one coupling ``J``."""
     h = numpyro.param("h", jnp.zeros(3))

@@ -1,20 +1,12 @@
 """The compile cache (numpyro_ugm/compile_cache.py): one entry per owner and key, none for
 an unhashable key, and at most MAX_ENTRIES, the least recently used dropped first."""
 
-import jax.numpy as jnp
 import numpy as np
-import numpyro
+from helpers import spin_chain as chain
 
-import numpyro_ugm as ugm
 from numpyro_ugm import compile_cache
 from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM
-
-
-def chain(n=3):
-    w = numpyro.param("w", 0.5 * jnp.ones(n - 1))
-    x = numpyro.sample("x", ugm.Spin(n))
-    numpyro.factor("pairs", jnp.sum(w * x[:-1] * x[1:]))
 
 
 def test_cached_builds_once_per_key_and_not_for_unhashable_keys():

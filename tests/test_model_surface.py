@@ -1,15 +1,13 @@
 """The public surface of ``UGM`` that the other modules use (issue 12, "Model"):
 ``as_ugm``, ``replace`` / ``observe`` / ``bind``, the compile cache ``cached``,
-``analyze`` and the one-way dependency between ``model`` and ``structure``, and the
-deprecations of moved arguments."""
-
+``analyze`` and the one-way dependency between ``model`` and ``structure``."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import pytest
 from helpers import crf3 as crf
+from helpers import spin_chain as chain
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import enumeration, exact
@@ -17,13 +15,6 @@ from numpyro_ugm import compile_cache
 from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM, as_ugm
 from numpyro_ugm.structure import Structure, analyze
-
-
-
-def chain(n=4):
-    w = numpyro.param("w", 0.5 * jnp.ones(n - 1))
-    x = numpyro.sample("x", ugm.Spin(n))
-    numpyro.factor("pairs", jnp.sum(w * x[:-1] * x[1:]))
 
 
 # --- as_ugm -----------------------------------------------------------------------------

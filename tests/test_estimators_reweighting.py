@@ -186,6 +186,7 @@ def test_the_renewal_resamples_only_where_told_and_carries_the_running_log_z():
 # --- the log Z check ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_distinct_log_sum_is_log_z_over_all_configurations_and_counts_each_once():
     m, start, end = vbm8()
     x = exact.sample(m, end, jax.random.PRNGKey(0), 4000)

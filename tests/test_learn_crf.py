@@ -154,6 +154,7 @@ def test_learning_reaches_exact_conditional_ml(problem, name):
         np.testing.assert_allclose(run["params"][k], problem["best"][k], atol=0.03)
 
 
+@pytest.mark.slow
 def test_learner_input_errors(problem):
     learner = ugm.MLE(grid_crf, ugm.PCD(8), optax.sgd(0.01))
     inputs, data = problem["inputs"], problem["data"]

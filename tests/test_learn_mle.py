@@ -60,6 +60,7 @@ def test_diverging_run_stops_and_keeps_last_good_state(spins):
     assert learner.last_state is e.state or int(learner.last_state.step) == e.step
 
 
+@pytest.mark.slow
 def test_same_key_same_result_with_and_without_progress_bar(spins):
     a = make().run(jax.random.PRNGKey(3), 30, spins, 6, progress_bar=False)
     b = make().run(jax.random.PRNGKey(3), 30, spins, 6, progress_bar=True)

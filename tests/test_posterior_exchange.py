@@ -38,6 +38,7 @@ def _mcmc(kernel, num_chains=1, **options):
                 chain_method="vectorized", progress_bar=False, **options)
 
 
+@pytest.mark.slow
 def test_starting_values_of_the_wrong_shape_are_named():
     with pytest.raises(ValueError, match=r"init_params\['beta'\] has shape \(3,\); the "
                                          r"sampled site 'beta' has shape \(\)"):

@@ -5,7 +5,7 @@ The layers and the data flow are described in the documentation's architecture p
 """
 
 from . import checkpoint, estimators, infer, kernels, models, posterior
-from .domains import Binary, Categorical, Spin
+from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .factors import factor
 from .evaluate import ais, exact, fit_pseudo_likelihood, pseudo_log_likelihood
@@ -17,7 +17,7 @@ from .sampling import sample
 
 __version__ = "0.1.0"
 __all__ = ["checkpoint", "estimators", "infer", "kernels", "models", "posterior", "Binary", "Categorical",
-           "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
+           "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
            "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
            "Prediction", "sample", "ais", "exact", "pseudo_log_likelihood",

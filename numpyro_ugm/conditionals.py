@@ -54,7 +54,8 @@ def conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
                        domains: Mapping[str, Domain], block: Mapping) -> dict:
     """Conditional log-odds of the variables of a block, from one gradient.
 
-    Valid for a log-density multilinear in each variable.
+    Valid for a log-density multilinear in each finite variable and quadratic in each
+    real one (``Real`` sites get :func:`gaussian_logits`, from the same pass).
 
     Parameters
     ----------
@@ -69,10 +70,45 @@ def conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     Returns
     -------
     dict of str -> array (num_block_variables, K)
+        (K = 2 for a real site: its natural parameters, see :func:`gaussian_logits`.)
     """
+    if any(not domains[s].finite for s in block):
+        return gaussian_logits(logdensity_fn, state, domains, block)
     grads = block_gradients(logdensity_fn, state, block)
     return {s: domains[s].conditional_logits(gather(grads[s], domains[s], idx))
             for s, idx in block.items()}
+
+
+def gaussian_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
+                    domains: Mapping[str, Domain], block: Mapping) -> dict:
+    """Conditionals of a block holding real variables whose log-density is quadratic in
+    each of them (and which do not interact): x_i | rest ~ N(η_i / λ_i, 1 / λ_i), from
+    f = η_i x_i − ½ λ_i x_i² + const. A real site's result is ``(n, 2)``: the natural
+    parameters (η, λ), linear in the log-density like logits (so tempering and sums keep
+    them). One gradient and one Hessian-vector product (with the block's indicator: the
+    Hessian is diagonal on a block) give both; finite sites of the block get their
+    logits from the same gradient."""
+    sub = {s: state[s] for s in block}
+    tangent = {}
+    for s, idx in block.items():
+        d = domains[s]
+        if d.finite:
+            tangent[s] = jnp.zeros_like(state[s])
+        else:
+            ones = jnp.ones((d.num_variables if idx is None else jnp.shape(idx)[0],),
+                            state[s].dtype)
+            tangent[s] = scatter(jnp.zeros_like(state[s]), d, idx, ones)
+    grad_fn = jax.grad(lambda v: logdensity_fn({**state, **v}))
+    grads, curvature = jax.jvp(grad_fn, (sub,), (tangent,))
+    out = {}
+    for s, idx in block.items():
+        d, g = domains[s], gather(grads[s], domains[s], idx)
+        if d.finite:
+            out[s] = d.conditional_logits(g)
+        else:
+            precision = -gather(curvature[s], d, idx)
+            out[s] = jnp.stack([g + precision * gather(state[s], d, idx), precision], -1)
+    return out
 
 
 def block_gradients(logdensity_fn, state, sites):
@@ -102,7 +138,8 @@ def exact_conditional_logits(logdensity_fn: Callable[[dict], jax.Array], state: 
 def block_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
                  domains: Mapping[str, Domain], block: Mapping, multilinear: bool) -> dict:
     """Conditional log-probabilities (up to a constant per variable) of a block's
-    variables, as every sampler gets them.
+    variables, as every sampler gets them (a real site's: its Gaussian natural
+    parameters, :func:`gaussian_logits`).
 
     A log-density that knows its own conditionals (an attribute
     ``conditional_logits(state, domains, block)``, e.g. from change statistics) gives
@@ -112,8 +149,14 @@ def block_logits(logdensity_fn: Callable[[dict], jax.Array], state: dict,
     own = getattr(logdensity_fn, "conditional_logits", None)
     if own is not None:
         return own(state, domains, block)
-    logits = conditional_logits if multilinear else exact_conditional_logits
-    return logits(logdensity_fn, state, domains, block)
+    if multilinear:
+        return conditional_logits(logdensity_fn, state, domains, block)
+    finite = {s: i for s, i in block.items() if domains[s].finite}
+    real = {s: i for s, i in block.items() if s not in finite}
+    out = exact_conditional_logits(logdensity_fn, state, domains, finite)
+    if real:
+        out.update(gaussian_logits(logdensity_fn, state, domains, real))
+    return {s: out[s] for s in block}
 
 
 # --- log-densities that know their conditionals ---------------------------------------
@@ -195,7 +238,7 @@ def zero_logits(domains: Mapping[str, Domain], block: Mapping, dtype: Any) -> di
     """Conditional log-probabilities of a block's variables under a log-density that does
     not depend on them: zeros ``(num_block_variables, K)`` per site."""
     return {s: jnp.zeros((domains[s].num_variables if idx is None else jnp.shape(idx)[0],
-                          domains[s].num_values), dtype)
+                          domains[s].logit_width), dtype)
             for s, idx in block.items()}
 
 

@@ -1,8 +1,12 @@
-"""Finite domains of the discrete state: ``Spin``, ``Binary`` and ``Categorical``.
+"""Domains of the state: the finite ``Spin``, ``Binary`` and ``Categorical``, and the
+real-valued ``Real``.
 
-Each domain is a numpyro ``Distribution`` with counting measure as base measure: its
-``log_prob`` is 0 on the domain (and ``-inf`` off it), so the model's ``numpyro.factor``
-terms alone define the potential. A site's value has two representations:
+Each domain is a numpyro ``Distribution`` whose ``log_prob`` is 0 on the domain (and
+``-inf`` off it) — counting measure on a finite domain, Lebesgue measure on ``Real`` — so
+the model's ``numpyro.factor`` terms alone define the potential. A real site also has a
+**base distribution** (a Normal, :meth:`Real.base_log_prob`): the start of tempering
+paths (SMC, PSMC, AIS, tempered kernels), where a finite site's base is uniform. A finite
+site's value has two representations (a real site's are the same floats):
 
 * the **data** representation, used in data sets, samples and user-facing results:
   ``Spin`` values in {-1, +1}, ``Binary`` values in {0, 1}, ``Categorical`` integer labels
@@ -83,6 +87,9 @@ class Domain(Distribution):
 
     is_discrete = True
     has_enumerate_support = True
+    #: whether the domain is finite (``Real`` is not: no enumeration, no conditional
+    #: logits; its variables move by exact Gaussian draws or gradient kernels)
+    finite = True
     #: scalar values of one variable in the model representation (Spin, Binary)
     values = ()
     #: dtype of the data representation
@@ -102,6 +109,12 @@ class Domain(Distribution):
         return len(self.values)
 
     @property
+    def logit_width(self) -> int:
+        """Width of a variable's conditional parameters in samplers: K logits for a
+        finite domain, the 2 Gaussian natural parameters (η, λ) for ``Real``."""
+        return self.num_values
+
+    @property
     def num_variables(self) -> int:
         """Number of discrete variables in the site."""
         return int(np.prod(self.shape_, dtype=np.int64))
@@ -113,6 +126,10 @@ class Domain(Distribution):
 
     def _model_event_shape(self) -> tuple:
         return ()
+
+    def describe(self) -> str:
+        """The domain's values, for error messages."""
+        return f"{type(self).__name__} {{{', '.join(f'{v:g}' for v in self.values)}}}"
 
     def with_shape(self, shape: int | tuple) -> "Domain":
         """The same domain over a site of shape ``shape`` (e.g. the shape a
@@ -314,3 +331,160 @@ class Categorical(Domain):
 
     def __repr__(self) -> str:
         return f"Categorical({self.shape_}, num_categories={self.num_categories})"
+
+
+class Real(Domain):
+    """Real-valued variables (Gaussian MRFs, Gaussian–Bernoulli RBMs, energy-based models).
+
+    Inside the model a site is a float array of its shape, as in the data. The domain's
+    measure is Lebesgue measure, so the factors alone define the density; the potential
+    must be normalizable (e.g. a Gaussian MRF's precision positive definite), which the
+    samplers check: a chain that diverges is an error naming the site.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        Shape of the site.
+    loc, scale : float or array broadcastable to ``shape``, optional
+        Mean and standard deviation of the site's base distribution, a Normal: where
+        tempering starts (SMC, PSMC, AIS, tempered kernels) and where fresh chains are
+        drawn. Not given (``None``): 0 and 1, which the learners and evaluations replace
+        by the data's per-variable moments (:meth:`fitted`).
+    """
+
+    is_discrete = False
+    has_enumerate_support = False
+    finite = False
+    data_dtype = None  # floats: the default float dtype
+
+    def __init__(self, shape: int | tuple = (), *, loc: Optional[ArrayLike] = None,
+                 scale: Optional[ArrayLike] = None, validate_args: Optional[bool] = None):
+        super().__init__(shape, validate_args=validate_args)
+        #: whether the base is to be fitted to data (neither loc nor scale given)
+        self.unfitted = loc is None and scale is None
+        loc = np.asarray(0.0 if loc is None else loc, float)
+        scale = np.asarray(1.0 if scale is None else scale, float)
+        for name, v in (("loc", loc), ("scale", scale)):
+            try:
+                np.broadcast_to(v, self.shape_)
+            except ValueError:
+                raise ValueError(f"Real: {name} of shape {v.shape} does not broadcast to "
+                                 f"the site's shape {self.shape_}") from None
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"Real: {name} must be finite, got {v}")
+        if np.any(scale <= 0):
+            raise ValueError(f"Real: scale must be positive, got {scale}")
+        self.loc, self.scale = loc, scale
+
+    @property
+    def values(self) -> tuple:
+        raise TypeError("a Real site has no finite set of values")
+
+    @property
+    def num_values(self) -> int:
+        raise TypeError("a Real site has no finite set of values")
+
+    @property
+    def log_num_states(self) -> float:
+        """0: the base distribution is normalized (a finite site's base is counting
+        measure, of mass the number of configurations)."""
+        return 0.0
+
+    @property
+    def two_valued(self) -> bool:
+        return False
+
+    @property
+    def logit_width(self) -> int:
+        return 2
+
+    def describe(self) -> str:
+        return "Real (finite real numbers)"
+
+    def with_shape(self, shape: int | tuple) -> "Real":
+        if self.unfitted:
+            return Real(shape)
+        dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+        return Real(shape, loc=np.broadcast_to(self.loc, dims),
+                    scale=np.broadcast_to(self.scale, dims))
+
+    def fitted(self, values: ArrayLike) -> "Real":
+        """The same site with the base Normal fitted to ``values`` (data, model
+        representation, leading example axis): per-variable mean and standard deviation
+        (floored at 1e-3 of the largest, and at 1e-6)."""
+        values = np.asarray(values, float).reshape((-1,) + self.shape_)
+        loc = values.mean(0)
+        scale = values.std(0) if values.shape[0] > 1 else np.ones(self.shape_)
+        scale = np.maximum(scale, max(1e-6, 1e-3 * float(np.max(scale, initial=0.0))))
+        return Real(self.shape_, loc=loc, scale=scale)
+
+    # --- representations ------------------------------------------------------------
+    def from_model(self, x: ArrayLike) -> jax.Array:
+        return jnp.asarray(x)
+
+    def in_domain(self, value: ArrayLike) -> jax.Array:
+        return jnp.isfinite(jnp.asarray(value, float))
+
+    def reference(self, shape: tuple = (), dtype: Optional[DTypeLike] = None) -> jax.Array:
+        """The base distribution's mean."""
+        dtype = dtype or jnp.result_type(float)
+        return jnp.broadcast_to(jnp.asarray(self.loc, dtype), tuple(shape))
+
+    def _not_finite(self, *args, **kwargs):
+        raise TypeError("a Real site has no finite set of values (labels, logits and "
+                        "enumeration are for Spin, Binary and Categorical sites)")
+
+    model_values = labels = label_to_model = conditional_logits = log_odds = _not_finite
+
+    # --- numpyro Distribution API -------------------------------------------------------
+    @property
+    def support(self):
+        return constraints.real
+
+    def sample(self, key: jax.Array, sample_shape: tuple = ()) -> jax.Array:
+        """A draw from the base Normal."""
+        dtype = jnp.result_type(float)
+        z = jax.random.normal(key, tuple(sample_shape) + self.batch_shape, dtype)
+        return jnp.asarray(self.loc, dtype) + jnp.asarray(self.scale, dtype) * z
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        return jnp.where(jnp.isfinite(value), 0.0, -jnp.inf)
+
+    def base_log_prob(self, x: ArrayLike) -> jax.Array:
+        """log density of the base Normal at one site value ``x`` (summed)."""
+        x = jnp.asarray(x)
+        loc, scale = (jnp.asarray(v, x.dtype) for v in (self.loc, self.scale))
+        z = (x - loc) / scale
+        return jnp.sum(-0.5 * z * z - jnp.log(scale) - 0.5 * np.log(2 * np.pi))
+
+    def enumerate_support(self, expand: bool = True):
+        self._not_finite()
+
+    def tree_flatten(self):
+        if self.unfitted:
+            return (), (self.shape_, None, None)
+        return (), (self.shape_, _Frozen(self.loc), _Frozen(self.scale))
+
+    @classmethod
+    def tree_unflatten(cls, aux, params):
+        shape, loc, scale = aux
+        if loc is None:
+            return cls(shape)
+        return cls(shape, loc=loc.value, scale=scale.value)
+
+    def __repr__(self) -> str:
+        return f"Real({self.shape_})"
+
+
+class _Frozen:
+    """A numpy array as hashable static data (pytree aux data must be hashable)."""
+
+    def __init__(self, value):
+        self.value = np.asarray(value)
+
+    def __hash__(self):
+        return hash((self.value.shape, self.value.tobytes()))
+
+    def __eq__(self, other):
+        return (isinstance(other, _Frozen) and self.value.shape == other.value.shape
+                and bool(np.all(self.value == other.value)))

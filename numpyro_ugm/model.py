@@ -125,6 +125,20 @@ class UGM:
         latent = tuple(n for n in self.state_sites if n not in observed)
         return self if latent == self.latent_sites else self.replace(latent_sites=latent)
 
+    def with_fitted_base(self, data: dict) -> "UGM":
+        """A copy whose real sites declared without ``loc``/``scale`` have their base
+        Normal fitted to ``data`` (model representation, leading example axis; see
+        :meth:`~numpyro_ugm.domains.Real.fitted`), or ``self`` if there are none (a
+        latent real site keeps the standard Normal). The copy shares the structure and
+        gets its own :attr:`cache_key` (compiled programs close over the base)."""
+        fit = {n: d.fitted(data[n]) for n, d in self.state_sites.items()
+               if not d.finite and d.unfitted and n in data}
+        if not fit:
+            return self
+        other = self.replace(structure=self.structure)
+        other.state_sites = {**self.state_sites, **fit}
+        return other
+
     def bind(self, **inputs: Any) -> "UGM":
         """A copy whose model keyword arguments are updated with ``inputs`` (one
         example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``).

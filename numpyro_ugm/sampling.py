@@ -18,7 +18,7 @@ from ._checks import as_key, check_count
 from .compile_cache import cached
 from .diagnose import check_finite, potential_is_finite
 from .kernels import gibbs
-from .kernels.base import as_spec, bound_kernel, init_chains, step_chains
+from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model import UGM
 from .runloop import capacity
 from .target import Target
@@ -40,20 +40,23 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_samples : int
         Samples kept per chain.
     num_chains : int
-        Independent chains, run in parallel (vmapped), started uniformly at random.
+        Independent chains, run in parallel (vmapped), started from the base
+        distribution (uniform on finite sites, the base Normal of real ones).
     num_warmup : int
-        Kernel steps discarded at the start of each chain.
+        Kernel steps discarded at the start of each chain; a gradient kernel adapts its
+        step size during them only.
     thinning : int
         Kernel steps between kept samples.
     kernel : KernelSpec, optional
-        Default: systematic-scan block Gibbs.
+        Default: systematic-scan block Gibbs (with MALA for real sites whose potential
+        is not quadratic).
     init_state : dict, optional
         Starting positions (model representation, leading axis ``num_chains``).
 
     Returns
     -------
     dict of str -> array ``(num_chains * num_samples, *site_shape)``
-        Data representation (±1, 0/1, integer labels), chain-major.
+        Data representation (±1, 0/1, integer labels, real values), chain-major.
 
     Raises
     ------
@@ -140,7 +143,7 @@ def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thin
             kernel, jax.random.fold_in(key, i), s, logdensity)[0], states)
 
     warm_key, draw_key = jax.random.split(key)
-    states = steps(states, warm_key, num_warmup)
+    states = end_adaptation(steps(states, warm_key, num_warmup))
     keys = jax.random.split(draw_key, samples)  # the first n are those of split(key, n)
     buffers = (jax.tree.map(lambda v: jnp.zeros((samples,) + v.shape, v.dtype),
                             states.position),

@@ -132,7 +132,8 @@ def find_sites(trace) -> Sites:
     if not state:
         raise ValueError("the model has no state site: declare discrete variables with "
                          "numpyro.sample(name, domain), the domain ugm.Spin(shape), "
-                         "ugm.Binary(shape) or ugm.Categorical(shape, num_categories=K)")
+                         "ugm.Binary(shape), ugm.Categorical(shape, num_categories=K) "
+                         "or ugm.Real(shape)")
     infers = {name: site.get("infer") or {} for name, site in trace.items()
               if site["type"] == "sample" and site["is_observed"]}
     hooked = tuple(name for name, infer in infers.items() if CONDITIONALS in infer)

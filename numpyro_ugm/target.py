@@ -16,7 +16,8 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
-from .conditionals import LogDensity, block_gradients, mean_and_entropy, site_variables
+from .conditionals import (LogDensity, block_gradients, linear_combination, mean_and_entropy,
+                           scaled, site_variables, zero_logits)
 from .domains import Domain
 from .structure import Structure
 
@@ -67,13 +68,19 @@ class Target:
         return tuple(n for n in self.state_sites if n not in self.latent_sites)
 
     @property
+    def real_sites(self) -> tuple:
+        """State sites with real values (``ugm.Real``)."""
+        return tuple(n for n, d in self.state_sites.items() if not d.finite)
+
+    @property
     def blocks(self) -> list:
         """Blocks of conditionally independent variables (``structure.blocks``)."""
         return self.structure.blocks
 
     @property
     def log_num_states(self) -> float:
-        """log of the number of configurations of all state sites (finite domains)."""
+        """log of the mass of the base measure: the number of configurations of the
+        finite sites (a real site's base Normal has mass 1)."""
         return sum(d.log_num_states for d in self.state_sites.values())
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
@@ -86,9 +93,48 @@ class Target:
         return LogDensity(fn, lambda state, domains, block:
                           self.conditionals(params, state, domains, block))
 
+    def base_logdensity_fn(self) -> LogDensity:
+        """log density of the base distribution (up to the constant of the finite
+        sites' uniform base): Σ over real sites of their base Normal's log density, with
+        its conditionals (zero logits for finite sites, the Normal's natural parameters
+        for real ones)."""
+        domains = self.state_sites
+
+        def value(state):
+            return sum((domains[s].base_log_prob(state[s]) for s in self.real_sites),
+                       jnp.zeros((), jax.tree.leaves(state)[0].dtype))
+
+        def conditionals(state, unused_domains, block):
+            out = zero_logits(domains, {s: i for s, i in block.items() if domains[s].finite},
+                              jax.tree.leaves(state)[0].dtype)
+            for s, idx in block.items():
+                d = domains[s]
+                if d.finite:
+                    continue
+                dtype = state[s].dtype
+                precision = jnp.broadcast_to(jnp.asarray(d.scale, dtype) ** -2.0,
+                                             d.shape_).reshape(-1)
+                eta = jnp.broadcast_to(jnp.asarray(d.loc, dtype), d.shape_).reshape(-1)
+                eta = eta * precision
+                if idx is not None:
+                    eta, precision = eta[idx], precision[idx]
+                out[s] = jnp.stack([eta, precision], -1)
+            return {s: out[s] for s in block}
+
+        return LogDensity(value, conditionals)
+
+    def tempered_fn(self, params: dict, beta: Any) -> Callable[[dict], jax.Array]:
+        """The log-density at inverse temperature β on the path from the base
+        distribution to the model: β f when every site is finite (uniform base), and
+        (1 − β) log base + β f with real sites (a proper density at every β)."""
+        f = self.logdensity_fn(params)
+        if not self.real_sites:
+            return scaled(f, beta)
+        return linear_combination((1.0 - beta, self.base_logdensity_fn()), (beta, f))
+
     def random_state(self, rng_key: jax.Array, sample_shape: tuple = ()) -> dict:
         """Draws from the base distribution of every state site (uniform on a finite
-        domain), model representation."""
+        domain, the base Normal of a real one), model representation."""
         keys = jax.random.split(rng_key, len(self.state_sites))
         return {n: d.sample(k, sample_shape)
                 for k, (n, d) in zip(keys, self.state_sites.items())}
@@ -136,6 +182,11 @@ def free_energy(target: Target, params: dict, state: dict) -> jax.Array:
     latent = target.latent_sites
     if not latent:
         return target.log_potential(params, state)
+    real = [s for s in latent if not target.state_sites[s].finite]
+    if real:
+        raise NotImplementedError(
+            f"latent real sites {real}: their free energy has no closed form here; "
+            "supply them in the data or make the latent sites finite")
     if not (target.structure.multilinear and target.structure.independent(latent)):
         raise NotImplementedError(
             f"latent sites {list(latent)} interact with each other (or the potential is "

@@ -81,8 +81,7 @@ def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
             where = tuple(int(i) for i in np.argwhere(~inside)[0])
             raise ValueError(
                 f"site {name!r}: value {value[where].item()!r} at example {where[0]}, index "
-                f"{where[1:]} is outside the domain {type(domain).__name__} "
-                f"{{{', '.join(f'{v:g}' for v in domain.values)}}}")
+                f"{where[1:]} is outside the domain {domain.describe()}")
         out[name] = domain.to_model(value)
     return out
 

@@ -14,7 +14,7 @@ from blackjax.smc.ess import ess
 
 from ..conditionals import linear_combination
 from .base import Particles, resample
-from .tempering import TemperingEstimator, anneal_from_uniform, temper
+from .tempering import TemperingEstimator, anneal_from_base, temper
 
 
 class PSMCState(NamedTuple):
@@ -118,7 +118,7 @@ class PSMC(TemperingEstimator):
         return int(round(self.keep_fraction * self.num_particles))
 
     def init(self, rng_key, target, params, batch) -> PSMCState:
-        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
+        result = anneal_from_base(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
                          result.log_z_increment, result.log_z_var)
@@ -148,7 +148,7 @@ class PSMC(TemperingEstimator):
         position, log_weights = bridge.position, bridge.log_weights
         fresh_betas, fresh_share = jnp.zeros((), jnp.int32), jnp.full((), jnp.nan, dtype)
         if tempered_redraw:
-            fresh = anneal_from_uniform(target, kernel, fresh_key, params, num - num_keep,
+            fresh = anneal_from_base(target, kernel, fresh_key, params, num - num_keep,
                                         **self.tempering())
             merged = merge((position, log_weights, log_z, log_z_var),
                            (fresh.position, fresh.log_weights, fresh.log_z_increment,

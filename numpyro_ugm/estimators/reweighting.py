@@ -19,7 +19,7 @@ from blackjax.smc.ess import ess
 
 from ..kernels.base import Kernel
 from .base import Estimator, move, normalize, resample_where, uniform_log_weights
-from .tempering import anneal_from_uniform
+from .tempering import anneal_from_base
 
 
 class Reweighted(NamedTuple):
@@ -229,8 +229,8 @@ class ReweightingEstimator(Estimator):
 
     def _fresh(self, kernel: Kernel, rng_key: jax.Array, target, params: dict) -> Draw:
         """Particles and log Z(θ) drawn afresh (the first draw, a re-anneal): tempering
-        uniform draws to p(·; θ) (:func:`~.tempering.anneal_from_uniform`)."""
-        result = anneal_from_uniform(target, kernel, rng_key, params, self.num_particles)
+        uniform draws to p(·; θ) (:func:`~.tempering.anneal_from_base`)."""
+        result = anneal_from_base(target, kernel, rng_key, params, self.num_particles)
         return Draw(result.position, result.log_weights,
                     target.free_energies(params, result.position), result.log_z_increment,
                     result.log_z_var, result.acceptance)

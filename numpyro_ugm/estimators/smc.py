@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from blackjax.smc.ess import ess
 
 from .base import Particles
-from .tempering import TemperingEstimator, TemperingInfo, anneal_from_uniform
+from .tempering import TemperingEstimator, TemperingInfo, anneal_from_base
 
 
 class SMCState(NamedTuple):
@@ -48,7 +48,7 @@ class SMC(TemperingEstimator):
 
     def update(self, rng_key, state, target, params, batch
                ) -> tuple[SMCState, Particles, TemperingInfo]:
-        result = anneal_from_uniform(target, self.build_kernel(target), rng_key, params,
+        result = anneal_from_base(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
                              result.log_z_increment, jnp.sqrt(result.log_z_var))

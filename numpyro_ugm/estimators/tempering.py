@@ -155,24 +155,31 @@ def genealogy_log_z_var(weights: jax.Array, eve: jax.Array, num_resamplings) -> 
     return jnp.log1p(relative).astype(weights.dtype)
 
 
-def anneal_from_uniform(target, kernel: Kernel, rng_key: jax.Array, params: dict,
-                        num_particles: int, *, target_ess: float = 0.9,
-                        num_mcmc_steps: int = 1, resampling: str = "systematic",
-                        max_betas: int = 1000) -> TemperResult:
-    """Weighted particles from p(·; θ) by tempering uniform draws: β f(x; θ), β: 0 → 1.
+def anneal_from_base(target, kernel: Kernel, rng_key: jax.Array, params: dict,
+                     num_particles: int, *, target_ess: float = 0.9,
+                     num_mcmc_steps: int = 1, resampling: str = "systematic",
+                     max_betas: int = 1000) -> TemperResult:
+    """Weighted particles from p(·; θ) by tempering draws of the base distribution
+    (uniform on finite sites, the base Normal of real ones) along
+    :meth:`~numpyro_ugm.target.Target.tempered_fn`, β: 0 → 1.
 
     Returns
     -------
     TemperResult
         ``log_z_increment`` is here the estimate of log Z(θ) itself (the log of the
-        number of configurations is added).
+        base measure's mass, the number of finite configurations, is added).
     """
     init_key, key = jax.random.split(rng_key)
     position = shard_particles(target.random_state(init_key, (num_particles,)))
     dtype = jnp.result_type(float)
     weights = jnp.full((num_particles,), 1.0 / num_particles, dtype)
-    result = temper(kernel, key, position, weights, constant_log_density(jnp.zeros((), dtype)),
-                    target.logdensity_fn(params),
+    f = target.logdensity_fn(params)
+    if target.real_sites:
+        base = target.base_logdensity_fn()
+        prior, likelihood = base, linear_combination((1.0, f), (-1.0, base))
+    else:
+        prior, likelihood = constant_log_density(jnp.zeros((), dtype)), f
+    result = temper(kernel, key, position, weights, prior, likelihood,
                     target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                     resampling=resampling, max_betas=max_betas)
     return result._replace(log_z_increment=result.log_z_increment + target.log_num_states)
@@ -220,6 +227,6 @@ class TemperingEstimator(Estimator):
         self._check_kernel()
 
     def tempering(self) -> dict:
-        """Keyword arguments of :func:`temper` / :func:`anneal_from_uniform`."""
+        """Keyword arguments of :func:`temper` / :func:`anneal_from_base`."""
         return dict(target_ess=self.target_ess, num_mcmc_steps=self.num_mcmc_steps,
                     resampling=self.resampling, max_betas=self.max_betas)

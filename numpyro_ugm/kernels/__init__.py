@@ -1,13 +1,17 @@
-"""Samplers of the discrete state, in blackjax's kernel style (see :mod:`.base`)."""
+"""Samplers of the state, in blackjax's kernel style (see :mod:`.base`): block kernels
+for finite sites and Gaussian real sites, blackjax's gradient kernels for the other real
+sites (:mod:`.gradient`), and tempered kernels."""
 
 from .base import Kernel, KernelInfo, KernelSpec
 from .gibbs import GibbsState, gibbs
+from .gradient import GradientInfo, GradientState, hmc, langevin, mala, rwm
 from .metropolis import MetropolisState, metropolis
 from .tempered import (ParallelTemperingInfo, ParallelTemperingState,
                        TemperedTransitionsInfo, TemperedTransitionsState,
                        parallel_tempering, tempered_transitions)
 
 __all__ = ["Kernel", "KernelInfo", "KernelSpec", "GibbsState", "gibbs", "MetropolisState",
-           "metropolis", "tempered_transitions", "TemperedTransitionsState",
+           "metropolis", "mala", "hmc", "rwm", "langevin", "GradientState",
+           "GradientInfo", "tempered_transitions", "TemperedTransitionsState",
            "TemperedTransitionsInfo", "parallel_tempering", "ParallelTemperingState",
            "ParallelTemperingInfo"]

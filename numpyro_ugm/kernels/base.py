@@ -119,6 +119,14 @@ def step_chains(kernel, rng_key, states, logdensity_fn):
     return jax.vmap(lambda k, s: kernel.step(k, s, logdensity_fn))(keys, states)
 
 
+def end_adaptation(states):
+    """Kernel states whose adaptation (a gradient kernel's step size) stops here, e.g.
+    after a warm-up; states of kernels that adapt nothing are returned as they are."""
+    if hasattr(states, "adapting"):
+        return states._replace(adapting=jnp.zeros_like(states.adapting))
+    return states
+
+
 def sample_labels(rng_key, logits):
     """Draw labels from per-variable logits (..., K).
 
@@ -172,10 +180,25 @@ def values_from_uniforms(uniforms, logits, domain, dtype):
     """The draw of :func:`sample_values` given its uniforms (one per variable, shape
     ``logits.shape[:-1]``), so that a caller can draw the uniforms of many blocks, or of
     many chains, at once."""
+    if not domain.finite:
+        return gaussian_from_uniforms(uniforms, logits).astype(dtype)
     if domain.two_valued:
         low, high = (jnp.asarray(v, dtype) for v in domain.values)
         return jnp.where(_second(uniforms, logits[..., 1] - logits[..., 0]), high, low)
     return domain.label_to_model(labels_from_uniforms(uniforms, logits), dtype)
+
+
+def gaussian_from_uniforms(uniforms, natural):
+    """Draws of N(η/λ, 1/λ) from uniforms (one per variable) by inversion, given the
+    natural parameters ``natural[..., 0] = η``, ``natural[..., 1] = λ`` (a real
+    variable's conditional, :func:`~numpyro_ugm.conditionals.gaussian_logits`). A
+    precision λ ≤ 0 (a potential that is not normalizable in the variable) gives NaN,
+    which the samplers report as a diverging chain."""
+    eta, precision = natural[..., 0], natural[..., 1]
+    tiny = jnp.finfo(uniforms.dtype).tiny
+    z = jax.scipy.special.ndtri(jnp.clip(uniforms, tiny, 1.0))
+    safe = jnp.where(precision > 0, precision, jnp.nan)
+    return (eta + jnp.sqrt(safe) * z) / safe
 
 
 def _second(uniforms, log_odds):

@@ -99,6 +99,15 @@ class BlockKernelSpec(KernelSpec):
                            check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
 
     def build(self, target) -> Kernel:
+        """The block kernel; on a model with real sites that are not in blocks
+        (``structure.moved``), MALA moves them after each sweep (``mala(blocks=self)``)."""
+        if target.structure.moved:
+            from .gradient import mala
+            return mala(blocks=self).build(target)
+        return self.build_blocks(target)
+
+    def build_blocks(self, target) -> Kernel:
+        """The kernel that sweeps ``target.blocks`` (and nothing else)."""
         sweep = block_sweep(target, self.draw, self.num_uniforms, self.scan, self.backward,
                             self.max_unrolled)
         sweeps, state = int(self.num_mcmc_steps), self.state

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from .base import gaussian_from_uniforms
 from .blocks import BlockKernelSpec
 
 
@@ -28,6 +29,8 @@ class metropolis(BlockKernelSpec):
     gradient for multilinear potentials, evaluation at each value otherwise, or the
     log-density's own ``conditional_logits``). This is the product of exact
     Metropolis-Hastings kernels for the block's conditional, so p(x) is invariant.
+    Real variables with Gaussian conditionals in a block are drawn from them (a proposal
+    that is always accepted).
     ``info.acceptance_rate`` is the fraction of proposals accepted in the step.
 
     Parameters
@@ -42,11 +45,13 @@ class metropolis(BlockKernelSpec):
     def num_uniforms(self, domain) -> int:
         """One uniform per variable (the acceptance) for two values, two (proposal and
         acceptance) for more."""
-        return 1 if domain.two_valued else 2
+        return 1 if domain.two_valued or not domain.finite else 2
 
     def draw(self, uniforms, logits, domain, current):
         """Propose a different value for each variable; accept each with probability
         min(1, exp(logits[new] − logits[current]))."""
+        if not domain.finite:  # an exact Gaussian draw
+            return gaussian_from_uniforms(uniforms[:, 0], logits).astype(current.dtype), None
         if domain.two_valued:  # a flip
             low, high = domain.values
             log_odds = logits[..., 1] - logits[..., 0]  # log p(high) / p(low)

@@ -134,7 +134,7 @@ def build_core(model, estimator, optimizer, core_class, data, model_args, model_
     if first and not traced_with:
         m = m.bind(**first)
     data = validate_data(m.state_sites, data)
-    m = m.observe(data.keys())
+    m = m.observe(data.keys()).with_fitted_base(data)
     m.structure  # analyse once, outside any trace
     if m.latent_sites:
         m.target().free_energy(m.init_params(jax.random.PRNGKey(0)),

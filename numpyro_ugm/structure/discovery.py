@@ -33,7 +33,7 @@ from jax.flatten_util import ravel_pytree
 from tqdm.auto import tqdm
 
 from ..conditionals import conditional_logits, exact_conditional_logits, scatter, site_variables
-from .graph import Structure, colored, unique_pairs
+from .graph import Structure, colored, greedy_coloring, unique_pairs, with_blocks
 
 __all__ = ["analyze", "check_multilinear", "probe_points"]
 
@@ -60,11 +60,17 @@ def probe_points(domains, random_params, rng_key, num_points, interior=False,
         w = w / w.sum(-1, keepdims=True)  # Dirichlet(1, ..., 1)
         return np.tensordot(w, values, axes=1).astype(dtype)
 
+    def normal(d):  # a real site: its base Normal, widened
+        return (d.loc + 2.0 * d.scale * rng.standard_normal(d.batch_shape)).astype(dtype)
+
     points = []
     for key in jax.random.split(rng_key, num_points):
         params = random_params(key, rng)
         state, other = {}, {}
         for s, d in domains.items():
+            if not d.finite:
+                state[s], other[s] = normal(d), normal(d)
+                continue
             values = np.asarray(d.model_values(), dtype)  # (K, *event)
             if interior:
                 state[s] = mixture(d, values)
@@ -87,6 +93,8 @@ def check_multilinear(log_potential, domains, points, interior_points=(), max_va
     A non-finite log-potential is an error at ``points`` (domain states); the
     ``interior_points`` where it is not finite are skipped.
     """
+    if not domains:
+        return True
     rng = np.random.default_rng(0)
     block = {}
     for s, d in domains.items():
@@ -116,6 +124,40 @@ def check_multilinear(log_potential, domains, points, interior_points=(), max_va
             if not np.allclose(a[s], b[s], rtol=1e-3, atol=1e-3 * scale):
                 return False
     return True
+
+
+def nonquadratic_sites(log_potential, domains, points, max_variables=64) -> tuple:
+    """The real sites of ``domains`` in whose variables ``log_potential`` is not
+    quadratic (one by one, the others fixed) at the probe points, tested on up to
+    ``max_variables`` random variables per site by the second difference of the gradient:
+    ∂f/∂x_i at x_i + 1, x_i, x_i − 1. Quadratic sites get exact Gaussian draws; the others
+    are moved by gradient kernels."""
+    rng = np.random.default_rng(2)
+    real = [s for s, d in domains.items() if not d.finite]
+    chosen = {s: np.sort(rng.choice(domains[s].num_variables, replace=False, size=min(
+        domains[s].num_variables, max_variables))) for s in real}
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def second_difference(s, params, state, idx):
+        grad = jax.grad(lambda x: log_potential(params, {**state, s: x}))
+
+        def at(i):
+            def g(shift):
+                flat = state[s].reshape(-1)
+                return grad(flat.at[i].add(shift).reshape(state[s].shape)).reshape(-1)[i]
+            return g(1.0) - 2.0 * g(0.0) + g(-1.0), g(0.0)
+
+        return jax.vmap(at)(idx)
+
+    out = []
+    for s in real:
+        for params, state in points:
+            diff, g = (np.asarray(v) for v in second_difference(s, params, state,
+                                                                jnp.asarray(chosen[s])))
+            if not np.allclose(diff, 0.0, atol=1e-3 * (1.0 + np.max(np.abs(g)))):
+                out.append(s)
+                break
+    return tuple(out)
 
 
 def _hessian_edges(log_potential, domains, points, offsets, chunk=256):
@@ -203,6 +245,28 @@ def _flip_edges(log_potential, domains, points, offsets, max_floats=1 << 24):
     return unique_pairs(np.concatenate(edges))
 
 
+def _blocks_without(domains, offsets, edges, multilinear, moved):
+    """The coloured structure of ``edges`` with the variables of the ``moved`` sites
+    (real sites moved by gradient kernels) in no block: they are coloured -1, the
+    others greedily on the graph among themselves."""
+    if not moved:
+        return colored(domains, offsets, edges, multilinear)
+    num_variables = int(offsets[-1])
+    excluded = np.zeros(num_variables, bool)
+    for k, s in enumerate(domains):
+        if s in moved:
+            excluded[offsets[k]:offsets[k + 1]] = True
+    keep = np.nonzero(~excluded)[0]
+    colors = np.full(num_variables, -1, np.int64)
+    if keep.size:
+        inner = None if edges is None else edges[~excluded[edges].any(axis=1)]
+        renumber = np.full(num_variables, -1, np.int64)
+        renumber[keep] = np.arange(keep.size)
+        colors[keep] = (np.arange(keep.size) if inner is None
+                        else greedy_coloring(keep.size, renumber[inner]))
+    return with_blocks(domains, offsets, edges, colors, multilinear, tuple(moved))
+
+
 def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
             random_params: Callable[[jax.Array, np.random.Generator], dict],
             rng_key: jax.Array | None = None, num_points: int = 2,
@@ -241,11 +305,20 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
     points = probe_points(domains, random_params, rng_key, num_points)
     inner = probe_points(domains, random_params, jax.random.fold_in(rng_key, 1),
                           num_interior, interior=True)
-    multilinear = check_multilinear(log_potential, domains, points, inner)
+    finite = {s: d for s, d in domains.items() if d.finite}
+    moved = nonquadratic_sites(log_potential, domains, points + inner)
+    multilinear = check_multilinear(log_potential, finite, points, inner)
     if multilinear:
         edges = _hessian_edges(log_potential, domains, points + inner, offsets)
     elif num_variables <= max_flip_variables:
-        edges = _flip_edges(log_potential, domains, points + inner, offsets)
+        edges = _flip_edges(log_potential, finite, points + inner,
+                            [offsets[list(domains).index(s)] for s in finite])
+        if len(finite) < len(domains):  # pairs with a real variable: from the Hessian
+            real = _hessian_edges(log_potential, domains, points + inner, offsets)
+            is_real = np.ones(num_variables, bool)
+            for s in finite:
+                is_real[structure_range(domains, offsets, s)] = False
+            edges = unique_pairs(np.concatenate([edges, real[is_real[real].any(axis=1)]]))
     else:
         warnings.warn(
             f"the log-potential is not multilinear in its variables and the model has "
@@ -254,6 +327,10 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
             "factors as products of variables (e.g. y_i + y_j - 2*y_i*y_j instead of "
             "|y_i - y_j| for binary y) to get block updates.", stacklevel=4)
         edges = None
-    return colored(domains, offsets, edges, multilinear)
+    return _blocks_without(domains, offsets, edges, multilinear, moved)
 
 
+def structure_range(domains, offsets, site):
+    """The global indices of ``site``'s variables."""
+    k = list(domains).index(site)
+    return np.arange(offsets[k], offsets[k + 1])

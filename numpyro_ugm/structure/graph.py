@@ -8,7 +8,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Structure", "greedy_coloring", "colored", "from_colors", "unique_pairs"]
+__all__ = ["Structure", "greedy_coloring", "colored", "from_colors", "unique_pairs",
+           "with_blocks"]
 
 
 class Structure(NamedTuple):
@@ -28,7 +29,13 @@ class Structure(NamedTuple):
     blocks : list of dict of str -> ndarray
         Per color, the flat indices of its variables in each site it touches.
     multilinear : bool
-        Whether conditionals may be read off the gradient.
+        Whether conditionals may be read off the gradient (finite variables; a real
+        variable in a block has a potential quadratic in it, hence a Gaussian
+        conditional).
+    moved : tuple of str
+        Real sites whose potential is not quadratic in their variables: in no block
+        (colour -1), moved jointly by a gradient kernel
+        (:mod:`numpyro_ugm.kernels.gradient`).
     """
 
     sites: tuple
@@ -37,6 +44,7 @@ class Structure(NamedTuple):
     colors: np.ndarray
     blocks: list
     multilinear: bool
+    moved: tuple = ()
 
     @property
     def num_variables(self):
@@ -93,12 +101,13 @@ def colored(domains, offsets, edges, multilinear):
         colors = np.arange(num_variables)
     else:
         colors = greedy_coloring(num_variables, edges)
-    return _with_blocks(domains, offsets, edges, colors, multilinear)
+    return with_blocks(domains, offsets, edges, colors, multilinear)
 
 
-def _with_blocks(domains, offsets, edges, colors, multilinear):
-    """The :class:`Structure` of a coloring (colors 0..C−1): the blocks of each color,
-    grouped with one sort (linear in the number of variables and colors)."""
+def with_blocks(domains, offsets, edges, colors, multilinear, moved=()):
+    """The :class:`Structure` of a coloring (colors 0..C−1; −1: in no block, the
+    ``moved`` sites): the blocks of each color, grouped with one sort (linear in the
+    number of variables and colors)."""
     num_colors = int(colors.max()) + 1 if len(colors) else 0
     per_site = []
     for k in range(len(domains)):
@@ -114,7 +123,7 @@ def _with_blocks(domains, offsets, edges, colors, multilinear):
             if local.size:
                 block[s] = None if local.size == size else local
         blocks.append(block)
-    return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear)
+    return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear, moved)
 
 
 def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structure:
@@ -135,4 +144,4 @@ def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structu
     _, dense = np.unique(np.concatenate(flat), return_inverse=True)  # colors 0..C−1
     # one color: every variable independent of the others, so the graph is known (empty)
     edges = np.zeros((0, 2), np.int64) if dense.size and dense.max() == 0 else None
-    return _with_blocks(domains, offsets, edges, dense.astype(np.int64), multilinear)
+    return with_blocks(domains, offsets, edges, dense.astype(np.int64), multilinear)

@@ -11,7 +11,13 @@ import numpy as np
 
 from .conditionals import block_logits
 
-__all__ = ["non_finite_error", "potential_is_finite", "check_finite"]
+__all__ = ["non_finite_error", "potential_is_finite", "check_finite", "DIVERGED",
+           "chain_spread", "diverged_sites", "check_diverged"]
+
+#: chains of a real site this many base scales from the base mean (or NaN) have diverged:
+#: the potential is not normalizable in that site at the parameters (a precision that is
+#: not positive definite), and no sampler or estimator result from them means anything
+DIVERGED = 1e6
 
 
 def non_finite_error(owner: str, what: str, params: dict, details=()) -> FloatingPointError:
@@ -70,3 +76,34 @@ def check_finite(target, owner: str, params: dict, ok: Any, states: dict,
                           "are not"]
     raise non_finite_error(owner, "the log-potential or its conditional log-odds are "
                            f"not finite at {where(index)}", params, details)
+
+
+def chain_spread(target, positions: dict) -> dict:
+    """Per real site, the largest |x − loc| / scale over a batch of positions (leading
+    axis) and the site's variables, in base scales (NaN becomes +inf). Traceable."""
+    out = {}
+    for s in target.real_sites:
+        d, x = target.state_sites[s], positions[s]
+        z = jnp.abs((x - jnp.asarray(d.loc, x.dtype)) / jnp.asarray(d.scale, x.dtype))
+        out[s] = jnp.max(jnp.where(jnp.isnan(z), jnp.inf, z)).astype(jnp.float32)
+    return out
+
+
+def diverged_sites(spread: dict) -> str | None:
+    """Words naming the real sites whose chains diverged (``spread`` from
+    :func:`chain_spread`, past :data:`DIVERGED` or NaN), or None if none did."""
+    bad = {s: float(v) for s, v in spread.items() if not float(v) <= DIVERGED}
+    if not bad:
+        return None
+    sites = ", ".join(f"{s!r} (|x - loc| / scale reached {v:.3g})" for s, v in bad.items())
+    return (f"chains of the real site(s) {sites} diverged: the potential is not "
+            "normalizable in them (e.g. a precision matrix that is not positive definite, "
+            "or a quadratic term that lost its sign)")
+
+
+def check_diverged(target, owner: str, params: dict, positions: dict) -> None:
+    """Raise ``FloatingPointError`` naming the real sites whose chains diverged at
+    ``positions`` (a batch, leading axis) and the largest parameter magnitudes."""
+    text = diverged_sites(chain_spread(target, positions))
+    if text is not None:
+        raise non_finite_error(owner, text, params)

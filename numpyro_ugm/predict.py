@@ -256,6 +256,11 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     m, inputs, num_examples = _traced(m, inputs)
     m.param_space.check(params)
     target = m.target()
+    if target.real_sites:
+        raise NotImplementedError(
+            f"predict: the real site(s) {list(target.real_sites)} have no labels to "
+            "predict (marginals and MAP labels are for finite sites); draw them with "
+            "ugm.sample(ugm.UGM(model, **inputs_of_one_example), params, ...)")
     spec = as_spec(kernel, gibbs())
     rao_blackwell = bool(rao_blackwell) and method == "marginal"
     num_chains, num_samples = settings["num_chains"], settings["num_samples"]

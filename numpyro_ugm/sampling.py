@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import as_key, check_count
 from .compile_cache import cached
-from .diagnose import check_finite, potential_is_finite
+from .diagnose import check_diverged, check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model import UGM
@@ -63,7 +63,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     FloatingPointError
         If the log-potential is not finite at a draw, or it or the conditional log-odds
         are not finite at a chain's last state (e.g. parameters that overflow): checked
-        once, after the run, on f at the kept draws and on one gradient per chain.
+        once, after the run, on f at the kept draws and on one gradient per chain; or if
+        chains of a real site diverged (see :data:`~numpyro_ugm.diagnose.DIVERGED`).
 
     Notes
     -----
@@ -97,6 +98,10 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
     draws, ok = run(params, rng_key, start, num_samples, num_warmup, thinning)
     ok = np.asarray(ok)[:num_samples, :num_chains]
     draws = {n: np.asarray(v)[:num_chains, :num_samples] for n, v in draws.items()}
+    if target.real_sites:
+        check_diverged(target, "sample", params,
+                       {n: draws[n].reshape((-1,) + draws[n].shape[2:])
+                        for n in target.real_sites})
     if not ok.all():
         domains = target.state_sites
         positions = {n: domains[n].to_model(np.swapaxes(v, 0, 1)) for n, v in draws.items()}

@@ -244,3 +244,31 @@ def test_a_checkpoint_of_another_averaging_start_is_refused(problem, tmp_path):
         learner(2).restore(checkpoint.latest(tmp_path), problem, 6)
     state, _ = learner(3).restore(checkpoint.latest(tmp_path), problem, 6)
     assert int(state.opt_state.count) == 2  # updates 4 and 5 averaged
+
+
+def _gaussian_bernoulli():
+    import jax.numpy as jnp
+    import numpyro
+    v = numpyro.sample("v", ugm.Real(4))
+    h = numpyro.sample("h", ugm.Binary(2))
+    w = numpyro.param("W", 0.1 * jnp.ones((4, 2)))
+    numpyro.factor("e", -0.5 * jnp.sum(v ** 2) + v @ w @ h)
+
+
+@pytest.mark.slow
+def test_a_real_valued_run_resumes_bit_identically(tmp_path):
+    """Persistent chains of a real site and a MALA step size adapted across updates
+    (GradientState) are saved and restored with the rest."""
+    data = {"v": np.random.default_rng(0).normal(size=(60, 4))}
+    estimator = ugm.PCD(16, kernel=ugm.kernels.mala(sites=("v",)))
+    key, optimizer = jax.random.PRNGKey(1), optax.adam(0.05)
+    full = ugm.MLE(_gaussian_bernoulli, estimator, optimizer).run(key, 30, data,
+                                                                  progress_bar=False)
+    assert "chain_spread_v" in full.diagnostics
+    learner = ugm.MLE(_gaussian_bernoulli, estimator, optimizer)
+    learner.run(key, 10, data, progress_bar=False, checkpoint_every=10,
+                checkpoint_dir=tmp_path)
+    fresh = ugm.MLE(_gaussian_bernoulli, estimator, optimizer)
+    state, _ = fresh.restore(tmp_path / "step_000000010.npz", data)
+    resumed = fresh.run(key, 20, data, init_state=state, progress_bar=False)
+    assert same(resumed.state, full.state)

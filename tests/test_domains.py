@@ -87,3 +87,36 @@ def test_categorical_needs_the_number_of_labels():
 def test_shapes_are_integers(shape):
     with pytest.raises(ValueError, match="Spin: shape must be an integer >= 0, got"):
         ugm.Spin(shape)
+
+
+def test_real_domain_base_normal_and_fitted_moments():
+    d = ugm.Real((2, 3))
+    assert not d.finite and d.unfitted and d.log_num_states == 0.0
+    x = np.random.default_rng(0).normal(3.0, 2.0, size=(4000, 2, 3))
+    fitted = d.fitted(x)
+    assert not fitted.unfitted
+    np.testing.assert_allclose(fitted.loc, 3.0, atol=0.15)
+    np.testing.assert_allclose(fitted.scale, 2.0, atol=0.15)
+    # the base log density is the Normal's, summed over the site
+    v = jnp.asarray(x[0])
+    expected = np.sum(-0.5 * ((x[0] - fitted.loc) / fitted.scale) ** 2
+                      - np.log(fitted.scale) - 0.5 * np.log(2 * np.pi))
+    np.testing.assert_allclose(float(fitted.base_log_prob(v)), expected, rtol=1e-5)
+    with pytest.raises(TypeError, match="no finite set of values"):
+        d.num_values
+    with pytest.raises(ValueError, match="scale must be positive"):
+        ugm.Real(2, loc=0.0, scale=0.0)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ugm.Real(2, loc=np.zeros(3), scale=1.0)
+
+
+def test_real_data_outside_the_domain_names_the_site():
+    from numpyro_ugm.validation import validate_data
+    sites = {"x": ugm.Real(3)}
+    bad = np.zeros((4, 3))
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"site 'x': value nan at example 2, index \(1,\) "
+                                         r"is outside the domain Real"):
+        validate_data(sites, {"x": bad})
+    good = validate_data(sites, {"x": np.ones((4, 3))})
+    assert good["x"].dtype == jnp.result_type(float)

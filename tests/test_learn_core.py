@@ -5,6 +5,7 @@ test_estimators_per_example.py.)"""
 
 import jax
 import jax.numpy as jnp
+import numpyro
 import numpy as np
 import optax
 import pytest
@@ -103,3 +104,19 @@ def test_finiteness_checks_are_exact_when_sums_overflow_or_values_are_not_finite
         if name == "finite":
             np.testing.assert_allclose(norm, optax.tree.norm({"a": x, "b": jnp.ones(3)}),
                                        rtol=1e-6)
+
+
+def test_chains_of_a_real_site_that_diverge_stop_learning_naming_the_site():
+    """A step that makes a Gaussian's precision negative: the exact Gaussian draws of
+    the next update are NaN, and the run stops there, naming the site; its state holds
+    the parameters at which the chains diverged."""
+    def gaussian():
+        x = numpyro.sample("x", ugm.Real(3))
+        a = numpyro.param("a", 0.5)
+        numpyro.factor("q", -0.5 * a * jnp.sum(x ** 2))
+
+    data = {"x": np.random.default_rng(0).normal(size=(200, 3)) * 10.0}
+    with pytest.raises(ugm.NonFiniteError, match=r"real site\(s\) 'x'.*diverged") as error:
+        ugm.MLE(gaussian, ugm.PCD(16), optax.sgd(5.0)).run(
+            jax.random.PRNGKey(0), 5, data, progress_bar=False)
+    assert float(error.value.state.params["a"]) < 0

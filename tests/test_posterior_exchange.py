@@ -151,3 +151,43 @@ def test_exchange_on_florentine_edges_matches_quadrature():
         mcmc.get_samples(group_by_chain=True)["theta"])[..., 0]))
     assert abs(theta.mean() - mean) < 4 * sd / np.sqrt(ess)
     assert abs(theta.std() / sd - 1) < 0.15
+
+
+def _real_precision_problem():
+    """A Gaussian with an unknown precision a ~ LogNormal(0, 1) over 3 real variables,
+    100 cases, and the exact posterior mean and sd of a by quadrature."""
+    def gaussian():
+        x = numpyro.sample("x", ugm.Real(3))
+        a = numpyro.sample("a", dist.LogNormal(0.0, 1.0))
+        numpyro.factor("q", -0.5 * a * jnp.sum(x ** 2))
+
+    x = np.random.default_rng(0).normal(size=(100, 3)) * 0.5
+    grid = np.linspace(0.01, 15.0, 20000)
+    log_post = (-np.log(grid) - 0.5 * np.log(grid) ** 2 + 150 * np.log(grid)
+                - 0.5 * grid * np.sum(x ** 2))
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = float(np.sum(grid * w))
+    return gaussian, {"x": x}, mean, float(np.sqrt(np.sum((grid - mean) ** 2 * w)))
+
+
+def test_exact_exchange_on_real_sites_asks_for_auxiliary_steps():
+    gaussian, data, _, _ = _real_precision_problem()
+    mcmc = MCMC(ugm.posterior.Exchange(gaussian, data), num_warmup=1, num_samples=1,
+                progress_bar=False)
+    with pytest.raises(ValueError, match=r"real site\(s\) \['x'\].*num_aux_steps"):
+        mcmc.run(jax.random.PRNGKey(0))
+
+
+@pytest.mark.slow
+def test_approximate_exchange_on_real_sites_matches_the_exact_posterior():
+    """The auxiliary cases (20 sweeps of exact Gaussian conditionals from the data at
+    the proposed a) give the posterior of a within Monte Carlo error."""
+    gaussian, data, mean, sd = _real_precision_problem()
+    mcmc = MCMC(ugm.posterior.Exchange(gaussian, data, num_aux_steps=20), num_warmup=500,
+                num_samples=2000, num_chains=4, chain_method="vectorized",
+                progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0))
+    a = np.asarray(mcmc.get_samples()["a"])
+    assert abs(a.mean() - mean) < 0.25 * sd, (a.mean(), mean)
+    assert abs(a.std() - sd) < 0.15 * sd, (a.std(), sd)

@@ -62,6 +62,10 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
            record_path: bool = False) -> TemperResult:
     """Follow p_β ∝ exp(logprior + β loglikelihood) from β = 0 to 1 adaptively.
 
+    A kernel with a :class:`~numpyro_ugm.kernels.base.Tuning` (the gradient kernels)
+    moves the particles at each β with a step size tuned on the previous β's mean
+    acceptance.
+
     Parameters
     ----------
     kernel : Kernel
@@ -111,10 +115,17 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     def cond(carry):
         return carry[1].tempering_param < 1.0
 
+    tuning = kernel.tuning
+
     def body(carry):
-        key, state, log_z, (eve, step_var), count, acceptance, path = carry
+        key, state, log_z, (eve, step_var), count, acceptance, path, step_size = carry
         key, step_key = jax.random.split(key)
-        state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count), {})
+        parameters = {} if tuning is None else {"step_size": step_size[None]}
+        state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count),
+                           parameters)
+        rate = jnp.mean(info.update_info.acceptance_rate)
+        if tuning is not None:  # the next β's moves use a step size tuned on this one's
+            step_size = tuning.adapted(step_size, rate).astype(step_size.dtype)
         eve = eve[info.ancestors]
         step_var = step_var + jnp.maximum(jnp.sum(state.weights ** 2) - 1.0 / num, 0.0)
         if record_path:
@@ -122,14 +133,15 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
             path = (path[0].at[count].set(state.tempering_param),
                     path[1].at[count].set(ess_fraction.astype(dtype)))
         return (key, state, log_z + info.log_likelihood_increment, (eve, step_var), count + 1,
-                acceptance + jnp.mean(info.update_info.acceptance_rate), path)
+                acceptance + rate, path, step_size)
 
     init = tempered.TemperedSMCState(position, weights, jnp.zeros((), dtype))
     zero = jnp.zeros((), dtype)
     path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 2 if record_path else None)
-    _, state, log_z, (eve, step_var), count, acceptance, path = jax.lax.while_loop(
+    step_size = jnp.asarray(1.0 if tuning is None else tuning.step_size, dtype)
+    _, state, log_z, (eve, step_var), count, acceptance, path, _ = jax.lax.while_loop(
         cond, body, (rng_key, init, zero, (jnp.arange(num), zero), jnp.zeros((), jnp.int32),
-                     zero, path))
+                     zero, path, step_size))
     log_z_var = jnp.maximum(genealogy_log_z_var(state.weights, eve, count), step_var)
     return TemperResult(state.particles, jnp.log(state.weights), log_z, log_z_var, count,
                         acceptance / jnp.maximum(count, 1),

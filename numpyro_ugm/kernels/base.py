@@ -30,7 +30,8 @@ class Kernel(NamedTuple):
     ``init``; kernels with more state (parallel tempering's replicas) keep it.
 
     ``batch_step(rng_key, states, logdensity_fn) -> (states, info)`` steps a batch of
-    chains (leading axis) at once; ``None`` means ``step`` vmapped. Kernels whose step
+    chains (leading axis) at once; ``None`` means ``step`` vmapped. ``tuning`` (a
+    :class:`Tuning`) says that ``step`` takes a ``step_size`` a population may tune. Kernels whose step
     takes a decision shared by all chains (tempered transitions every m-th step) give
     one, so the decision is taken once, outside ``vmap``, where ``lax.cond`` skips the
     branch not taken (under ``vmap`` it would compute both).
@@ -40,6 +41,25 @@ class Kernel(NamedTuple):
     step: Callable
     refresh: Callable = None
     batch_step: Callable = None
+    tuning: "Tuning" = None
+
+
+class Tuning(NamedTuple):
+    """How a population of chains may tune a kernel's ``step_size`` (a keyword of its
+    ``step`` that overrides the one in its state): from ``step_size``, log ε moves by
+    ``rate`` × (mean acceptance − ``target_acceptance``) after each step. SMC's moves
+    use it (:func:`~numpyro_ugm.estimators.tempering.temper`), as blackjax's
+    ``inner_kernel_tuning`` updates the parameters of an SMC sampler's inner kernel from
+    the previous step's information."""
+
+    step_size: float
+    target_acceptance: float
+    rate: float
+
+    def adapted(self, step_size, acceptance):
+        """The next step size after a step of mean acceptance ``acceptance``."""
+        return jnp.exp(jnp.log(step_size)
+                       + self.rate * (jnp.nan_to_num(acceptance) - self.target_acceptance))
 
 
 class KernelInfo(NamedTuple):

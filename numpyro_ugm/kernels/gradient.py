@@ -29,7 +29,7 @@ from blackjax.mcmc import random_walk
 
 from .._checks import check_count
 from ..structure import Structure
-from .base import Kernel, KernelInfo, KernelSpec
+from .base import Kernel, KernelSpec, Tuning
 
 __all__ = ["GradientState", "GradientInfo", "GradientKernelSpec", "mala", "hmc", "rwm",
            "langevin", "moved_sites"]
@@ -161,6 +161,7 @@ class GradientKernelSpec(KernelSpec):
         goal = (self.default_acceptance if self.target_acceptance is None
                 else self.target_acceptance)
         rate, adapt, steps = self.adaptation_rate, self.adapt, self.num_mcmc_steps
+        goal = float(goal)
 
         def conditional(logdensity_fn, position):
             return lambda sub: logdensity_fn({**position, **sub})
@@ -215,9 +216,10 @@ class GradientKernelSpec(KernelSpec):
                                              (state, jnp.zeros((), state.step_size.dtype)))
             return state, total / steps
 
+        tuning = Tuning(initial, goal, rate)
+
         def adapted(step_size, adapting, acceptance):
-            gain = rate * adapting * (jnp.nan_to_num(acceptance) - goal)
-            return jnp.exp(jnp.log(step_size) + gain)
+            return jnp.where(adapting > 0, tuning.adapted(step_size, acceptance), step_size)
 
         def step(rng_key, state, logdensity_fn, step_size=None, **unused):
             eps = state.step_size if step_size is None else step_size
@@ -235,7 +237,8 @@ class GradientKernelSpec(KernelSpec):
             states = states._replace(step_size=adapted(eps, states.adapting, mean))
             return states, GradientInfo(accepted, eps)
 
-        return Kernel(init, step, refresh=refresh, batch_step=batch_step)
+        return Kernel(init, step, refresh=refresh, batch_step=batch_step,
+                      tuning=tuning if adapt else None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ..diagnose import DIVERGED, chain_spread
 from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
 
@@ -44,18 +45,24 @@ class StepInfo(NamedTuple):
         The running log-likelihood per case, ``positive − log_z``, when the estimator
         reports a running ``log_z`` (PF, MCMC-MLE, SMC, PSMC); ``None`` (absent, not NaN)
         when it does not (CD, PCD): a missing estimate is not a number.
+    chain_spread : dict of str -> float32 scalar, or None
+        Per real site, the largest distance of the particles from the base mean in base
+        scales (:func:`~numpyro_ugm.diagnose.chain_spread`); in the diagnostics as
+        ``chain_spread_<site>``. ``None`` for models without real sites.
     """
 
     estimator: Any
     grad_norm: jax.Array
     positive: jax.Array
     log_likelihood: Optional[jax.Array] = None
+    chain_spread: Optional[dict] = None
 
     @property
     def names(self) -> tuple:
         """The names of :meth:`diagnostics`, in order."""
         return (tuple(self.estimator._fields) + ("grad_norm", "positive")
-                + (() if self.log_likelihood is None else ("log_likelihood",)))
+                + (() if self.log_likelihood is None else ("log_likelihood",))
+                + tuple(f"chain_spread_{s}" for s in self.chain_spread or ()))
 
     def diagnostics(self) -> dict:
         """This step's entries of :attr:`RunResult.diagnostics
@@ -66,6 +73,8 @@ class StepInfo(NamedTuple):
         row["grad_norm"], row["positive"] = self.grad_norm, self.positive
         if self.log_likelihood is not None:
             row["log_likelihood"] = self.log_likelihood
+        for s, v in (self.chain_spread or {}).items():
+            row[f"chain_spread_{s}"] = v
         return row
 
 
@@ -259,7 +268,10 @@ class LearnerCore:
         # are not a failure; parameters whose log prior is not finite are (float32 values
         # past ~1e19 under a Normal prior: a diverging step size)
         grad_norm, grads_finite = _norm_and_finite(grads)
+        spread = chain_spread(target, positions) if target.real_sites else None
         finite = (grads_finite & all_finite(new_params)
+                  & jnp.all(jnp.stack([v <= DIVERGED for v in (spread or {}).values()]
+                                      or [jnp.array(True)]))
                   & jnp.isfinite(self.m.log_prior(space.to_constrained(new_params)))
                   & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
         ok = finite & (state.failed_at < 0)
@@ -272,4 +284,4 @@ class LearnerCore:
             log_likelihood = (positive - jnp.asarray(info.log_z, jnp.float32)).astype(
                 jnp.float32)
         return new_state, StepInfo(info, grad_norm.astype(jnp.float32),
-                                   positive.astype(jnp.float32), log_likelihood)
+                                   positive.astype(jnp.float32), log_likelihood, spread)

@@ -26,6 +26,7 @@ import optax
 
 from .. import checkpoint
 from .._checks import as_key, check_count
+from ..diagnose import diverged_sites
 from ..estimators.base import Estimator
 from ..model import UGM
 from ..runloop import Interrupted, capacity, chunk_size, run_loop
@@ -377,6 +378,16 @@ def _postfix(rows) -> dict:
 
 def _raise_if_failed(state, diagnostics, failed_at=None):
     failed_at = int(state.failed_at) if failed_at is None else failed_at
+    spread = {k[len("chain_spread_"):]: np.asarray(v).reshape(-1)[-1]
+              for k, v in (diagnostics or {}).items() if k.startswith("chain_spread_")}
+    diverged = diverged_sites(spread) if failed_at >= 0 else None
+    if diverged is not None:
+        raise NonFiniteError(
+            f"learning step {failed_at}: {diverged}. The run stopped; error.state holds "
+            "the parameters at which the chains diverged (the step before made them). "
+            "Parametrize such terms to stay normalizable (a Cholesky factor, a positive "
+            "transform) or lower the learning rate.",
+            failed_at, state, diagnostics)
     if failed_at >= 0:
         raise NonFiniteError(
             f"learning step {failed_at} produced non-finite gradients or parameters; "

@@ -9,9 +9,11 @@ configurations there are. Each chunk is rematerialized (``jax.checkpoint``) on t
 backward pass, so gradients are bounded in memory too.
 
 A :class:`Plan` says which variables are enumerated and which are summed out in closed
-form (see :mod:`numpyro_ugm.evaluate.enumeration` for when); plans and compiled programs
-are kept in :mod:`numpyro_ugm.compile_cache` under the target's ``cache_key``. This module
-is the engine of :mod:`~numpyro_ugm.evaluate.enumeration` and
+form (see :mod:`numpyro_ugm.evaluate.enumeration` for when); real sites are integrated
+out in closed form given each configuration of the finite ones (Gaussian integrals,
+:mod:`~numpyro_ugm.evaluate.gaussian`), so only finite variables are enumerated. Plans
+and compiled programs are kept in :mod:`numpyro_ugm.compile_cache` under the target's
+``cache_key``. This module is the engine of :mod:`~numpyro_ugm.evaluate.enumeration` and
 :mod:`~numpyro_ugm.evaluate.exact`; its functions take a target and check nothing that
 their callers check.
 """
@@ -27,11 +29,13 @@ from .._checks import check_count
 from ..compile_cache import cached
 from ..conditionals import scatter, sum_out
 from ..target import Target
+from .gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
 
-__all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "make_plan", "check_size",
-           "sum_out_mode", "log_sum", "weighted_mean", "log_z", "log_prob_observed",
-           "log_prob_per_input", "cached_jit", "fill", "chunks", "chunk_states",
-           "config_log_weight", "index_dtype", "float_dtype"]
+__all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "MAX_HESSIAN_FLOATS",
+           "make_plan", "check_size", "sum_out_mode", "log_sum", "weighted_mean", "log_z",
+           "log_prob_observed", "log_prob_per_input", "cached_jit", "fill", "configurations",
+           "chunks", "chunk_states", "config_log_weight", "config_budget", "first_divergent",
+           "index_dtype", "float_dtype"]
 
 #: Default number of configurations evaluated together.
 DEFAULT_CHUNK_SIZE = 2 ** 14
@@ -40,6 +44,9 @@ DEFAULT_CHUNK_SIZE = 2 ** 14
 #: gradient of f as well as f (and its parameter gradient a second-order derivative), so
 #: halving the enumeration (one spin of a fully connected model) does not pay.
 MIN_SUM_OUT_REDUCTION = 4
+#: With real sites integrated out, configurations evaluated together are capped so that
+#: their Hessians (n × n each) hold at most this many floats.
+MAX_HESSIAN_FLOATS = 2 ** 22
 
 
 # --- planning: which variables to enumerate, which to sum out --------------------------
@@ -61,6 +68,11 @@ class Plan(NamedTuple):
         Mixed-radix place value of each enumerated variable.
     num_configurations : int
         Number of enumerated configurations (1 when nothing is enumerated).
+    integrated : tuple of str
+        Real sites integrated out in closed form (Gaussian integrals,
+        :mod:`~numpyro_ugm.evaluate.gaussian`), given each configuration.
+    num_integrated : int
+        Their number of variables n (each configuration costs an n × n Hessian).
     """
 
     segments: tuple
@@ -68,6 +80,8 @@ class Plan(NamedTuple):
     radices: np.ndarray
     strides: np.ndarray
     num_configurations: int
+    integrated: tuple = ()
+    num_integrated: int = 0
 
 
 def index_dtype():
@@ -80,13 +94,15 @@ def float_dtype():
     return jnp.result_type(float)
 
 
-def _independent_set(target, sites, max_colors=8):
+def _independent_set(target, sites, max_colors=8, avoid=()):
     """Largest-weight set of mutually non-interacting variables of ``sites`` found by
     extending color classes greedily; weight of a variable = log(number of values).
+    Variables that interact with a variable of the ``avoid`` sites (real sites integrated
+    out) are left out.
 
     Returns dict site -> sorted local flat indices (possibly empty)."""
     st = target.structure
-    if not st.multilinear:
+    if not st.multilinear or (avoid and st.edges is None):
         return {}
     domains = target.state_sites
     if st.edges is None:  # a declared coloring: its largest color class among sites
@@ -101,9 +117,14 @@ def _independent_set(target, sites, max_colors=8):
         g = st.global_indices(s)
         eligible[g] = True
         weight[g] = math.log(domains[s].num_values)
+    edges = np.asarray(st.edges, np.int64).reshape(-1, 2)
+    if avoid:
+        near = np.zeros(num_variables, bool)
+        near[np.concatenate([st.global_indices(s) for s in avoid])] = True
+        eligible[edges[near[edges[:, 0]], 1]] = False
+        eligible[edges[near[edges[:, 1]], 0]] = False
     if not eligible.any():
         return {}
-    edges = np.asarray(st.edges, np.int64).reshape(-1, 2)
     both = np.concatenate([edges, edges[:, ::-1]])
     both = both[np.argsort(both[:, 0], kind="stable")]
     starts = np.searchsorted(both[:, 0], np.arange(num_variables + 1))
@@ -148,7 +169,13 @@ def make_plan(target: Target, sites, sum_out: bool | str = "auto") -> Plan:
 
 def _build_plan(target, sites, mode):
     domains = target.state_sites
-    chosen = _independent_set(target, sites) if (mode and sites) else {}
+    integrated = tuple(s for s in sites if not domains[s].finite)
+    nonquadratic = [s for s in integrated if s in target.structure.moved]
+    if nonquadratic:
+        raise not_gaussian_error("exact evaluation", nonquadratic)
+    sites = tuple(s for s in sites if domains[s].finite)
+    chosen = (_independent_set(target, sites, avoid=integrated) if (mode and sites)
+              else {})
     if mode == "auto":
         saved = sum(len(v) * math.log(domains[s].num_values) for s, v in chosen.items())
         if saved < math.log(MIN_SUM_OUT_REDUCTION) - 1e-9:
@@ -169,7 +196,8 @@ def _build_plan(target, sites, mode):
     strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64) \
         if radices.size else np.zeros(0, np.int64)
     num = math.prod(int(r) for r in radices)
-    return Plan(tuple(segments), summed, radices, strides, num)
+    return Plan(tuple(segments), summed, radices, strides, num, integrated,
+                integrated_size(domains, integrated))
 
 
 def check_size(plan: Plan, chunk_size: int, what: str) -> None:
@@ -202,7 +230,7 @@ def fill(plan: Plan, domains, base: dict, labels) -> dict:
     return state
 
 
-def config_log_weight(target: Target, params: dict, plan: Plan) -> Callable:
+def _summed_fn(target, params, plan):
     """Function state -> log Σ_{summed variables} exp f (just f when nothing is summed)."""
     f = target.logdensity_fn(params)
     if plan.summed:
@@ -211,22 +239,77 @@ def config_log_weight(target: Target, params: dict, plan: Plan) -> Callable:
     return f
 
 
+def config_log_weight(target: Target, params: dict, plan: Plan) -> Callable:
+    """Function state -> log ∫ Σ_{summed variables} exp f d(integrated real sites) (just f
+    when nothing is summed or integrated)."""
+    g = _summed_fn(target, params, plan)
+    if plan.integrated:
+        return lambda x: log_integral(g, x, target.state_sites, plan.integrated)
+    return g
+
+
+def config_budget(plan: Plan, chunk_size: int) -> int:
+    """The most configurations evaluated together: ``chunk_size``, capped when real sites
+    are integrated out (:data:`MAX_HESSIAN_FLOATS`)."""
+    if plan.integrated:
+        return max(1, min(int(chunk_size), MAX_HESSIAN_FLOATS // plan.num_integrated ** 2))
+    return int(chunk_size)
+
+
+def first_divergent(target: Target, params: dict, plan: Plan, chunk_size: int):
+    """The first configuration (index; −1: none) at which the integral over the real
+    sites of ``plan`` does not exist, with the smallest eigenvalue of the precision there
+    and whether the potential is quadratic there (a diagnosis, run when a sum is not
+    finite; compiled, chunk by chunk)."""
+    domains, base = target.state_sites, target.reference_state()
+    g = _summed_fn(target, params, plan)
+    itype = index_dtype()
+
+    def check(state):
+        _, _, precision, quadratic = quadratic_terms(g, state, domains, plan.integrated)
+        smallest = jnp.linalg.eigvalsh(precision)[0]
+        return smallest, quadratic, ~(smallest > 0) | ~quadratic
+
+    if not plan.segments:
+        smallest, quadratic, bad = check(base)
+        return jnp.where(bad, 0, -1).astype(itype), smallest, quadratic
+    chunk, num_chunks = chunks(plan, chunk_size)
+
+    def one_chunk(carry, c):
+        states, valid = chunk_states(plan, domains, base, c, chunk)
+        smallest, quadratic, bad = jax.vmap(check)(states)
+        bad = bad & valid
+        i = jnp.argmax(bad)
+        found = (carry[0] < 0) & jnp.any(bad)
+        here = (c.astype(itype) * chunk + i, smallest[i], quadratic[i])
+        return jax.tree.map(lambda new, old: jnp.where(found, new, old), here, carry), None
+
+    init = (-jnp.ones((), itype), jnp.zeros((), float_dtype()), jnp.ones((), bool))
+    return jax.lax.scan(one_chunk, init, jnp.arange(num_chunks, dtype=itype))[0]
+
+
 def chunks(plan: Plan, chunk_size: int) -> tuple[int, int]:
     """The configurations per chunk and the number of chunks."""
     n = plan.num_configurations
-    chunk = max(1, min(int(chunk_size), n))
+    chunk = max(1, min(config_budget(plan, chunk_size), n))
     return chunk, -(-n // chunk)
+
+
+def configurations(plan: Plan, domains, base: dict, index) -> dict:
+    """States (batched) of the configurations ``index`` (flattened): each decoded into
+    mixed-radix labels and written into the base state; with nothing enumerated there is
+    one configuration, of no labels."""
+    itype = index_dtype()
+    labels = (jnp.reshape(index, (-1, 1)).astype(itype) // jnp.asarray(plan.strides, itype)
+              ) % jnp.asarray(plan.radices, itype)
+    return jax.vmap(lambda row: fill(plan, domains, base, row))(labels)
 
 
 def chunk_states(plan: Plan, domains, base: dict, c, chunk: int):
     """States (batched, leading axis ``chunk``) of chunk ``c`` and their validity mask."""
     itype = index_dtype()
     index = c.astype(itype) * chunk + jnp.arange(chunk, dtype=itype)
-    strides = jnp.asarray(plan.strides, itype)
-    radices = jnp.asarray(plan.radices, itype)
-    labels = (index[:, None] // strides) % radices
-    states = jax.vmap(lambda row: fill(plan, domains, base, row))(labels)
-    return states, index < plan.num_configurations
+    return configurations(plan, domains, base, index), index < plan.num_configurations
 
 
 def log_sum(target: Target, params: dict, plan: Plan, base: dict,
@@ -314,8 +397,7 @@ def log_prob_observed(target: Target, params: dict, x: dict, chunk_size: int) ->
                                                      float_dtype()) for s in latent}}
             return log_sum(target, params, plan, base, chunk_size)
 
-        batch = max(1, int(chunk_size) // max(1, min(int(chunk_size),
-                                                      plan.num_configurations)))
+        batch = max(1, config_budget(plan, chunk_size) // chunks(plan, chunk_size)[0])
     return jax.lax.map(per, x, batch_size=max(1, min(int(batch), num_examples)))
 
 

@@ -17,21 +17,32 @@ least ``MIN_SUM_OUT_REDUCTION``: a configuration with a closed-form sum costs a 
 of f besides f, so summing out one spin of a fully connected model does not pay. A model
 that is not multilinear is enumerated in full.
 
+**Real sites** (``ugm.Real``) are integrated out in closed form when the potential is
+quadratic in them jointly given the finite sites (a Gaussian MRF; the visibles of a
+Gaussian–Bernoulli RBM given its hiddens): each configuration h of the finite sites then
+contributes the Gaussian integral log ∫ exp f(x, h) dx = f(x*_h, h) + ½ log det(2π P_h⁻¹),
+with P_h = −∇²ₓf and x*_h its maximizer (:mod:`~numpyro_ugm.evaluate.gaussian`), and only
+the finite variables are enumerated. A precision P_h that is not positive definite (a
+potential that is not normalizable at the parameters) is an error naming the real sites;
+so is a potential that is not quadratic in them (estimate those with AIS). Their moments
+come from :func:`moments`.
+
 Public functions (also reached as ``ugm.exact.*``, :mod:`numpyro_ugm.evaluate.exact`):
 :func:`log_partition`, :func:`log_likelihood`, :func:`log_prob`, :func:`expectation`,
-:func:`marginals` and :func:`num_enumerated` take a model and accept traced parameters
-(they can be used under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` over parameters); data
-are checked on the host and must be concrete arrays. Every function that takes parameters
-checks them with :meth:`ParamSpace.check <numpyro_ugm.params.ParamSpace.check>` (names,
-with a suggestion for a misspelled one; shapes; a floating dtype; finite values inside
-the support, when concrete), as the samplers do. The sums themselves take the model's
-:class:`~numpyro_ugm.target.Target`. Plans and compiled functions are kept in
-:mod:`numpyro_ugm.compile_cache`; the example axis of data is padded to a power of two
-(:mod:`~numpyro_ugm.evaluate.padding`), so data of any length up to it reuse one program.
+:func:`marginals`, :func:`moments` and :func:`num_enumerated` take a model and accept
+traced parameters (they can be used under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` over
+parameters); data are checked on the host and must be concrete arrays. Every function
+that takes parameters checks them with :meth:`ParamSpace.check
+<numpyro_ugm.params.ParamSpace.check>` (names, with a suggestion for a misspelled one;
+shapes; a floating dtype; finite values inside the support, when concrete), as the
+samplers do. The sums themselves take the model's :class:`~numpyro_ugm.target.Target`.
+Plans and compiled functions are kept in :mod:`numpyro_ugm.compile_cache`; the example
+axis of data is padded to a power of two (:mod:`~numpyro_ugm.evaluate.padding`), so data
+of any length up to it reuse one program.
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -41,14 +52,17 @@ from .._checks import check_count
 from ..conditionals import conditional_logits, site_variables
 from ..diagnose import non_finite_error
 from ..model import UGM
+from ..validation import to_data
 from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
-                     float_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan,
-                     sum_out_mode, weighted_mean)
+                     configurations, first_divergent, float_dtype, log_prob_observed,
+                     log_prob_per_input, log_z, make_plan, sum_out_mode, weighted_mean)
+from .gaussian import conditional_moments, flat_values, normalizability_error
 from .padding import first, mean_of_first, pad_examples, padded_length
 from .prepare import observed_target
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
-           "num_enumerated", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
+           "moments", "Moments", "num_enumerated", "DEFAULT_CHUNK_SIZE",
+           "MIN_SUM_OUT_REDUCTION"]
 
 
 def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
@@ -65,31 +79,59 @@ def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
     -------
     num_configurations : int
     summed : dict of str -> ndarray or None
-        Flat indices per site of the variables summed out (``None``: the whole site).
+        Flat indices per site of the variables summed out (``None``: the whole site; a
+        real site is always integrated out whole).
     """
     plan = make_plan(m.target(), tuple(m.state_sites), sum_out)
-    return plan.num_configurations, dict(plan.summed)
+    return plan.num_configurations, {**plan.summed, **dict.fromkeys(plan.integrated)}
 
 
-def _finite(owner, value, params, allow_minus_inf=False):
+def _finite(owner, value, params, allow_minus_inf=False, target=None, chunk_size=None):
     """``value`` (a pytree), after checking that it is finite when it is concrete (under
     a user's ``jit`` or ``grad`` it is traced, and returned unchecked); ``-inf`` passes
-    with ``allow_minus_inf`` (a configuration of probability zero)."""
+    with ``allow_minus_inf`` (a configuration of probability zero). When it is not and
+    ``target`` integrates real sites, a precision that is not positive definite is
+    reported first (:func:`check_integrals`)."""
     leaves = jax.tree.leaves(value)
     if any(isinstance(v, jax.core.Tracer) for v in leaves):
         return value
     for v in map(np.asarray, leaves):
         bad = ~np.isfinite(v) & ~(allow_minus_inf & (v == -np.inf))
         if np.any(bad):
+            if target is not None:
+                check_integrals(owner, target, params, chunk_size)
             first_bad = np.ravel(v)[np.flatnonzero(bad)[0]]
             raise non_finite_error(owner, f"the result is {first_bad}", params)
     return value
 
 
-def _checked(owner, values, log_zs, params):
+def check_integrals(owner, target, params, chunk_size):
+    """Raise the error of :func:`~numpyro_ugm.evaluate.gaussian.normalizability_error`
+    at the first configuration of the finite sites where the integral over the real
+    sites does not exist; return if there is none (or no real site)."""
+    plan = make_plan(target, tuple(target.state_sites))
+    if not plan.integrated:
+        return
+    fn = cached_jit(target, ("first_divergent", int(chunk_size)),
+                    lambda: lambda p: first_divergent(target, p, plan, chunk_size))
+    index, smallest, quadratic = (np.asarray(v) for v in fn(params))
+    if index < 0:
+        return
+    where = ""
+    if plan.segments:
+        state = configurations(plan, target.state_sites, target.reference_state(), index)
+        shown = to_data(target.state_sites, {s: state[s][0] for s, *_ in plan.segments})
+        where = (f" at configuration {int(index)} of the finite sites ("
+                 + ", ".join(f"{s} = {np.asarray(v).tolist()}" for s, v in shown.items())
+                 + ")")
+    raise normalizability_error(owner, plan.integrated, params, float(smallest),
+                                bool(quadratic), where)
+
+
+def _checked(owner, values, log_zs, params, target, chunk_size):
     """``values`` (log-probabilities), after checking that log Z is finite and the
     values finite or −inf (data of probability zero)."""
-    _finite(owner + " (its log Z)", log_zs, params)
+    _finite(owner + " (its log Z)", log_zs, params, target=target, chunk_size=chunk_size)
     return _finite(owner, values, params, allow_minus_inf=True)
 
 
@@ -99,7 +141,8 @@ def _log_partition(target, params, chunk_size, sum_out="auto"):
     check_size(plan, chunk_size, "log_partition")
     fn = cached_jit(target, ("log_partition", int(chunk_size), sum_out_mode(sum_out)),
                     lambda: lambda p: log_z(target, p, chunk_size, sum_out))
-    return _finite("log_partition", fn(params), params)
+    return _finite("log_partition", fn(params), params, target=target,
+                   chunk_size=chunk_size)
 
 
 def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -202,7 +245,7 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     chunk_size = check_count("log_prob", "chunk_size", chunk_size)
     target, x, inputs, num = observed_target(m, params, data, inputs)
     values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
-    return first(_checked("log_prob", values, log_zs, params), num)
+    return first(_checked("log_prob", values, log_zs, params, target, chunk_size), num)
 
 
 def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
@@ -234,8 +277,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     target, x, inputs, num = observed_target(m, params, data, inputs)
     values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
-        _checked("log_likelihood", values, log_zs, params)
-    return _checked("log_likelihood", mean, log_zs, params)
+        _checked("log_likelihood", values, log_zs, params, target, chunk_size)
+    return _checked("log_likelihood", mean, log_zs, params, target, chunk_size)
 
 
 def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
@@ -258,9 +301,22 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
     -------
     pytree
         Same structure as ``fn``'s output, floating point.
+
+    Raises
+    ------
+    ValueError
+        If the model has real sites (an arbitrary ``fn`` has no closed-form integral
+        over them: see :func:`moments`, or average ``fn`` over :func:`exact.sample
+        <numpyro_ugm.evaluate.exact.sample>` draws).
     """
     m.param_space.check(params)
     target = m.target()
+    if target.real_sites:
+        raise ValueError(
+            f"expectation: the model has real sites {list(target.real_sites)}, over which "
+            "an arbitrary fn has no closed-form integral; exact.moments gives their means "
+            "and covariance, exact.marginals the finite sites' marginals, and averages of "
+            "fn over exact.sample draws estimate any other expectation")
     plan = make_plan(target, tuple(target.state_sites), False)
     check_size(plan, chunk_size, "expectation")
     return _finite("expectation", jax.jit(lambda p: weighted_mean(
@@ -277,6 +333,8 @@ def _marginals(target, params, chunk_size):
         logits = conditional_logits(f, state, domains, plan.summed) if plan.summed else {}
         out = {}
         for s, d in domains.items():
+            if not d.finite:  # real sites: see moments
+                continue
             p = jax.nn.one_hot(d.labels(site_variables(state[s], d)), d.num_values,
                                dtype=float_dtype())
             if s in logits:
@@ -287,7 +345,8 @@ def _marginals(target, params, chunk_size):
         return out
 
     flat = weighted_mean(target, params, plan, target.reference_state(), probs, chunk_size)
-    return {s: flat[s].reshape(tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
+    return {s: flat[s].reshape(tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()
+            if d.finite}
 
 
 def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> dict:
@@ -304,12 +363,93 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
     Returns
     -------
     dict of str -> array ``(*site_shape, K)``
-        For each state site, the probability of each of its K values, in the order of
-        the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels 0..K-1).
+        For each finite state site, the probability of each of its K values, in the
+        order of the domain's values (Spin: -1, +1; Binary: 0, 1; Categorical: labels
+        0..K-1). Real sites (integrated out) are left out: see :func:`moments`.
     """
     chunk_size = check_count("marginals", "chunk_size", chunk_size)
     m.param_space.check(params)
     target = m.target()
     fn = cached_jit(target, ("marginals", chunk_size),
                     lambda: lambda p: _marginals(target, p, chunk_size))
-    return _finite("marginals", fn(params), params)
+    return _finite("marginals", fn(params), params, target=target, chunk_size=chunk_size)
+
+
+class Moments(NamedTuple):
+    """What :func:`moments` returns.
+
+    Attributes
+    ----------
+    mean : dict of str -> array ``site_shape``
+        E[x] of each real site.
+    covariance : array (n, n)
+        Cov[x] of the real variables jointly, flattened site by site in the model's
+        order of the sites (``sites``).
+    sites : tuple of str
+        The real sites, in that order.
+    """
+
+    mean: dict
+    covariance: jax.Array
+    sites: tuple
+
+
+def _moments(target, params, chunk_size):
+    plan = make_plan(target, tuple(target.state_sites))
+    check_size(plan, chunk_size, "moments")
+    domains, sites = target.state_sites, plan.integrated
+    f = target.logdensity_fn(params)
+
+    def centered(state):  # moments of x − x₀ (x₀: the base means), for less cancellation
+        mean, covariance = conditional_moments(f, state, domains, sites)
+        shift = mean - flat_values(state, sites)
+        return shift, covariance + jnp.outer(shift, shift)
+
+    base = target.reference_state()
+    shift, second = weighted_mean(target, params, plan, base, centered, chunk_size)
+    mean, start = {}, 0
+    for s in sites:
+        size = domains[s].num_variables
+        mean[s] = (shift[start:start + size].reshape(domains[s].shape_)
+                   + base[s].astype(shift.dtype))
+        start += size
+    return mean, second - jnp.outer(shift, shift)
+
+
+def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Moments:
+    """Exact mean and covariance of the real sites of a model that is Gaussian in them
+    given the finite sites (see the module docstring).
+
+    Given each configuration h of the finite sites, x | h ~ N(x*_h, P_h⁻¹); the moments
+    are their mixture over the configurations, weighted by p(h) (for a Gaussian MRF,
+    one configuration: the mean P⁻¹b and the covariance P⁻¹). The finite sites'
+    marginals are :func:`marginals`.
+
+    Parameters
+    ----------
+    m, params, chunk_size
+        As in :func:`log_partition`.
+
+    Returns
+    -------
+    Moments
+
+    Raises
+    ------
+    ValueError
+        If the model has no real site, or the potential is not quadratic in them.
+    FloatingPointError
+        If the potential is not normalizable at ``params`` (a precision that is not
+        positive definite), naming the real sites.
+    """
+    chunk_size = check_count("moments", "chunk_size", chunk_size)
+    m.param_space.check(params)
+    target = m.target()
+    if not target.real_sites:
+        raise ValueError("moments: the model has no real site (for finite sites see "
+                         "exact.marginals)")
+    fn = cached_jit(target, ("moments", chunk_size),
+                    lambda: lambda p: _moments(target, p, chunk_size))
+    mean, covariance = _finite("moments", fn(params), params, target=target,
+                               chunk_size=chunk_size)
+    return Moments(mean, covariance, tuple(target.real_sites))

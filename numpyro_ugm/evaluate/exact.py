@@ -1,13 +1,14 @@
 """Exact evaluation, fitting and sampling of small models by enumeration.
 
 This is ``ugm.exact``. The sums themselves — :func:`log_partition`, :func:`log_likelihood`,
-:func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`num_enumerated` — are
-those of :mod:`numpyro_ugm.evaluate.enumeration` (chunked enumeration with closed-form
-sum-out of an independent set of variables, :mod:`~numpyro_ugm.evaluate.engine`),
-re-exported here. This module adds what is built on them: :func:`fit` (exact maximum
-likelihood or MAP, conditional for a CRF's ``inputs=``) and :func:`sample` (exact
-independent draws), which check their parameters on the host. Like the sums, they take a
-model at their entry point and run on its :class:`~numpyro_ugm.target.Target`.
+:func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`moments`,
+:func:`num_enumerated` — are those of :mod:`numpyro_ugm.evaluate.enumeration` (chunked
+enumeration with closed-form sum-out of an independent set of variables and Gaussian
+integrals over real sites, :mod:`~numpyro_ugm.evaluate.engine`), re-exported here. This
+module adds what is built on them: :func:`fit` (exact maximum likelihood or MAP,
+conditional for a CRF's ``inputs=``) and :func:`sample` (exact independent draws), which
+check their parameters on the host. Like the sums, they take a model at their entry point
+and run on its :class:`~numpyro_ugm.target.Target`.
 """
 
 from collections.abc import Callable
@@ -27,15 +28,16 @@ from ..runloop import minimize
 from ..target import Target
 from ..validation import to_data
 from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
-                     chunks, config_log_weight, fill, float_dtype, index_dtype,
-                     log_prob_observed, log_prob_per_input, log_z, make_plan)
-from .enumeration import (expectation, log_likelihood, log_partition, log_prob, marginals,
-                          num_enumerated)
+                     chunks, config_budget, config_log_weight, configurations, float_dtype,
+                     index_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan)
+from .enumeration import (Moments, check_integrals, expectation, log_likelihood,
+                          log_partition, log_prob, marginals, moments, num_enumerated)
+from .gaussian import draw as gaussian_draw
 from .prepare import FitProblem, prepare_fit
 
-__all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals", "fit",
-           "FitResult", "num_enumerated", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
-           "MIN_SUM_OUT_REDUCTION"]
+__all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
+           "moments", "Moments", "fit", "FitResult", "num_enumerated", "sample", "sampler",
+           "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
 
 
 # --- exact maximum likelihood / MAP -----------------------------------------------------------
@@ -188,6 +190,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     enumeration sums out in closed form (an RBM's larger layer, see
     :func:`num_enumerated`) are weighted by their sum and then drawn from their exact
     conditionals given the drawn configuration: an RBM 784×20 takes 2**20 configurations.
+    Real sites (a model Gaussian in them given the finite sites) are integrated out the
+    same way and drawn jointly from their Gaussian conditional.
 
     Parameters
     ----------
@@ -206,7 +210,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     ------
     FloatingPointError
         If the log-potential is NaN or +inf at a configuration (e.g. parameters that
-        overflow), or −inf at all of them.
+        overflow), or −inf at all of them; or if it is not normalizable in the real
+        sites (a precision that is not positive definite).
     """
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
@@ -215,6 +220,7 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
+        check_integrals("exact.sample", target, params, chunk_size)
         check_finite(target, "exact.sample", params, np.zeros(1, bool),
                      configuration(bad[None]), lambda i: f"configuration {int(bad)}")
     if bool(impossible):
@@ -264,11 +270,7 @@ def _sampler(target, plan, num_samples, chunk_size):
     itype = index_dtype()
 
     def configuration(index):
-        """States of the configurations ``index`` (flattened); with every variable
-        summed out there is one configuration, of no labels."""
-        labels = (jnp.reshape(index, (-1, 1)) // jnp.asarray(plan.strides, itype)
-                  ) % jnp.asarray(plan.radices, itype)
-        return jax.vmap(lambda row: fill(plan, domains, base, row))(labels)
+        return configurations(plan, domains, base, index)
 
     def chunk_weights(log_weight, c):
         """Log-weights of chunk ``c``'s configurations (−inf for padding) and the index
@@ -280,10 +282,17 @@ def _sampler(target, plan, num_samples, chunk_size):
                                   -1).astype(itype)
 
     def draw_summed(params, key, draws):
-        """The summed-out variables from their conditionals given ``draws``."""
+        """The integrated real sites (from their Gaussian given the enumerated variables,
+        ``config_budget`` draws at a time: each costs a Hessian), then the summed-out
+        variables (from their conditionals given the rest), given ``draws``."""
+        f = target.logdensity_fn(params)
+        if plan.integrated:
+            keys = jax.random.split(jax.random.fold_in(key, num_chunks + 1), num_samples)
+            draws = jax.lax.map(
+                lambda a: gaussian_draw(a[0], f, a[1], domains, plan.integrated),
+                (keys, draws), batch_size=min(num_samples, config_budget(plan, chunk_size)))
         if not plan.summed:
             return draws
-        f = target.logdensity_fn(params)
         keys = jax.random.split(jax.random.fold_in(key, num_chunks), num_samples)
         return jax.vmap(lambda k, x: draw_block(k, f, x, domains, plan.summed))(keys, draws)
 

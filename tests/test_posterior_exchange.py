@@ -171,22 +171,28 @@ def _real_precision_problem():
     return gaussian, {"x": x}, mean, float(np.sqrt(np.sum((grid - mean) ** 2 * w)))
 
 
-def test_exact_exchange_on_real_sites_asks_for_auxiliary_steps():
-    gaussian, data, _, _ = _real_precision_problem()
-    mcmc = MCMC(ugm.posterior.Exchange(gaussian, data), num_warmup=1, num_samples=1,
-                progress_bar=False)
-    with pytest.raises(ValueError, match=r"real site\(s\) \['x'\].*num_aux_steps"):
+def test_exact_exchange_on_a_non_gaussian_real_site_asks_for_auxiliary_steps():
+    def quartic():
+        x = numpyro.sample("x", ugm.Real(2))
+        a = numpyro.sample("a", dist.LogNormal(0.0, 1.0))
+        numpyro.factor("q", -a * jnp.sum(x ** 4))
+
+    mcmc = MCMC(ugm.posterior.Exchange(quartic, {"x": np.ones((5, 2))}), num_warmup=1,
+                num_samples=1, progress_bar=False)
+    with pytest.raises(ValueError, match=r"not quadratic in the real site.*num_aux_steps"):
         mcmc.run(jax.random.PRNGKey(0))
 
 
 @pytest.mark.slow
-def test_approximate_exchange_on_real_sites_matches_the_exact_posterior():
-    """The auxiliary cases (20 sweeps of exact Gaussian conditionals from the data at
-    the proposed a) give the posterior of a within Monte Carlo error."""
+@pytest.mark.parametrize("num_aux_steps", [None, 20], ids=["exact", "approximate"])
+def test_exchange_on_real_sites_matches_the_exact_posterior(num_aux_steps):
+    """Auxiliary cases drawn exactly (a Gaussian: ``exact.sampler``) or by 20 sweeps of
+    exact Gaussian conditionals from the data at the proposed a give the posterior of a
+    within Monte Carlo error."""
     gaussian, data, mean, sd = _real_precision_problem()
-    mcmc = MCMC(ugm.posterior.Exchange(gaussian, data, num_aux_steps=20), num_warmup=500,
-                num_samples=2000, num_chains=4, chain_method="vectorized",
-                progress_bar=False)
+    mcmc = MCMC(ugm.posterior.Exchange(gaussian, data, num_aux_steps=num_aux_steps),
+                num_warmup=500, num_samples=2000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0))
     a = np.asarray(mcmc.get_samples()["a"])
     assert abs(a.mean() - mean) < 0.25 * sd, (a.mean(), mean)

@@ -178,12 +178,13 @@ class Exchange(MCMCKernel):
         m, n = post.m, post.num_examples
         if post.inputs is not None:
             return _per_example_draw(post, self.num_aux_steps, self._kernel_spec)
-        if self.num_aux_steps is None and post.target.real_sites:
+        if self.num_aux_steps is None and post.target.structure.moved:
             raise ValueError(
-                f"Exchange: exact auxiliary draws enumerate the state, and the real "
-                f"site(s) {list(post.target.real_sites)} cannot be enumerated; give "
-                "num_aux_steps for the approximate exchange algorithm (a run of the "
-                "kernel from the observed cases)")
+                f"Exchange: exact auxiliary draws need a potential quadratic in the real "
+                f"sites given the finite ones, and it is not quadratic in the real "
+                f"site(s) {list(post.target.structure.moved)}; give num_aux_steps for the "
+                "approximate exchange algorithm (a run of the kernel from the observed "
+                "cases)")
         if self.num_aux_steps is None:
             size = exact.num_enumerated(m)[0]
             if size > MAX_EXACT_CONFIGURATIONS:

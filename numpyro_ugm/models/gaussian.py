@@ -7,7 +7,7 @@ conditional autoregression on a periodic lattice, with their exact references.
   density on the off-diagonal entries of Θ, whose MAP is the graphical lasso at α
   (:func:`glasso_objective`).
 * :func:`lattice_gmrf`: the proper CAR model on an L × L torus,
-  Q = κ (I − (ρ/4) A) with A the nearest-neighbour adjacency (κ > 0, |ρ| < 1), its
+  Q = κ (I − (ρ/4) A) with A the nearest-neighbour adjacency (κ > 0, −1 < ρ < 1), its
   checkerboard colouring declared; its precision is diagonalized by the 2-D Fourier
   transform, which gives exact moments (:func:`lattice_moments`), the exact
   log-likelihood and MLE (:func:`lattice_log_likelihood`, :func:`lattice_mle`) and exact
@@ -32,7 +32,7 @@ __all__ = ["OffDiagonalLaplace", "sparse_gmrf", "glasso_objective", "lattice_gmr
 
 class OffDiagonalLaplace(dist.Distribution):
     """Improper prior of a Cholesky factor ``L`` with log density
-    −Σ_{i<j} |(L Lᵀ)_ij| / scale: a Laplace(0, scale) density on each off-diagonal entry of
+    ``−Σ_{i<j} |(L Lᵀ)_ij| / scale``: a Laplace(0, scale) density on each off-diagonal entry of
     the precision Θ = L Lᵀ, flat in its diagonal. It has no sampler (learners start from
     given or uniform unconstrained values); MAP uses the density of ``L`` as is (no
     Jacobian), so its mode in ``L`` is the L1-penalized mode in Θ.
@@ -41,7 +41,7 @@ class OffDiagonalLaplace(dist.Distribution):
     ----------
     dim : int
     scale : float
-        The Laplace scale b (penalty 1 / b on Σ_{i<j} |Θ_ij|).
+        The Laplace scale b (penalty 1 / b on ``Σ_{i<j} |Θ_ij|``).
     """
 
     support = constraints.lower_cholesky
@@ -73,8 +73,9 @@ def sparse_gmrf(dim: int, penalty: float | None = None,
     penalty : float, optional
         α of the graphical lasso: ``L`` gets the prior
         ``OffDiagonalLaplace(dim, 1 / (num_examples * α))``, so that MAP (the mean
-        log-likelihood plus log p / N) maximizes ½ log det Θ − ½ tr(SΘ) − α Σ_{i<j}|Θ_ij|,
-        −½ of :func:`glasso_objective`. Without it, ``L`` is a plain parameter (ML).
+        log-likelihood plus log p / N) maximizes
+        ``½ log det Θ − ½ tr(SΘ) − α Σ_{i<j} |Θ_ij|``, −½ of :func:`glasso_objective`.
+        Without it, ``L`` is a plain parameter (ML).
     num_examples : int
         N, the number of training cases (required with ``penalty``).
     """
@@ -92,7 +93,7 @@ def sparse_gmrf(dim: int, penalty: float | None = None,
 
 def glasso_objective(theta, covariance, penalty: float) -> float:
     """The graphical lasso's objective at Θ (scikit-learn's):
-    −log det Θ + tr(S Θ) + α Σ_{i≠j} |Θ_ij| (``inf`` unless Θ is positive definite),
+    ``−log det Θ + tr(S Θ) + α Σ_{i≠j} |Θ_ij|`` (``inf`` unless Θ is positive definite),
     in float64."""
     theta, S = np.asarray(theta, np.float64), np.asarray(covariance, np.float64)
     sign, logdet = np.linalg.slogdet(theta)
@@ -106,7 +107,7 @@ def lattice_gmrf(size: int) -> None:
     """Conditional autoregression on a ``size × size`` torus: the site ``"x"``
     (``Real((size, size))``) with precision Q = κ (I − (ρ/4) A), A the nearest-neighbour
     adjacency, i.e. f(x) = −½ κ Σ_i x_i² + ¼ κ ρ Σ_{i~j} x_i x_j (each pair once);
-    x_i | rest ~ N(ρ · mean of the 4 neighbours, 1/κ). Parameters ``"kappa"`` (> 0) and
+    ``x_i | rest ~ N(ρ · mean of the 4 neighbours, 1/κ)``. Parameters ``"kappa"`` (> 0) and
     ``"rho"`` (in (−1, 1), where Q is positive definite). The checkerboard colouring
     (two blocks of exact Gaussian draws) is declared, so tracing analyses nothing.
 

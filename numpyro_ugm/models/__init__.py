@@ -13,12 +13,18 @@ a module:
   :func:`change_statistics`, :data:`STATISTICS`), graphs as data
   (:mod:`~numpyro_ugm.models.graphs`: :func:`graph_to_edges`, :func:`edges_to_adjacency`,
   :func:`edges_to_graph`) and estimation helpers
-  (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`).
+  (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`);
+* Gaussian MRFs (:mod:`~numpyro_ugm.models.gaussian`): :func:`sparse_gmrf` (the graphical
+  lasso by MAP, :func:`glasso_objective`) and :func:`lattice_gmrf` (a CAR model on a
+  torus, with its exact moments, likelihood, MLE and draws).
 """
 
 from .boltzmann import rbm, vbm
 from .crf import grid_crf, grid_edges, image_features, multilabel_crf
 from .exponential_random_graph import ergm
+from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, lattice_eigenvalues,
+                       lattice_gmrf, lattice_log_likelihood, lattice_mle, lattice_moments,
+                       sparse_gmrf)
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, change_statistics, ergm_statistics
 from .graphs import edges_to_adjacency, edges_to_graph, graph_to_edges, num_nodes_of, num_pairs
@@ -26,4 +32,6 @@ from .graphs import edges_to_adjacency, edges_to_graph, graph_to_edges, num_node
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm",
            "ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
            "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
-           "check_degeneracy", "DegeneracyWarning"]
+           "check_degeneracy", "DegeneracyWarning", "OffDiagonalLaplace", "sparse_gmrf",
+           "glasso_objective", "lattice_gmrf", "lattice_eigenvalues", "lattice_moments",
+           "lattice_log_likelihood", "lattice_mle", "lattice_draws"]

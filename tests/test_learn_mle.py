@@ -186,19 +186,18 @@ def _full_precision_gaussian(n):
     ids=["cd", "pcd", "pf", "mcmcmle", "smc", "psmc", "pcd-mala"])
 def test_every_estimator_learns_a_gaussian_mrf_to_the_inverse_sample_covariance(estimator):
     """The MLE of a full precision is the inverse sample covariance (exact): each
-    estimator's averaged iterates reach it within 0.1 (entries of order 1; the
-    averaging's Monte Carlo error is about 0.02, a wrong fixed point such as the
-    inverse of the population covariance is 0.2 away)."""
+    estimator's averaged iterates reach it within 0.05 (entries of order 1), closer
+    than the precision the data came from (0.14 away)."""
     n = 4
     rng = np.random.default_rng(0)
     a = rng.normal(size=(n, n))
     truth = a @ a.T / n + np.eye(n)
     x = rng.multivariate_normal(np.zeros(n), np.linalg.inv(truth), size=500)
     mle = np.linalg.inv(x.T @ x / len(x))
-    assert np.abs(mle - truth).max() > 0.2  # the test can tell the two apart
+    assert np.abs(mle - truth).max() > 0.1  # the test can tell the two apart
     learner = ugm.MLE(_full_precision_gaussian, estimator,
                       ugm.averaged(optax.adam(0.02), 1000))
     result = learner.run(jax.random.PRNGKey(1), 3000, {"x": x}, n, progress_bar=False)
     p = np.asarray(learner.get_params(result.state, averaged=True)["P"])
     error = np.abs((p + p.T) / 2 - mle).max()
-    assert error < 0.1, error
+    assert error < 0.05, error

@@ -167,7 +167,10 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
 
     def update(uniforms, position, logdensity_fn, block):
         zero = _batch_aligned_zero(position)
-        index = {s: None if i is None else i + zero for s, i in block.index.items()}
+        # a real site's indices stay unbatched: the indicator of its block, a scatter of
+        # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps)
+        index = {s: None if i is None else i + zero if domains[s].finite else i
+                 for s, i in block.index.items()}
         logits = block_logits(logdensity_fn, position, domains, index, structure.multilinear)
         new = dict(position)
         accepted = proposed = jnp.zeros((), jnp.float32)
@@ -179,7 +182,8 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
             values, ok = draw(uniforms[s], logits[s], d,
                               gather(position[s], d, block.index[s]))
             table = block.merge[s]
-            table = table if table is None or isinstance(table, _Scatter) else table + zero
+            if not (table is None or isinstance(table, _Scatter) or not d.finite):
+                table = table + zero
             new[s] = _merge(position[s], d, values, table)
             real = None if block.real is None else block.real[s]
             count = (jnp.sum(real, dtype=jnp.float32) if real is not None

@@ -16,9 +16,10 @@ Setup:
   ``numpyro.param`` site holding the network's arrays, which the learner optimizes);
   the network's output bounded to (−10, 10) and the fixed Gaussian envelope keep the
   density normalizable and its scale sane whatever the weights. (With the raw network,
-  ``--unbounded``, PCD with MALA or Langevin chains ran away on two moons and rings:
-  chains stuck where the energy is steep push it further down, and the energies reach
-  −10⁷; SMC, which draws fresh particles at every update, did not.)
+  ``--unbounded``, PCD ran away — test log-likelihoods from −243 to −5·10⁸ — with
+  Langevin chains on all three sets, MALA on two moons and rings, HMC on rings: chains
+  stuck where the energy is steep push it further down; SMC, which draws fresh particles
+  at every update, did not. See docs/ebm.md.)
 * learners (``ugm.MLE`` with Adam, its learning rate decayed from 1e-2 to 1e-4 on a
   cosine over the run, minibatches of 200, the same steps and initial network for every
   learner): PCD with 256 persistent chains and 5 kernel
@@ -36,8 +37,8 @@ Setup:
 Outputs: the table on stdout, ``<out>/ebm_2d.json`` and ``<out>/ebm_2d.png`` (per data
 set: the test data beside each learned density, by quadrature).
 
-Run: ``python examples/ebm_2d.py`` (about an hour on 2 CPU cores) or ``--quick``
-(8 Gaussians only, 300 steps, fewer points: a check of the pipeline, under 2 minutes).
+Run: ``python examples/ebm_2d.py`` (about 10 minutes on 2 CPU cores) or ``--quick``
+(8 Gaussians only, 300 steps, fewer points: a check of the pipeline, about a minute).
 """
 
 import argparse

@@ -8,7 +8,8 @@ from . import checkpoint, estimators, infer, kernels, models, posterior
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .factors import factor
-from .evaluate import ais, exact, fit_pseudo_likelihood, pseudo_log_likelihood
+from .evaluate import (ais, exact, fit_pseudo_likelihood, pseudo_log_likelihood,
+                       quadrature)
 from .learn import (AveragedState, LearnerCore, LearnState, MLE, NonFiniteError, RunResult,
                     averaged)
 from .model import UGM, as_ugm
@@ -20,5 +21,5 @@ __all__ = ["checkpoint", "estimators", "infer", "kernels", "models", "posterior"
            "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
            "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
-           "Prediction", "sample", "ais", "exact", "pseudo_log_likelihood",
+           "Prediction", "sample", "ais", "exact", "quadrature", "pseudo_log_likelihood",
            "fit_pseudo_likelihood"]

@@ -57,8 +57,8 @@ def probe_params(m, rng_key, rng) -> dict:
     N(0, 1) (drawn from the numpy generator ``rng``) in the unconstrained space."""
     space = m.param_space
     u = space.to_unconstrained(m.init_params(rng_key))
-    u = {n: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype)
-         for n, v in u.items()}
+    u = jax.tree.map(lambda v: np.asarray(v) + rng.standard_normal(np.shape(v)).astype(
+        np.asarray(v).dtype), u)
     return space.to_constrained(u)
 
 

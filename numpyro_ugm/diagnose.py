@@ -24,8 +24,9 @@ def non_finite_error(owner: str, what: str, params: dict, details=()) -> Floatin
     """The error for a result that is not finite under ``params``: ``what`` happened
     (with ``details``), the largest magnitude of each parameter site, and what to look
     for."""
-    largest = ", ".join(f"{n!r}: {float(np.max(np.abs(np.asarray(v)), initial=0.0)):.3g}"
-                        for n, v in params.items())
+    largest = ", ".join(
+        f"{n!r}: {max((float(np.max(np.abs(np.asarray(a)), initial=0.0)) for a in jax.tree.leaves(v)), default=0.0):.3g}"
+        for n, v in params.items())
     dtype = jnp.result_type(float)
     return FloatingPointError(
         f"{owner}: {what} under the given params ({'; '.join([*details, ''])}largest "

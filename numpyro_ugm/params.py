@@ -7,13 +7,33 @@ model (initial values, the prior density) is :class:`~numpyro_ugm.model.UGM`'s j
 
 import difflib
 from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import biject_to
 
-__all__ = ["ParamSite", "ParamSpace"]
+__all__ = ["ParamSite", "ParamSpace", "TreeShape", "value_shape"]
+
+
+class TreeShape(NamedTuple):
+    """The shape of a pytree-valued parameter site: its tree structure and the shapes of
+    its leaves."""
+
+    structure: Any
+    leaf_shapes: tuple
+
+
+def value_shape(value) -> tuple:
+    """The shape of a parameter site's value: the array's shape, or for a pytree of
+    arrays (e.g. the parameters of a neural network that
+    ``numpyro.contrib.module.eqx_module`` declares as one ``numpyro.param`` site) its
+    :class:`TreeShape`."""
+    leaves, tree = jax.tree.flatten(value)
+    if tree.num_nodes == 1 and len(leaves) == 1:  # an array (or a scalar)
+        return tuple(jnp.shape(value))
+    return TreeShape(tree, tuple(tuple(jnp.shape(leaf)) for leaf in leaves))
 
 
 class ParamSite:
@@ -22,7 +42,9 @@ class ParamSite:
     Attributes
     ----------
     name : str
-    shape : tuple of int
+    shape : tuple or TreeShape
+        Shape of the value (:func:`value_shape`; a :class:`TreeShape` for a pytree of
+        arrays, such as a neural network's parameters).
     constraint : numpyro constraint
         Support of the parameter; learning runs in the unconstrained space.
     prior : numpyro Distribution or None
@@ -57,11 +79,12 @@ class ParamSpace:
 
     def to_unconstrained(self, params: dict) -> dict:
         """Map constrained parameters to the unconstrained space learning runs in."""
-        return {n: biject_to(self.sites[n].constraint).inv(v) for n, v in params.items()}
+        return {n: jax.tree.map(biject_to(self.sites[n].constraint).inv, v)
+                for n, v in params.items()}
 
     def to_constrained(self, unconstrained: dict) -> dict:
         """Inverse of :meth:`to_unconstrained`."""
-        return {n: biject_to(self.sites[n].constraint)(v)
+        return {n: jax.tree.map(biject_to(self.sites[n].constraint), v)
                 for n, v in unconstrained.items()}
 
     def log_abs_det_jacobian(self, unconstrained: dict) -> jax.Array:
@@ -70,7 +93,9 @@ class ParamSpace:
         total = jnp.zeros(())
         for n, u in unconstrained.items():
             transform = biject_to(self.sites[n].constraint)
-            total = total + jnp.sum(transform.log_abs_det_jacobian(u, transform(u)))
+            for leaf in jax.tree.leaves(u):
+                total = total + jnp.sum(transform.log_abs_det_jacobian(leaf,
+                                                                       transform(leaf)))
         return total
 
     def check(self, params: dict) -> None:
@@ -118,12 +143,20 @@ class ParamSpace:
 
 
 def _check_site(site, value):
-    """Shape, dtype, finiteness and support of one parameter site's value."""
+    """Shape, dtype, finiteness and support of one parameter site's value (each leaf of a
+    pytree-valued site)."""
     name = site.name
-    shape = tuple(jnp.shape(value))
-    if shape != tuple(site.shape):
+    shape = value_shape(value)
+    if shape != site.shape:
         raise ValueError(f"parameter site {name!r} has shape {shape}, the model "
-                         f"expects {tuple(site.shape)}")
+                         f"expects {site.shape}")
+    for value in jax.tree.leaves(value):
+        _check_leaf(site, value)
+
+
+def _check_leaf(site, value):
+    """Dtype, finiteness and support of one array of a parameter site's value."""
+    name = site.name
     dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"parameter site {name!r} has dtype {dtype}; parameters are "

@@ -11,7 +11,7 @@ from numpyro.distributions import ExpandedDistribution, Independent, Unit, const
 
 from .domains import Domain
 from .factors import COLORS, CONDITIONALS, MULTILINEAR
-from .params import ParamSite
+from .params import ParamSite, value_shape
 
 __all__ = ["trace_model", "find_sites", "Sites", "log_terms", "domain_of", "TRACE_LOCK"]
 
@@ -106,7 +106,7 @@ def _prior_site(name, site):
         raise TypeError(f"site {name!r} has the discrete distribution "
                         f"{type(base).__name__}: declare discrete state with ugm.Spin, "
                         "ugm.Binary or ugm.Categorical")
-    return ParamSite(name, jnp.shape(site["value"]), fn.support, fn)
+    return ParamSite(name, value_shape(site["value"]), fn.support, fn)
 
 
 def find_sites(trace) -> Sites:
@@ -116,7 +116,7 @@ def find_sites(trace) -> Sites:
     for name, site in trace.items():
         if site["type"] == "param":
             constraint = site["kwargs"].get("constraint", constraints.real)
-            params[name] = ParamSite(name, jnp.shape(site["value"]), constraint, None)
+            params[name] = ParamSite(name, value_shape(site["value"]), constraint, None)
         elif domain_of(site) is not None:
             if site["is_observed"]:
                 raise ValueError(f"state site {name!r} has obs=...: pass its values as "

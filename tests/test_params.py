@@ -60,3 +60,26 @@ def test_transforms_round_trip_and_the_jacobian_is_the_derivative(m):
     assert space.has_prior and not ugm.UGM(
         lambda: numpyro.factor("f", jnp.sum(numpyro.sample("x", ugm.Spin(2))))
     ).param_space.has_prior
+
+
+def test_a_neural_network_declared_by_eqx_module_is_one_pytree_valued_site():
+    """``numpyro.contrib.module.eqx_module`` declares a network's arrays as one
+    ``numpyro.param`` site holding a pytree: checked leaf by leaf, mapped leaf by leaf."""
+    eqx = pytest.importorskip("equinox")
+    from numpyro.contrib.module import eqx_module
+
+    net = eqx.nn.Linear(2, "scalar", key=jax.random.PRNGKey(0))  # a network of one layer
+
+    def ebm():
+        x = numpyro.sample("x", ugm.Real(2))
+        numpyro.factor("e", eqx_module("net", net)(x))
+
+    m = ugm.UGM(ebm)
+    params = m.init_params(jax.random.PRNGKey(1))
+    space = m.param_space
+    space.check(params)
+    back = space.to_constrained(space.to_unconstrained(params))
+    assert jax.tree.structure(back) == jax.tree.structure(params)
+    wrong = {"net$params": eqx.tree_at(lambda n: n.bias, params["net$params"], jnp.zeros(4))}
+    with pytest.raises(ValueError, match=r"'net\$params' has shape TreeShape.*\(4,\)"):
+        space.check(wrong)

@@ -177,6 +177,8 @@ class GradientKernelSpec(KernelSpec):
                                  jnp.asarray(initial, dtype), jnp.asarray(float(adapt), dtype))
 
         def refresh(state, logdensity_fn):
+            if sweep is not None and self.blocks_first:
+                return state  # the block sweep that starts every step recomputes inner
             return state._replace(inner=inner_at(state.position, logdensity_fn))
 
         def gradient_move(rng_key, state, logdensity_fn, step_size):
@@ -194,11 +196,13 @@ class GradientKernelSpec(KernelSpec):
                                   inner=inner_at(position, logdensity_fn))
 
         def one(rng_key, state, logdensity_fn, step_size):
+            if sweep is None:
+                return gradient_move(rng_key, state, logdensity_fn, step_size)
             key_blocks, key_move = jax.random.split(rng_key)
-            if sweep is not None and self.blocks_first:
+            if self.blocks_first:
                 state = block_move(key_blocks, state, logdensity_fn)
             state, accepted = gradient_move(key_move, state, logdensity_fn, step_size)
-            if sweep is not None and not self.blocks_first:
+            if not self.blocks_first:
                 state = block_move(key_blocks, state, logdensity_fn)
             return state, accepted
 

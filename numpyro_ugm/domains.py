@@ -457,6 +457,16 @@ class Real(Domain):
         z = (x - loc) / scale
         return jnp.sum(-0.5 * z * z - jnp.log(scale) - 0.5 * np.log(2 * np.pi))
 
+    def base_natural(self, dtype: Optional[DTypeLike] = None) -> jax.Array:
+        """The base Normal's natural parameters per variable, ``(num_variables, 2)``:
+        (η, λ) = (loc / scale², 1 / scale²), the form of a real variable's conditional
+        (:func:`~numpyro_ugm.conditionals.gaussian_logits`)."""
+        dtype = dtype or jnp.result_type(float)
+        precision = jnp.broadcast_to(jnp.asarray(self.scale, dtype) ** -2.0,
+                                     self.shape_).reshape(-1)
+        loc = jnp.broadcast_to(jnp.asarray(self.loc, dtype), self.shape_).reshape(-1)
+        return jnp.stack([loc * precision, precision], -1)
+
     def enumerate_support(self, expand: bool = True):
         self._not_finite()
 

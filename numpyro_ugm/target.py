@@ -111,14 +111,8 @@ class Target:
                 d = domains[s]
                 if d.finite:
                     continue
-                dtype = state[s].dtype
-                precision = jnp.broadcast_to(jnp.asarray(d.scale, dtype) ** -2.0,
-                                             d.shape_).reshape(-1)
-                eta = jnp.broadcast_to(jnp.asarray(d.loc, dtype), d.shape_).reshape(-1)
-                eta = eta * precision
-                if idx is not None:
-                    eta, precision = eta[idx], precision[idx]
-                out[s] = jnp.stack([eta, precision], -1)
+                natural = d.base_natural(state[s].dtype)
+                out[s] = natural if idx is None else natural[idx]
             return {s: out[s] for s in block}
 
         return LogDensity(value, conditionals)

@@ -3,12 +3,19 @@ as Salakhutdinov & Murray (2008) run it for RBMs, with the reverse direction tha
 brackets it (Burda, Grosse & Salakhutdinov 2015; Grosse, Ghahramani & Adams 2015).
 
 The path p_k(x) ∝ q(x)^{1−β_k} exp(β_k f(x; θ)) goes from a base distribution q of
-independent variables — fitted to the data marginals (the "base-rate" model) or uniform —
-to the model. Latent sites that do not interact with each other are summed out in closed
-form in the weights (for an RBM: the hidden units), so the importance weights are those of
-the visible marginal (lower variance); each move at β_k first draws the summed sites from
-their conditionals at β_k, then applies the kernel (block Gibbs by default), so that the
-moves leave the visible marginal of p_k invariant.
+independent variables — fitted to the data marginals (the "base-rate" model) or uniform;
+for real sites (``ugm.Real``) a Normal fitted to the data's per-variable mean and
+variance, or the site's base Normal — to the model. Latent sites that do not interact
+with each other are summed out in closed form in the weights (for an RBM: the hidden
+units), so the importance weights are those of the visible marginal (lower variance);
+each move at β_k first draws the summed sites from their conditionals at β_k, then
+applies the kernel (block Gibbs by default), so that the moves leave the visible
+marginal of p_k invariant. Real sites whose potential is
+quadratic (a Gaussian–Bernoulli RBM's visible units, a Gaussian MRF) are drawn exactly
+from their Gaussian conditionals along the whole path; the others are moved by the
+kernel's gradient move (MALA by default), whose step size is adapted across the chains
+as the path goes (adaptive, so the estimate is then consistent rather than exactly
+unbiased).
 
 **Forward AIS** starts from q and gives an unbiased estimate of Z, so its log is a
 stochastic *lower* bound on log Z (too short a schedule understates log Z, and overstates
@@ -34,13 +41,14 @@ import numpy as np
 from .._checks import as_key, check_count
 from ..compile_cache import cached
 from ..conditionals import LogDensity, linear_combination, sum_out
-from ..kernels.base import KernelSpec, draw_block, init_chains, step_chains
+from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, step_chains
 from ..model import UGM
 from ..sharding import shard_particles
 from ..target import Target
-from .ais_setup import (Setup, base_log_prob, base_rate_log_probs, check_tolerance,
-                        default_betas, log_mean_exp, refreshes, reverse_kernel, schedule,
-                        setup, start_states, warn_if_degenerate, warn_if_wide)
+from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
+                        check_tolerance, default_betas, log_mean_exp, refreshes,
+                        reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
+                        warn_if_wide)
 from .padding import first, pad_examples, padded_length
 from .prepare import observed_target
 
@@ -149,10 +157,13 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
         many βs spaced uniformly); default :func:`default_betas` (14,500 βs).
     data : dict, optional
         Observed sites (data representation): the base distribution is fitted to their
-        marginals; without it, and for sites it lacks, the base is uniform.
+        marginals (a real site's: to their mean and variance); without it, and for sites
+        it lacks, the base is uniform (a real site's: its domain's base Normal).
     base_log_probs : dict, optional
-        Explicit base log-probabilities per site (num_variables, K), finite, for every
-        site not summed out, e.g. from :func:`base_rate_log_probs`.
+        Explicit base per site, finite, for every site not summed out, e.g. from
+        :func:`base_rate_log_probs`: log-probabilities (num_variables, K) of a finite
+        site; the natural parameters (η, λ) (num_variables, 2), λ > 0, of a real site's
+        Normal N(η/λ, 1/λ).
     sum_out_sites : sequence of str, optional
         Sites summed out in closed form in the weights (default: ``m.latent_sites`` when
         they do not interact with each other).
@@ -357,6 +368,14 @@ def _cached_run(target: Target, spec: KernelSpec, summed: tuple, num_chains: int
     return cached(target.cache_key, key, lambda: _build_run(target, spec, summed, num_chains))
 
 
+def _adapted_like(states, previous):
+    """Fresh kernel ``states`` that keep the step size adapted so far in ``previous``
+    (a gradient kernel's; other states are returned as they are)."""
+    if hasattr(previous, "step_size"):
+        return states._replace(step_size=previous.step_size, adapting=previous.adapting)
+    return states
+
+
 def _build_run(target, spec, summed, num_chains):
     domains = target.state_sites
     kernel, refresh = spec.build(target), refreshes(target, spec, summed)
@@ -383,13 +402,7 @@ def _build_run(target, spec, summed, num_chains):
 
         init_key, run_key = jax.random.split(rng_key)
         if start is None:
-            keys = jax.random.split(init_key, len(domains))
-            x = {}
-            for k, (s, d) in zip(keys, domains.items()):
-                labels = jax.random.categorical(k, logq[s],
-                                                shape=(num_chains, d.num_variables))
-                x[s] = d.label_to_model(labels, betas.dtype).reshape(
-                    (num_chains,) + d.batch_shape + d.event_shape)
+            x = base_draws(domains, logq, init_key, num_chains, betas.dtype)
         else:
             x = {s: v.astype(betas.dtype) for s, v in start.items()}
         x = shard_particles(x)
@@ -406,7 +419,9 @@ def _build_run(target, spec, summed, num_chains):
                 keys = jax.random.split(refresh_key, num_chains)
                 position = jax.vmap(lambda k, y: draw_block(k, target, y, domains, block))(
                     keys, states.position)
-                states = init_chains(kernel, position, target)
+                states = _adapted_like(init_chains(kernel, position, target), states)
+            else:  # the state at the new β (a gradient kernel's cached log-density)
+                states = refresh_chains(kernel, states, target)
             return step_chains(kernel, rng_key, states, target)[0]
 
         # Step k weights the chains from β_k to β_{k+1}, then moves them at β_{k+1}: the

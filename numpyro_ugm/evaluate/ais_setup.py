@@ -3,6 +3,12 @@ are read: the schedule of βs, the base distribution q of independent variables,
 sites summed out in closed form, the kernel of each direction, the starting states of the
 reverse chains, and the log-mean-exp of the weights with the warnings about them.
 
+The base q is a product of independent variables, each given by the same array as its
+conditional in the samplers (:func:`~numpyro_ugm.conditionals.block_logits`): a finite
+variable by log-probabilities of its K values, a real one (``ugm.Real``) by the natural
+parameters (η, λ) of a Normal N(η/λ, 1/λ) — so the tempered log-density
+(1 − β) log q + β f keeps exact conditionals where f has them.
+
 Everything here takes the model's :class:`~numpyro_ugm.target.Target` (or its domains)
 and checks what the user supplies — the schedule, the base log-probabilities, the sites
 to sum out, the starting draws, the tolerance — with errors that name the argument.
@@ -18,14 +24,14 @@ import numpy as np
 
 from .._checks import check_count
 from ..kernels import gibbs
-from ..kernels.base import KernelSpec, as_spec
+from ..kernels.base import KernelSpec, as_spec, gaussian_from_uniforms
 from ..kernels.blocks import BlockKernelSpec
 from ..target import Target
 from ..validation import validate_data
 
 __all__ = ["default_betas", "base_rate_log_probs", "schedule", "Setup", "setup",
-           "base_log_prob", "refreshes", "reverse_kernel", "start_states", "log_mean_exp",
-           "check_tolerance", "warn_if_degenerate", "warn_if_wide"]
+           "base_log_prob", "base_draws", "refreshes", "reverse_kernel", "start_states",
+           "log_mean_exp", "check_tolerance", "warn_if_degenerate", "warn_if_wide"]
 
 
 def default_betas(num_betas: int = 14500) -> np.ndarray:
@@ -70,8 +76,14 @@ def schedule(betas: int | np.ndarray | None) -> np.ndarray:
 
 
 def base_log_prob(domain, x: jax.Array, log_probs: jax.Array) -> jax.Array:
-    """Σ_i log q_i(x_i) for independent variables with log-probabilities ``log_probs``
-    (num_variables, K), multilinear in x (a sum of products, no stacked indicators)."""
+    """Σ_i log q_i(x_i) for independent variables: finite ones with log-probabilities
+    ``log_probs`` (num_variables, K), multilinear in x (a sum of products, no stacked
+    indicators); real ones Normal with natural parameters ``log_probs`` (num_variables, 2)
+    = (η, λ), normalized (quadratic in x)."""
+    if not domain.finite:  # −½ λ (x − η/λ)² + ½ log(λ / 2π)
+        eta, precision = log_probs[:, 0], log_probs[:, 1]
+        z = x.reshape(-1) - eta / precision
+        return jnp.sum(-0.5 * precision * z * z + 0.5 * jnp.log(precision / (2 * np.pi)))
     if domain.event_shape:
         return jnp.sum(x.reshape((domain.num_variables, domain.num_values)) * log_probs)
     low, high = domain.values
@@ -80,9 +92,12 @@ def base_log_prob(domain, x: jax.Array, log_probs: jax.Array) -> jax.Array:
 
 
 def base_rate_log_probs(m: Any, data: dict | None = None, smoothing: float = 1.0) -> dict:
-    """Per site, log-probabilities (num_variables, K) of independent variables: the
-    data marginals with ``smoothing`` (> 0) pseudo-counts per value (Salakhutdinov &
-    Murray's base rate) for the sites in ``data``, uniform for the others.
+    """Per site, the base of independent variables fitted to ``data``: for a finite
+    site, log-probabilities (num_variables, K), the data marginals with ``smoothing``
+    (> 0) pseudo-counts per value (Salakhutdinov & Murray's base rate), uniform without
+    data; for a real site, the natural parameters (η, λ) (num_variables, 2) of a Normal
+    with the data's per-variable mean and variance
+    (:meth:`~numpyro_ugm.domains.Real.fitted`), the domain's base Normal without data.
 
     ``m`` is a :class:`~numpyro_ugm.model.UGM` or its target (anything with
     ``state_sites``); ``data`` (data representation, leading example axis) is checked
@@ -93,7 +108,9 @@ def base_rate_log_probs(m: Any, data: dict | None = None, smoothing: float = 1.0
     x = {} if data is None else validate_data(m.state_sites, data)
     out = {}
     for s, d in m.state_sites.items():
-        if s in x:
+        if not d.finite:
+            out[s] = (d.fitted(x[s]) if s in x else d).base_natural()
+        elif s in x:
             labels = np.asarray(d.labels(x[s])).reshape(len(x[s]), d.num_variables)
             counts = np.stack([(labels == k).sum(0) for k in range(d.num_values)], -1)
             probs = (counts + smoothing) / (len(labels) + smoothing * d.num_values)
@@ -106,8 +123,8 @@ def base_rate_log_probs(m: Any, data: dict | None = None, smoothing: float = 1.0
 
 def _check_base(target, base_log_probs, summed):
     """The user's base log-probabilities, checked: a dict with an entry of shape
-    (num_variables, K) and finite values for each state site not summed out (the summed
-    sites' base is uniform)."""
+    (num_variables, K) (K = 2 for a real site: (η, λ), with λ > 0) and finite values for
+    each state site not summed out (the summed sites' base is uniform)."""
     if not isinstance(base_log_probs, Mapping):
         raise TypeError(f"ais: base_log_probs must be a dict of site -> (num_variables, K) "
                         f"log-probabilities, got {type(base_log_probs).__name__}")
@@ -123,12 +140,16 @@ def _check_base(target, base_log_probs, summed):
             raise KeyError(f"ais: base_log_probs lacks the site {s!r} (give every site not "
                            "summed out, e.g. from ais.base_rate_log_probs)")
         value = jnp.asarray(out[s])
-        if value.shape != (d.num_variables, d.num_values):
+        if value.shape != (d.num_variables, d.logit_width):
             raise ValueError(f"ais: base_log_probs[{s!r}] has shape {value.shape}; expected "
-                             f"({d.num_variables}, {d.num_values}) for {d!r}")
+                             f"({d.num_variables}, {d.logit_width}) for {d!r}")
         if not bool(jnp.all(jnp.isfinite(value))):
             raise ValueError(f"ais: base_log_probs[{s!r}] holds non-finite values: the base "
                              "must give every value a positive probability")
+        if not d.finite and not bool(jnp.all(value[:, 1] > 0)):
+            raise ValueError(f"ais: base_log_probs[{s!r}] of a real site holds natural "
+                             "parameters (eta, lam) with a precision lam <= 0: the base "
+                             "Normal must be proper")
         out[s] = value
     return out
 
@@ -161,7 +182,9 @@ def setup(target: Target, data: dict | None, base_log_probs: dict | None,
         zeros = (jnp.zeros_like(logq[s]) if s in logq
                  else jnp.zeros((d.num_variables, d.num_values), jnp.result_type(float)))
         logq = {**logq, s: zeros - np.log(d.num_values)}
-    log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1))) for s in domains)
+    # a real site's base is a normalized Normal (base_log_prob)
+    log_z_base = sum(float(jnp.sum(jax.nn.logsumexp(logq[s], -1)))
+                     for s, d in domains.items() if d.finite)
     return Setup(summed, logq, log_z_base, as_spec(kernel, _default_kernel(target, summed)))
 
 
@@ -171,6 +194,8 @@ def _summable(target, sites):
     if unknown:
         raise KeyError(f"ais: sum_out_sites {unknown} are not state sites of the model "
                        f"({list(target.state_sites)})")
+    if any(not target.state_sites[s].finite for s in sites):
+        return False  # sum_out sums finite variables only
     return bool(sites) and structure.multilinear and structure.independent(sites)
 
 
@@ -181,6 +206,23 @@ def _default_kernel(target, summed):
     blocks = target.structure.blocks
     last = {s: None for s in summed}
     return gibbs(backward=bool(summed) and len(blocks) > 1 and dict(blocks[-1]) == last)
+
+
+def base_draws(domains: Mapping, logq: dict, rng_key: jax.Array, num_chains: int,
+               dtype: Any) -> dict:
+    """``num_chains`` independent draws of the base ``logq`` (model representation, leading
+    chain axis): labels from a finite site's log-probabilities, Normal values from a real
+    site's natural parameters."""
+    x = {}
+    for k, (s, d) in zip(jax.random.split(rng_key, len(domains)), domains.items()):
+        shape = (num_chains,) + d.batch_shape + d.event_shape
+        if d.finite:
+            labels = jax.random.categorical(k, logq[s], shape=(num_chains, d.num_variables))
+            x[s] = d.label_to_model(labels, dtype).reshape(shape)
+        else:
+            uniforms = jax.random.uniform(k, (num_chains, d.num_variables), dtype)
+            x[s] = gaussian_from_uniforms(uniforms, logq[s].astype(dtype)).reshape(shape)
+    return x
 
 
 def refreshes(target: Target, spec: KernelSpec, summed: tuple) -> bool:

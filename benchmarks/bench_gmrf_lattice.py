@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _grid import checkerboard_packing, interleaved_best
 from _report import report
 
 import numpyro_ugm as ugm
@@ -91,18 +92,7 @@ def hand_written_packed(size, kappa, rho, sweeps, inversion=False):
 
         return jax.lax.scan(one_sweep, packed, jax.random.split(rng_key, sweeps))[0]
 
-    rows = np.arange(size)[:, None]
-    cols_a = 2 * np.arange(size // 2)[None, :] + rows % 2
-    cols_b = 2 * np.arange(size // 2)[None, :] + 1 - rows % 2
-
-    def pack(x):
-        return x[:, rows, cols_a], x[:, rows, cols_b]
-
-    def unpack(packed):
-        a, b = packed
-        x = jnp.zeros(a.shape[:1] + (size, size), a.dtype)
-        return x.at[:, rows, cols_a].set(a).at[:, rows, cols_b].set(b)
-
+    pack, unpack = checkerboard_packing(size)
     return run, pack, unpack
 
 
@@ -126,19 +116,6 @@ def hand_written_masked(size, kappa, rho, sweeps):
         return jax.lax.scan(one_sweep, x, jax.random.split(rng_key, sweeps))[0]
 
     return run
-
-
-def interleaved_best(runs, states, repeats, key):
-    """Best seconds per call of each ``runs[name](key, state)``, timed interleaved;
-    returns the times and the final states."""
-    best = {name: np.inf for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            key, sub = jax.random.split(key)
-            t = time.perf_counter()
-            states[name] = jax.block_until_ready(run(sub, states[name]))
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best, states
 
 
 def variance(x):

@@ -182,7 +182,7 @@ def evaluate(m, params, train, test, base, key, args):
     draws = model_draws(m, params, draw_key, args.num_reverse, args.sweeps)
     z = ais.log_partition(m, params, z_key, args.chains, betas, base_log_probs=base,
                           reverse_from=draws, tolerance=np.inf)
-    train_f = float(jnp.mean(m.observe(["v"]).target().free_energies(
+    train_f = float(jnp.mean(m.target().free_energies(
         params, {"v": jnp.asarray(train[:len(test)])})))
     return {"test": float(ll.log_likelihood), "test_se": float(ll.stderr),
             "raise": float(ll.lower), "raise_se": float(ll.lower_stderr),
@@ -233,7 +233,8 @@ def main(args):
           f"standardized); {args.steps} updates per estimator", flush=True)
 
     rows = baselines(train.astype(np.float64), test.astype(np.float64))
-    m = ugm.UGM(gbrbm, D, args.hidden, learn_sigma=learn_sigma)
+    # v observed, h latent: h is summed out of the AIS weights (log Z too)
+    m = ugm.UGM(gbrbm, D, args.hidden, learn_sigma=learn_sigma).observe(["v"])
     base = ais.base_rate_log_probs(m, {"v": train})
     estimators = {"PCD (100 chains)": ugm.PCD(100),
                   "SMC (100 particles)": ugm.SMC(100)}

@@ -116,6 +116,7 @@ def never(new, draw):
     raise AssertionError("the re-anneal was traced")
 
 
+@pytest.mark.slow  # by default the renewal and re-anneal tests check the parts
 def test_the_update_keeps_renews_or_reanneals_as_its_triggers_say():
     """Unchanged parameters (even weights): kept below the ESS threshold, renewed above
     it or on the estimator's own trigger, re-annealed when the running log Z is

@@ -106,6 +106,7 @@ def test_temper_log_z_variance_is_of_the_order_of_the_spread():
         assert 0.5 < ratio < 4.0, (name, ratio)
 
 
+@pytest.mark.slow  # compile-heavy; the module's other tests run temper by default
 def test_temper_without_record_path_is_unchanged():
     """record_path only adds the buffers: same keys, same particles and estimates."""
     _, (anneal, _, _, _, plain), _ = tempering_runs()

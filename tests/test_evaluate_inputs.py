@@ -123,6 +123,7 @@ def best(objective):
                            options={"xatol": 1e-9}).x
 
 
+@pytest.mark.slow  # by default the evaluations above check the same per-example binding
 def test_fits_take_each_examples_inputs():
     """``exact.fit`` and ``fit_pseudo_likelihood`` take a CRF's inputs as evaluation does
     (they used to hand ``inputs=`` to the model function: ``TypeError``) and maximize the

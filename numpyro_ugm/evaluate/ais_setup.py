@@ -230,6 +230,8 @@ def refreshes(target: Target, spec: KernelSpec, summed: tuple) -> bool:
     kernel's step starts by drawing exactly them (systematic block scan)."""
     if not summed:
         return False
+    if isinstance(spec, BlockKernelSpec) and spec.backward and target.structure.moved:
+        return True  # the reversed step starts with the gradient move (BlockKernelSpec.build)
     if isinstance(spec, BlockKernelSpec) and spec.scan == "systematic":
         blocks = target.structure.blocks
         first = blocks[-1] if spec.backward else blocks[0]

@@ -100,10 +100,12 @@ class BlockKernelSpec(KernelSpec):
 
     def build(self, target) -> Kernel:
         """The block kernel; on a model with real sites that are not in blocks
-        (``structure.moved``), MALA moves them after each sweep (``mala(blocks=self)``)."""
+        (``structure.moved``), MALA moves them after each sweep (``mala(blocks=self)``;
+        before it, for the reverse spec, ``backward=True``)."""
         if target.structure.moved:
             from .gradient import mala
-            return mala(blocks=self).build(target)
+            # the reverse of sweep-then-move is move-then-reversed-sweep
+            return mala(blocks=self, blocks_first=not self.backward).build(target)
         return self.build_blocks(target)
 
     def build_blocks(self, target) -> Kernel:

@@ -49,13 +49,7 @@ LR, TARGET_ACCEPTANCE, ADAPTATION_RATE, STEP_SIZE = 0.01, 0.574, 0.05, 0.1
 # --- (a) Gaussian–Bernoulli RBM -----------------------------------------------------------
 
 
-def gbrbm(D, H):
-    v = numpyro.sample("v", ugm.Real(D))
-    h = numpyro.sample("h", ugm.Binary(H))
-    W = numpyro.param("W", jnp.zeros((D, H)))
-    b = numpyro.param("b", jnp.zeros(D))
-    c = numpyro.param("c", jnp.zeros(H))
-    numpyro.factor("e", -0.5 * jnp.sum((v - b) ** 2) + v @ W @ h + c @ h)
+gbrbm = ugm.models.gaussian_rbm
 
 
 def adapted(eps, acceptance):

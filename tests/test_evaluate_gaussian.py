@@ -28,14 +28,7 @@ def gmrf(n):
     numpyro.factor("q", -0.5 * x @ P @ x + b @ x)
 
 
-def gbrbm(D, H):
-    """f(v, h) = −½|v − b|² + vᵀWh + cᵀh."""
-    v = numpyro.sample("v", ugm.Real(D))
-    h = numpyro.sample("h", ugm.Binary(H))
-    W = numpyro.param("W", jnp.zeros((D, H)))
-    b = numpyro.param("b", jnp.zeros(D))
-    c = numpyro.param("c", jnp.zeros(H))
-    numpyro.factor("e", -0.5 * jnp.sum((v - b) ** 2) + v @ W @ h + c @ h)
+gbrbm = ugm.models.gaussian_rbm
 
 
 def gmrf_params(n=4, seed=0, scale=1.0):

@@ -4,7 +4,7 @@ Import them from here (``ugm.models.rbm``, ``from numpyro_ugm.models import ergm
 The modules are named by concept, never after a function they hold, so no function hides
 a module:
 
-* :mod:`~numpyro_ugm.models.boltzmann`: :func:`rbm`, :func:`vbm`;
+* :mod:`~numpyro_ugm.models.boltzmann`: :func:`rbm`, :func:`vbm`, :func:`gaussian_rbm`;
 * :mod:`~numpyro_ugm.models.crf`: :func:`grid_crf` (with :func:`grid_edges`,
   :func:`image_features`), :func:`multilabel_crf`;
 * exponential random graph models: :func:`ergm`
@@ -19,7 +19,7 @@ a module:
   torus, with its exact moments, likelihood, MLE and draws).
 """
 
-from .boltzmann import rbm, vbm
+from .boltzmann import gaussian_rbm, rbm, vbm
 from .crf import grid_crf, grid_edges, image_features, multilabel_crf
 from .exponential_random_graph import ergm
 from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, lattice_eigenvalues,
@@ -29,7 +29,7 @@ from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, change_statistics, ergm_statistics
 from .graphs import edges_to_adjacency, edges_to_graph, graph_to_edges, num_nodes_of, num_pairs
 
-__all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm",
+__all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm", "gaussian_rbm",
            "ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
            "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
            "check_degeneracy", "DegeneracyWarning", "OffDiagonalLaplace", "sparse_gmrf",

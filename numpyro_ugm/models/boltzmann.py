@@ -16,7 +16,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from .._checks import check_count
-from ..domains import Binary, Spin
+from ..domains import Binary, Real, Spin
 from ..factors import factor
 
 __all__ = ["rbm", "vbm"]
@@ -86,3 +86,16 @@ def vbm(num_units: int, *, domain: str = "spin", fields: bool = True,
     if fields:
         potential = potential + b @ x
     factor("potential", potential, colors={"x": np.arange(n)}, multilinear=True)
+
+
+def gaussian_rbm(num_visible: int, num_hidden: int) -> None:
+    """Gaussian–Bernoulli RBM with unit variances: real visible units v, binary hidden
+    units h, f(v, h) = −½ |v − b|² + vᵀ W h + cᵀ h (parameters ``W``, ``b``, ``c``, zero
+    at first). v | h is Gaussian, drawn exactly by Gibbs; h is summed out of the free
+    energy. For learned variances write the factor with v / σ (docs: the GB-RBM page)."""
+    v = numpyro.sample("v", Real(num_visible))
+    h = numpyro.sample("h", Binary(num_hidden))
+    W = numpyro.param("W", jnp.zeros((num_visible, num_hidden)))
+    b = numpyro.param("b", jnp.zeros(num_visible))
+    c = numpyro.param("c", jnp.zeros(num_hidden))
+    numpyro.factor("e", -0.5 * jnp.sum((v - b) ** 2) + v @ W @ h + c @ h)

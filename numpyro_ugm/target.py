@@ -119,12 +119,26 @@ class Target:
 
     def tempered_fn(self, params: dict, beta: Any) -> Callable[[dict], jax.Array]:
         """The log-density at inverse temperature β on the path from the base
-        distribution to the model: β f when every site is finite (uniform base), and
-        (1 − β) log base + β f with real sites (a proper density at every β)."""
-        f = self.logdensity_fn(params)
+        distribution to the model at ``params``: :meth:`tempered` of its log-density."""
+        return self.tempered(self.logdensity_fn(params), beta)
+
+    def tempered(self, logdensity_fn: Callable[[dict], jax.Array], beta: Any
+                 ) -> Callable[[dict], jax.Array]:
+        """``logdensity_fn`` at inverse temperature β on the path from the base: β f when
+        every site is finite (uniform base), (1 − β) log base + β f with real sites (a
+        proper density at every β); keeps the log-densities' own conditionals."""
         if not self.real_sites:
-            return scaled(f, beta)
-        return linear_combination((1.0 - beta, self.base_logdensity_fn()), (beta, f))
+            return scaled(logdensity_fn, beta)
+        return linear_combination((1.0 - beta, self.base_logdensity_fn()),
+                                  (beta, logdensity_fn))
+
+    def excess(self, logdensity_fn: Callable[[dict], jax.Array]
+               ) -> Callable[[dict], jax.Array]:
+        """What β multiplies on the path of :meth:`tempered`: f − log base (f itself
+        when every site is finite)."""
+        if not self.real_sites:
+            return logdensity_fn
+        return linear_combination((1.0, logdensity_fn), (-1.0, self.base_logdensity_fn()))
 
     def random_state(self, rng_key: jax.Array, sample_shape: tuple = ()) -> dict:
         """Draws from the base distribution of every state site (uniform on a finite

@@ -186,12 +186,9 @@ def anneal_from_base(target, kernel: Kernel, rng_key: jax.Array, params: dict,
     dtype = jnp.result_type(float)
     weights = jnp.full((num_particles,), 1.0 / num_particles, dtype)
     f = target.logdensity_fn(params)
-    if target.real_sites:
-        base = target.base_logdensity_fn()
-        prior, likelihood = base, linear_combination((1.0, f), (-1.0, base))
-    else:
-        prior, likelihood = constant_log_density(jnp.zeros((), dtype)), f
-    result = temper(kernel, key, position, weights, prior, likelihood,
+    prior = (target.base_logdensity_fn() if target.real_sites
+             else constant_log_density(jnp.zeros((), dtype)))
+    result = temper(kernel, key, position, weights, prior, target.excess(f),
                     target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                     resampling=resampling, max_betas=max_betas)
     return result._replace(log_z_increment=result.log_z_increment + target.log_num_states)

@@ -15,7 +15,6 @@ import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
 from .._checks import check_count
-from ..conditionals import linear_combination, scaled
 from .base import Kernel, KernelSpec, as_spec
 from .gibbs import gibbs
 
@@ -32,29 +31,6 @@ def _check_betas(owner, betas, default_low, default_num):
         raise ValueError(f"{owner}: betas must be strictly increasing in [0, 1] and end "
                          f"at 1, got {betas.tolist()}")
     return tuple(float(b) for b in betas)
-
-
-def _tempered(base, logdensity_fn, beta):
-    """The log-density at β on the path from the base: β · logdensity_fn when the base
-    is uniform (``base`` None, finite sites), (1 − β) base + β logdensity_fn otherwise
-    (:meth:`~numpyro_ugm.target.Target.tempered_fn`); keeps the log-densities' own
-    conditionals."""
-    if base is None:
-        return scaled(logdensity_fn, beta)
-    return linear_combination((1.0 - beta, base), (beta, logdensity_fn))
-
-
-def _excess(base, logdensity_fn):
-    """What β multiplies on the path: logdensity_fn − base (logdensity_fn itself when
-    the base is uniform)."""
-    if base is None:
-        return logdensity_fn
-    return lambda x: logdensity_fn(x) - base(x)
-
-
-def _base(target):
-    """The target's base log-density, or None when it is uniform (finite sites only)."""
-    return target.base_logdensity_fn() if target.real_sites else None
 
 
 class TemperedTransitionsState(NamedTuple):
@@ -116,7 +92,6 @@ class tempered_transitions(KernelSpec):
         down = betas[:-1][::-1]          # β_{S−1}, ..., β_0
         up_from, up_to = betas[:-1], betas[1:]
         every = int(self.every)
-        base = _base(target)
 
         def base_step(kernel, rng_key, position, logdensity_fn):
             state = kernel.init(position, logdensity_fn)
@@ -126,19 +101,19 @@ class tempered_transitions(KernelSpec):
             down_key, up_key, accept_key = jax.random.split(rng_key, 3)
             higher = betas[1:][::-1]      # β_S, ..., β_1: the level each state leaves
 
-            energy = _excess(base, logdensity_fn)
+            energy = target.excess(logdensity_fn)
 
             def go_down(x, xs):
                 key, beta, beta_above = xs
                 term = (beta - beta_above) * energy(x)
-                return base_step(forward, key, x, _tempered(base, logdensity_fn, beta)), term
+                return base_step(forward, key, x, target.tempered(logdensity_fn, beta)), term
 
             bottom, down_terms = jax.lax.scan(
                 go_down, position, (jax.random.split(down_key, down.shape[0]), down, higher))
 
             def go_up(x, xs):
                 key, beta, beta_above = xs
-                x = base_step(backward, key, x, _tempered(base, logdensity_fn, beta))
+                x = base_step(backward, key, x, target.tempered(logdensity_fn, beta))
                 return x, (beta_above - beta) * energy(x)
 
             proposal, up_terms = jax.lax.scan(
@@ -242,7 +217,6 @@ class parallel_tempering(KernelSpec):
         betas = jnp.asarray(self.betas)
         num = len(self.betas)
         pair = jnp.arange(num - 1)
-        base = _base(target)
 
         def init(position, logdensity_fn=None):
             replicas = jax.tree.map(lambda a: jnp.broadcast_to(a, (num,) + a.shape),
@@ -250,7 +224,7 @@ class parallel_tempering(KernelSpec):
             return ParallelTemperingState(dict(position), replicas, jnp.zeros((), jnp.int32))
 
         def move_one(key, x, beta, logdensity_fn):
-            density = _tempered(base, logdensity_fn, beta)
+            density = target.tempered(logdensity_fn, beta)
             state, info = kernel.step(key, kernel.init(x, density), density)
             return state.position, info.acceptance_rate
 
@@ -258,7 +232,7 @@ class parallel_tempering(KernelSpec):
             move_key, swap_key = jax.random.split(rng_key)
             replicas, acceptance = jax.vmap(move_one, (0, 0, 0, None))(
                 jax.random.split(move_key, num), state.replicas, betas, logdensity_fn)
-            f = jax.vmap(_excess(base, logdensity_fn))(replicas)
+            f = jax.vmap(target.excess(logdensity_fn))(replicas)
             log_ratio = (betas[1:] - betas[:-1]) * (f[:-1] - f[1:])
             attempted = pair % 2 == state.parity
             u = jax.random.uniform(swap_key, (num - 1,))

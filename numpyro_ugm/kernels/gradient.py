@@ -124,6 +124,9 @@ class GradientKernelSpec(KernelSpec):
         if self.step_size is not None and not (np.isfinite(self.step_size)
                                                and self.step_size > 0):
             raise ValueError(f"{name}: step_size must be positive, got {self.step_size}")
+        if not (np.isfinite(self.adaptation_rate) and self.adaptation_rate >= 0):
+            raise ValueError(f"{name}: adaptation_rate must be a finite number >= 0, got "
+                             f"{self.adaptation_rate}")
         if self.target_acceptance is not None and not 0 < self.target_acceptance < 1:
             raise ValueError(f"{name}: target_acceptance must be in (0, 1), got "
                              f"{self.target_acceptance}")
@@ -158,10 +161,9 @@ class GradientKernelSpec(KernelSpec):
                  if rest.blocks else None)
         dim = sum(target.state_sites[s].num_variables for s in sites)
         initial = 0.1 if self.step_size is None else float(self.step_size)
-        goal = (self.default_acceptance if self.target_acceptance is None
-                else self.target_acceptance)
+        goal = float(self.default_acceptance if self.target_acceptance is None
+                     else self.target_acceptance)
         rate, adapt, steps = self.adaptation_rate, self.adapt, self.num_mcmc_steps
-        goal = float(goal)
 
         def conditional(logdensity_fn, position):
             return lambda sub: logdensity_fn({**position, **sub})

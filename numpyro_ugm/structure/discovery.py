@@ -315,9 +315,7 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
                             [offsets[list(domains).index(s)] for s in finite])
         if len(finite) < len(domains):  # pairs with a real variable: from the Hessian
             real = _hessian_edges(log_potential, domains, points + inner, offsets)
-            is_real = np.ones(num_variables, bool)
-            for s in finite:
-                is_real[structure_range(domains, offsets, s)] = False
+            is_real = np.repeat([not d.finite for d in domains.values()], sizes)
             edges = unique_pairs(np.concatenate([edges, real[is_real[real].any(axis=1)]]))
     else:
         warnings.warn(
@@ -329,8 +327,3 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
         edges = None
     return _blocks_without(domains, offsets, edges, multilinear, moved)
 
-
-def structure_range(domains, offsets, site):
-    """The global indices of ``site``'s variables."""
-    k = list(domains).index(site)
-    return np.arange(offsets[k], offsets[k + 1])

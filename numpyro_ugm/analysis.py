@@ -5,6 +5,7 @@ declare. The functions take a :class:`~numpyro_ugm.model.UGM` (they are its stru
 methods, kept apart so that the model class only traces)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .compile_cache import cached
@@ -17,9 +18,9 @@ __all__ = ["find_structure", "covering_structure", "check_declared_conditionals"
 
 
 def find_structure(m, rng_key=None, **options) -> Structure:
-    """The colouring a factor declares (:func:`numpyro_ugm.factor`), when exactly one
-    does, it covers every state site and every other factor is constant in the state;
-    otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential."""
+    """The colouring factors declare (:func:`numpyro_ugm.factor`), when together they
+    cover every state site and every other factor is linear in the state (adds no
+    interaction); otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential."""
     declared = _declared_structure(m)
     if declared is not None:
         return declared
@@ -28,21 +29,66 @@ def find_structure(m, rng_key=None, **options) -> Structure:
 
 
 def _declared_structure(m):
-    """The structure a factor declares, or None (see :func:`find_structure`)."""
+    """The structure the factors declare, or None (see :func:`find_structure`). Several
+    declaring factors give the product colouring (two variables share a colour only when
+    they share one under every factor); a factor that declares nothing must be linear in
+    the state: :func:`_is_linear` at the probe states."""
     declared = m._sites.declared
-    if len(declared) != 1:
+    if not declared:
         return None
-    (name, (colors, multilinear)), = declared.items()
-    if set(colors) != set(m.state_sites):
+    if set().union(*(set(colors) for colors, _ in declared.values())) != set(m.state_sites):
         return None
     params = m.init_params(jax.random.PRNGKey(0))
-    rest = [{n: term for n, _, term in m._terms(params, state) if n != name}
-            for state in _probe_states(m.state_sites)]
-    for other in rest[1:]:  # the other factors must not depend on the state
-        if any(not np.allclose(np.asarray(other[n]), np.asarray(v), rtol=1e-6, atol=1e-6)
-               for n, v in rest[0].items()):
-            return None
+
+    def rest(state):
+        return sum((term for n, _, term in m._terms(params, state) if n not in declared),
+                   jnp.zeros(()))
+
+    rng = np.random.default_rng(0)
+    if not all(_is_linear(rest, state, m.state_sites, rng) for state in _probe_states(m.state_sites)):
+        return None
+    colors = {}
+    for s in m.state_sites:
+        rows = [np.asarray(c[s], np.int64).reshape(-1) for c, _ in declared.values() if s in c]
+        colors[s] = (rows[0] if len(rows) == 1
+                     else np.unique(np.stack(rows, 1), axis=0, return_inverse=True)[1].reshape(-1))
+    multilinear = all(flag for _, flag in declared.values())
     return from_colors(m.state_sites, colors, multilinear)
+
+
+def _is_linear(f, state, domains, rng, num_pairs: int = 16, tol: float = 1e-5) -> bool:
+    """Whether ``f(state)`` adds no interaction between state variables, probed at
+    ``state``: the second differences of ``num_pairs`` random pairs of variables are
+    zero, and so is a Hessian-vector product in a random direction (every pair at
+    once, for a potential written differentiably)."""
+    from .conditionals import scatter
+
+    if not any(jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating) for v in state.values()):
+        return False
+    flat = [(s, v) for s, d in domains.items() for v in range(d.num_variables)]
+    base = float(f(state))
+    for _ in range(num_pairs):
+        a, b = rng.choice(len(flat), size=2, replace=False) if len(flat) > 1 else (0, 0)
+        (sa, va), (sb, vb) = flat[a], flat[b]
+
+        def moved(x, site, v):
+            d = domains[site]
+            if not getattr(d, "finite", True):  # a real variable moves by one
+                return {**x, site: x[site].reshape(-1).at[v].add(1.0).reshape(x[site].shape)}
+            label = d.labels(x[site]).reshape(-1)[v:v + 1]
+            other = d.label_to_model((label + 1) % d.num_values, x[site].dtype)
+            return {**x, site: scatter(x[site], d, jnp.asarray([v]), other)}
+
+        x_a, x_b = moved(state, sa, va), moved(state, sb, vb)
+        x_ab = moved(x_a, sb, vb)
+        second = float(f(x_ab)) - float(f(x_a)) - float(f(x_b)) + base
+        if abs(second) > tol * (1 + abs(base)):
+            return False
+    direction = {s: jnp.asarray(rng.standard_normal(np.shape(v)), jnp.asarray(v).dtype)
+                 for s, v in state.items()}
+    hvp = jax.jvp(jax.grad(f), (state,), (direction,))[1]
+    return all(float(jnp.max(jnp.abs(h))) <= tol * (1 + abs(base)) if h.size else True
+               for h in jax.tree.leaves(hvp))
 
 
 def _probe_states(domains):

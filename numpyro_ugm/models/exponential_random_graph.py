@@ -1,26 +1,28 @@
-"""Exponential random graph models (ERGMs, p* models) of undirected graphs.
+"""Exponential random graph models (ERGMs, p* models) of undirected and directed
+networks.
 
 The model :func:`ergm` has one :class:`~numpyro_ugm.domains.Binary` site ``"y"`` over the
-``n(n-1)/2`` node pairs of a graph (:mod:`numpyro_ugm.models.graphs`) and the
-log-potential θ·s(y) for a vector of graph statistics s
-(:mod:`numpyro_ugm.models.graph_statistics`), with one parameter per statistic in the
-site ``"theta"``.
+dyads of a network (:mod:`numpyro_ugm.models.graphs`: n(n−1)/2 node pairs, or n(n−1)
+ordered pairs) and the log-potential θ·s(y) for the statistics s of its terms
+(:mod:`numpyro_ugm.models.graph_statistics`, :mod:`numpyro_ugm.models.graph_covariates`),
+with one parameter per coefficient in the site ``"theta"``.
 
 Its one factor gives the samplers their conditionals (:func:`numpyro_ugm.factor`): the
-change statistics θ·Δ_e s of a block of pairs, from the adjacency rows of the block's
+change statistics θ·Δs of a block of dyads, from the adjacency rows of the block's
 nodes, never a gradient of the whole graph's statistics. It also declares its Gibbs
-blocks, so no structure analysis runs at setup: pairs interact only through a shared
-node for every statistic but gwesp, so the blocks are **edge matchings** (the round-robin
-schedule: n − 1 perfect matchings for even n, n for odd n); with ``edges`` alone, one
-block; with ``gwesp`` any two pairs interact (through the shared partners of their
-neighbours), so each pair is its own block.
+blocks, so no structure analysis runs at setup: covariate terms couple no dyads (one
+block when every term is dyad independent); structural terms but gwesp couple dyads
+only through a shared node, so the blocks are **matchings** (the round-robin schedule:
+n − 1 perfect matchings for even n, n for odd n; for a directed network each matching's
+pairs split into the two directions, 2(n − 1) blocks); with ``gwesp`` any two dyads
+interact, so each dyad is its own block (for large sparse networks use the sparse
+Metropolis–Hastings sampler of :mod:`numpyro_ugm.models.network_sampler` instead).
 
 Helpers beside the model: :mod:`numpyro_ugm.models.graph_estimation` (the MPLE start of
 MCMC maximum likelihood, the degeneracy check).
 """
 
 import functools
-from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -28,48 +30,53 @@ import numpyro
 import numpyro.distributions as dist
 from jax.typing import ArrayLike
 
-from .._checks import check_count
 from ..domains import Binary
 from ..factors import factor
 from .graph_statistics import (DEFAULT_DECAY, change_statistics_of, is_multilinear,
-                               parse_statistics, statistics_of)
-from .graphs import num_pairs
+                               resolve_terms, statistics_of, term_names)
+from .graph_terms import as_network
+from .graphs import num_dyads
 
-__all__ = ["ergm"]
+__all__ = ["ergm", "dyad_colors"]
 
 # --- the Gibbs blocks and conditionals the model declares ----------------------------
 
 
-def _colors(n, names):
-    """The Gibbs coloring of the pairs: one color when the statistics are dyad
-    independent (edges only), one color per pair with gwesp (any two pairs interact
-    through the shared partners of their neighbours), else matchings (pairs interact
-    only through a shared node)."""
-    if set(names) <= {"edges"}:
-        return np.zeros(num_pairs(n), np.int64)
-    if "gwesp" in names:
-        return np.arange(num_pairs(n))
-    return _matching_colors(n)
+def dyad_colors(net, terms) -> np.ndarray:
+    """The Gibbs coloring of the dyads: one color when every term is dyad independent,
+    one color per dyad with a ``"partners"`` term (gwesp), else matchings."""
+    dependence = {t.dependence for t in terms}
+    if dependence <= {"dyadic"}:
+        return np.zeros(num_dyads(net.num_nodes, net.directed), np.int64)
+    if "partners" in dependence:
+        return np.arange(num_dyads(net.num_nodes, net.directed))
+    return _matching_colors(net.num_nodes, net.directed)
 
 
 @functools.lru_cache(maxsize=8)
-def _matching_colors(n):
-    """A color per edge variable such that each color is a matching (node-disjoint
-    pairs): the round-robin schedule, n − 1 colors for even n, n for odd n (the fewest
-    possible). Pairs (i, j) of the first m − 1 nodes (m = n rounded up to even) get
-    (i + j) mod (m − 1); pairs with node m − 1 get 2i mod (m − 1)."""
+def _matching_colors(n, directed=False):
+    """A color per dyad such that each color's dyads are node disjoint: the round-robin
+    schedule, n − 1 colors for even n, n for odd n (the fewest possible). Pairs (i, j)
+    of the first m − 1 nodes (m = n rounded up to even) get (i + j) mod (m − 1); pairs
+    with node m − 1 get 2i mod (m − 1). Directed: the ties i → j and j → i of a pair
+    take the pair's color doubled, plus one for i > j."""
     m = n + n % 2
+    if directed:
+        i, j = np.nonzero(~np.eye(n, dtype=bool))
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        color = np.where(hi == m - 1, 2 * lo, lo + hi) % (m - 1)
+        return 2 * color + (i > j)
     i, j = np.triu_indices(n, 1)
     return np.where(j == m - 1, 2 * i, i + j) % (m - 1)
 
 
-def _conditionals(y, theta, n, parsed):
+def _conditionals(y, theta, net, terms):
     """The ``conditionals(site, idx)`` hook of the model's factor: log-probabilities
-    (b, 2) of the pairs ``idx`` being off / on, [0, θ·Δ s]."""
+    (b, 2) of the dyads ``idx`` being off / on, [0, θ·Δ s]."""
     def conditionals(site, idx):
         if site != "y":
             return None
-        log_odds = change_statistics_of(y, n, parsed, idx) @ theta
+        log_odds = change_statistics_of(y, net, terms, idx) @ theta
         return jnp.stack([jnp.zeros_like(log_odds), log_odds], axis=-1)
 
     return conditionals
@@ -78,59 +85,69 @@ def _conditionals(y, theta, n, parsed):
 # --- the model -----------------------------------------------------------------------
 
 
-def ergm(num_nodes: int, statistics: Sequence = ("edges", "triangles"), *,
+def ergm(network, statistics=("edges", "triangles"), *, directed: bool | None = None,
          decay: float = DEFAULT_DECAY, prior_scale: float | None = None,
-         init: ArrayLike | None = None) -> None:
-    """Exponential random graph model: p(y; θ) ∝ exp(θ·s(y)) over undirected graphs.
+         init: ArrayLike | None = None) -> jnp.ndarray:
+    """Exponential random graph model: p(y; θ) ∝ exp(θ·s(y)) over networks; returns the
+    dyad variables ``y`` (so a model can add factors of its own on them).
 
-    Sites: ``"y"``, a :class:`~numpyro_ugm.domains.Binary` site of the n(n−1)/2 node pairs
-    (order of ``numpy.triu_indices(n, 1)``; data from
+    Sites: ``"y"``, a :class:`~numpyro_ugm.domains.Binary` site of the dyads (order of
+    :func:`~numpyro_ugm.models.graphs.pair_tables`; data from
     :func:`~numpyro_ugm.models.graph_to_edges`), and ``"theta"``, one parameter per
-    statistic in the order of ``statistics``.
+    coefficient (names: :func:`~numpyro_ugm.models.graph_statistics.term_names`).
 
-    Statistics (:data:`~numpyro_ugm.models.graph_statistics.STATISTICS`):
-
-    * ``"edges"``: number of edges;
-    * ``"twostars"``: Σ_i C(d_i, 2), pairs of edges sharing a node (``"kstar2"``);
-    * ``"threestars"``: Σ_i C(d_i, 3) (``"kstar3"``);
-    * ``"triangles"``: number of triangles (``"triangle"``);
-    * ``"isolates"``: number of nodes of degree 0;
-    * ``"gwesp"``: geometrically weighted edgewise shared partners with fixed decay α,
-      e^α Σ_k (1 − (1 − e^{−α})^k) EP_k (statnet's ``gwesp(α, fixed=TRUE)``);
-    * ``"gwdegree"``: geometrically weighted degree, e^α Σ_i (1 − (1 − e^{−α})^{d_i}).
+    Terms (statnet's names and conventions; see
+    :mod:`~numpyro_ugm.models.graph_statistics` and
+    :mod:`~numpyro_ugm.models.graph_covariates`): ``edges``, ``kstar(k)``
+    (``twostars``, ``threestars``), ``triangle``, ``isolates``, ``degree(d)``,
+    ``gwesp(α)``, ``gwdegree(α)``; directed ``mutual``, ``istar(k)``, ``ostar(k)``,
+    ``ttriple``, ``ctriple``, ``idegree``, ``odegree``, ``gwidegree``, ``gwodegree``;
+    covariates ``nodecov``, ``nodeocov``, ``nodeicov``, ``nodefactor``,
+    ``nodeofactor``, ``nodeifactor``, ``nodematch``, ``absdiff``, ``nodemix``,
+    ``edgecov``. The PF paper's triad model (Asuncion et al. 2010, sec. 4.2) is
+    ``statistics=("edges", "twostars", "triangles")``.
 
     Gibbs takes each block's conditionals from its change statistics (see the module
-    docstring): blocks are edge matchings, single pairs with ``gwesp``. The PF paper's
-    triad model (Asuncion et al. 2010, sec. 4.2) is
-    ``statistics=("edges", "twostars", "triangles")``.
+    docstring). A further ``numpyro.factor`` of the user's own (e.g. θ₂ · Σ_e w_e y_e)
+    joins the declared blocks when it is linear in ``y`` or declares its own colors.
 
     Parameters
     ----------
-    num_nodes : int
-        Number of nodes n (at least 2).
-    statistics : sequence of str or (str, float)
-        Statistic names; ``("gwesp", 0.25)`` gives a statistic its own decay.
+    network : int, Network or networkx graph
+        The number of nodes n (at least 2), or a network whose node attributes the
+        covariate terms read (:class:`~numpyro_ugm.models.graph_terms.Network`, or a
+        networkx ``Graph`` / ``DiGraph``: its nodes' attributes; its ties are not used
+        here, they are the data).
+    statistics : terms
+        Names (``"triangles"``), (name, argument) pairs (``("gwesp", 0.25)``),
+        :func:`~numpyro_ugm.models.term` s, or a statnet formula
+        (``"edges + nodematch('Grade') + gwesp(0.5, fixed=TRUE)"``).
+    directed : bool, optional
+        Whether ties are directed (default: the network's; False for a node count).
     decay : float
-        Default decay α > 0 of ``gwesp`` / ``gwdegree``.
+        Default decay α > 0 of the geometrically weighted terms.
     prior_scale : float, optional
         If given, ``theta`` gets independent Normal(0, prior_scale) priors (MAP);
         otherwise it is a ``numpyro.param`` site (maximum likelihood).
-    init : array (num_statistics,), optional
+    init : array (k,), optional
         Initial ``theta`` of the ``numpyro.param`` site (default zeros).
     """
-    n = check_count("ergm", "num_nodes", num_nodes, minimum=2)
-    parsed = parse_statistics(statistics, decay)
-    k = len(parsed)
+    net = as_network(network, directed)
+    if net.num_nodes < 2:
+        raise ValueError(f"ergm: a network needs at least 2 nodes, got {net.num_nodes}")
+    terms = resolve_terms(statistics, net, decay)
+    k = len(term_names(terms))
     if prior_scale is None:
         start = jnp.zeros(k) if init is None else jnp.asarray(init, jnp.result_type(float))
         if start.shape != (k,):
-            raise ValueError(f"ergm: init must have shape ({k},) (one value per statistic), "
-                             f"got {start.shape}")
+            raise ValueError(f"ergm: init must have shape ({k},) (one value per "
+                             f"coefficient: {term_names(terms)}), got {start.shape}")
         theta = numpyro.param("theta", start)
     else:
         theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand((k,)).to_event(1))
-    y = numpyro.sample("y", Binary(num_pairs(n)))
-    factor("statistics", theta @ statistics_of(y, n, parsed),
-           conditionals=_conditionals(y, theta, n, parsed),
-           colors={"y": _colors(n, tuple(name for name, _ in parsed))},
-           multilinear=is_multilinear(parsed))
+    y = numpyro.sample("y", Binary(num_dyads(net.num_nodes, net.directed)))
+    factor("statistics", theta @ statistics_of(y, net, terms),
+           conditionals=_conditionals(y, theta, net, terms),
+           colors={"y": dyad_colors(net, terms)},
+           multilinear=is_multilinear(terms))
+    return y

@@ -2,11 +2,10 @@
 pseudo-likelihood estimate that starts MCMC maximum likelihood (:func:`mple`) and the
 check that sampled graphs have not collapsed to an extreme graph (:func:`check_degeneracy`).
 
-This module sits above :mod:`numpyro_ugm.evaluate`: :func:`mple` is the generic
-:func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood` applied to the ready-made
-model, kept here, beside the model, where a user of ERGMs looks for it. The model
-functions of :mod:`numpyro_ugm.models` themselves import nothing above the model layer,
-and nothing in ``evaluate`` imports ``models``.
+:func:`mple` is a logistic regression on the change statistics, by Newton's method in
+float64 (the generic :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood` works
+for any model but stops at float32's gradient floor); it returns the same
+:class:`~numpyro_ugm.evaluate.pseudo.PseudoFitResult`.
 """
 
 import warnings
@@ -17,29 +16,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..evaluate.pseudo import PseudoFitResult, fit_pseudo_likelihood
-from ..model import UGM
-from .exponential_random_graph import ergm
-from .graph_statistics import DEFAULT_DECAY
-from .graphs import as_edge_data, num_nodes_of
+from ..evaluate.pseudo import PseudoFitResult
+from .graph_statistics import DEFAULT_DECAY, change_statistics
+from .graph_terms import Network, as_network
+from .graphs import _is_networkx, as_edge_data, num_nodes_of
 
 __all__ = ["mple", "check_degeneracy", "DegeneracyWarning"]
 
 
-def mple(data: Any, statistics: Sequence = ("edges", "triangles"), *,
+def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
          decay: float = DEFAULT_DECAY, prior_scale: float | None = None,
-         num_steps: int = 200, tol: float = 1e-6) -> PseudoFitResult:
+         num_steps: int = 100, tol: float = 1e-10) -> PseudoFitResult:
     """Maximum pseudo-likelihood estimate of θ (Strauss & Ikeda 1990).
 
     The pseudo-likelihood Π_e p(y_e | y_−e; θ) of an ERGM is a logistic regression of each
-    y_e on its change statistics Δ_e s(y)
-    (:func:`~numpyro_ugm.models.change_statistics`). It is maximized here through the
-    generic :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood` (L-BFGS on
-    :func:`~numpyro_ugm.evaluate.pseudo.pseudo_log_likelihood`), whose conditionals come
-    from one gradient of the potential. The MPLE is consistent for many graphs but can be
-    far from the MLE for one graph with strong dependence; it is the usual starting point
-    of MCMC maximum likelihood (``init_params=mple(...).params`` of
-    :meth:`~numpyro_ugm.learn.MLE.run`).
+    y_e on its change statistics Δ_e s(y) (:func:`~numpyro_ugm.models.change_statistics`),
+    fitted here by Newton's method in float64 (as R's ``glm``), to its stated tolerance.
+    For dyad-independent terms it is the exact MLE. The MPLE can be far from the MLE of
+    one network with strong dependence; it is the usual start of Monte Carlo maximum
+    likelihood (:func:`~numpyro_ugm.models.fit_ergm`, or ``init_params=mple(...).params``
+    of :meth:`~numpyro_ugm.learn.MLE.run`).
 
     Parameters
     ----------
@@ -48,25 +44,81 @@ def mple(data: Any, statistics: Sequence = ("edges", "triangles"), *,
     statistics, decay, prior_scale
         As in :func:`~numpyro_ugm.models.ergm` (with ``prior_scale``: maximum penalized
         pseudo-likelihood).
+    network : Network or networkx graph, optional
+        Node attributes for covariate terms, and whether ties are directed (default:
+        ``data`` itself when it is a networkx graph).
     num_steps : int
-        Maximum L-BFGS steps.
+        Maximum Newton steps.
     tol : float
-        Stop when the gradient norm reaches ``tol``.
+        Stop when the Newton decrement (the predicted gain of the step) is below ``tol``.
 
     Returns
     -------
     PseudoFitResult
-        The fit: ``params`` (``{"theta": array}``), ``pseudo_log_likelihood``,
-        ``converged``, ... When the pseudo-likelihood has no maximum (e.g. a statistic
-        whose change statistics separate the observed edges from the non-edges),
-        ``converged`` is False and the parameters diverge.
+        ``params`` (``{"theta": array}``), ``pseudo_log_likelihood`` (per network),
+        ``objective``, ``grad_norm``, ``num_steps``, ``converged``. When the
+        pseudo-likelihood has no maximum (a term whose change statistics separate the
+        observed ties from the non-ties), ``converged`` is False and θ diverges.
     """
-    data = as_edge_data(data)
-    n = num_nodes_of(data["y"].shape[-1])
-    m = UGM(ergm, n, statistics, decay=decay, prior_scale=prior_scale)
-    params = m.init_params(jax.random.PRNGKey(0))
-    params = {"theta": jnp.zeros_like(params["theta"])}
-    return fit_pseudo_likelihood(m, data, params=params, num_steps=num_steps, tol=tol)
+    if network is None and _is_networkx(data):
+        network = data
+    net = as_network(network) if network is not None else None
+    directed = net.directed if net is not None else None
+    y = as_edge_data(data, directed)["y"].astype(np.float64)
+    n = num_nodes_of(y.shape[-1], bool(directed))
+    net = net if net is not None else Network(n, False)
+    if net.num_nodes != n:
+        raise ValueError(f"mple: the data have {n} nodes, the network {net.num_nodes}")
+    X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
+    X, y = X.reshape(-1, X.shape[-1]), y.reshape(-1)
+    theta, steps, converged, objective, grad = _newton_logistic(X, y, prior_scale, num_steps,
+                                                                tol)
+    num_networks = max(1, len(as_edge_data(data, directed)["y"]))
+    log_lik = _logistic_log_likelihood(X, y, theta) / num_networks
+    return PseudoFitResult({"theta": jnp.asarray(theta, jnp.result_type(float))},
+                           jnp.asarray(log_lik), jnp.asarray(objective / num_networks),
+                           jnp.asarray(np.linalg.norm(grad)), steps, converged)
+
+
+def _logistic_log_likelihood(X, y, theta):
+    eta = X @ theta
+    return float(np.sum(y * eta - np.logaddexp(0.0, eta)))
+
+
+def _newton_logistic(X, y, prior_scale, num_steps, tol):
+    """Newton's method for the (penalized) logistic regression of y on X, float64;
+    step halving keeps every step an ascent."""
+    k = X.shape[1]
+    penalty = 0.0 if prior_scale is None else 1.0 / float(prior_scale) ** 2
+
+    def objective(t):
+        return _logistic_log_likelihood(X, y, t) - 0.5 * penalty * float(t @ t)
+
+    theta = np.zeros(k)
+    value = objective(theta)
+    grad = np.zeros(k)
+    for step in range(1, num_steps + 1):
+        p = 1.0 / (1.0 + np.exp(-(X @ theta)))
+        grad = X.T @ (y - p) - penalty * theta
+        hessian = (X * (p * (1 - p))[:, None]).T @ X + penalty * np.eye(k)
+        try:
+            direction = np.linalg.solve(hessian + 1e-12 * np.eye(k), grad)
+        except np.linalg.LinAlgError:
+            return theta, step, False, value, grad
+        decrement = float(grad @ direction)
+        if decrement < tol:
+            return theta, step, bool(np.all(np.isfinite(theta))), value, grad
+        size = 1.0
+        while size > 1e-8:
+            candidate = theta + size * direction
+            new = objective(candidate)
+            if new >= value - 1e-12 * abs(value):
+                break
+            size /= 2
+        theta, value = candidate, new
+        if np.max(np.abs(theta)) > 1e4:  # separation: no maximum
+            return theta, step, False, value, grad
+    return theta, num_steps, False, value, grad
 
 
 class DegeneracyWarning(RuntimeWarning):

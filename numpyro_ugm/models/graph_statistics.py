@@ -1,323 +1,398 @@
-"""Graph statistics s(y) of an exponential random graph model and their change
-statistics Δ_e s(y) = s(y with e on) − s(y with e off).
+"""Structural ERGM terms, the table of every term, and the statistics s(y) and change
+statistics Δs of a list of terms.
 
-The statistics (:data:`STATISTICS`) are functions of the symmetric adjacency A built
-from the edge variables (:func:`~numpyro_ugm.models.graphs.adjacency`). They are written
-**multilinearly** where they can be — each term a product of distinct edge variables
-(2-stars as ((Σ_j y_ij)² − Σ_j y_ij²)/2 per node, triangles as trace(A³)/6, ...) — so
-their gradient is the change statistics too; ``gwesp`` and ``gwdegree`` hold
-(1 − e^{−α})^k for counts k and are not multilinear.
+Each structural term is a statistic of the adjacency A (written **multilinearly** where
+it can be — a sum of products of distinct dyad variables, so its gradient is its change
+statistics too) and a change statistic read from a dyad view
+(:mod:`numpyro_ugm.models.graph_views`). Undirected: ``edges``, ``kstar(k)``
+(``twostars``, ``threestars``), ``triangle``, ``isolates``, ``degree(d)``,
+``gwesp(α)``, ``gwdegree(α)``. Directed: ``edges``, ``mutual``, ``istar(k)``,
+``ostar(k)``, ``ttriple``, ``ctriple``, ``isolates``, ``idegree(d)``, ``odegree(d)``,
+``gwesp(α)`` (on outgoing two-paths, statnet's ``dgwesp(type="OTP")``),
+``gwidegree(α)``, ``gwodegree(α)``. Covariate terms:
+:mod:`numpyro_ugm.models.graph_covariates`.
 
-The samplers never differentiate the whole graph's statistics: the model's factor gives
-its own conditionals, the change statistics of a block of pairs computed from the
-adjacency rows of the block's nodes (degrees, and shared partners A_i·A_j): O(n) per pair
-for edges, twostars, threestars, triangles, isolates and gwdegree, so O(n²) for a block
-that is a perfect matching and O(n³) per sweep. ``gwesp`` also needs the shared partners
-of the pair's neighbouring edges: it gathers the rows of the pair's c common neighbours,
-O(n·(c + 1)) per pair (under ``vmap`` over chains, c is the largest in the batch), so a
-sweep of a sparse graph costs O(n³) too, with one pair per update. All pairs at once
-(:func:`change_statistics`, the MPLE) come from matrix products: O(n³) work, O(n²)
-memory.
+Costs (dense path): O(n) per dyad for every term but gwesp, whose partner terms gather
+the rows of the dyad's c common neighbours, O(n·(c + 1)); every dyad at once
+(:func:`change_statistics`, the MPLE) from matrix products, O(n³) work, O(n²) memory.
 """
 
+import math
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
-from .graphs import adjacency, num_nodes_of, pair_tables, with_zero_pair
+from .graph_covariates import COVARIATE_TERMS
+from .graph_terms import (Network, Term, TermSpec, as_network, format_number, parse_terms,
+                          spec_arguments)
+from .graph_views import all_dyads_view, block_view
+from .graphs import adjacency, num_nodes_of
 
-__all__ = ["STATISTICS", "DEFAULT_DECAY", "PARTNER_CHUNK", "ergm_statistics",
-           "change_statistics", "parse_statistics", "statistics_of", "change_statistics_of",
-           "is_multilinear"]
+__all__ = ["STATISTICS", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
+           "resolve_terms", "statistics_of", "change_statistics_of", "term_names",
+           "is_multilinear", "parse_statistics"]
 
 #: default decay α of the geometrically weighted statistics (statnet's ``fixed=TRUE``)
 DEFAULT_DECAY = 0.5
 
-# --- statistics s(y) ------------------------------------------------------------------
-# Each is a function of the adjacency A (..., n, n) built from y and the decay. Those
-# marked multilinear are sums of products of distinct edge variables as written, so a
-# gradient in y gives their change statistics too (the structure analysis relies on it).
+
+def _binomial(x, k):
+    """C(x, k) for real x ≥ 0 (0 where x < k)."""
+    x = jnp.asarray(x)
+    safe = jnp.maximum(x, k - 1)
+    value = jnp.exp(jax.scipy.special.gammaln(safe + 1) - jax.scipy.special.gammaln(safe - k + 1)
+                    - math.lgamma(k + 1))
+    return jnp.where(x >= k, jnp.round(value), 0.0)
 
 
-def _edges(A, decay):
-    return jnp.sum(A, axis=(-2, -1)) / 2
+def _ones(view):
+    return jnp.ones_like(view.value)
 
 
-def _twostars(A, decay):
-    # Σ_i C(d_i, 2) written multilinearly: ((Σ_j A_ij)² − Σ_j A_ij²) / 2 per node
-    d = jnp.sum(A, -1)
-    return jnp.sum(d * d - jnp.sum(A * A, -1), -1) / 2
+def _stack(*columns):
+    return jnp.stack(columns, axis=-1)
 
 
-def _threestars(A, decay):
-    # Σ_i C(d_i, 3) as the elementary symmetric polynomial e3 = (p1³ − 3 p1 p2 + 2 p3)/6
-    p1, p2, p3 = (jnp.sum(A ** k, -1) for k in (1, 2, 3))
-    return jnp.sum(p1 ** 3 - 3 * p1 * p2 + 2 * p3, -1) / 6
+# --- undirected ----------------------------------------------------------------------
 
 
-def _triangles(A, decay):
-    # trace(A³)/6: with a zero diagonal every term A_ab A_bc A_ca has three distinct
-    # pairs, so this is a product of distinct edges (O(n³) by one matrix product)
-    return jnp.sum((A @ A) * A, axis=(-2, -1)) / 6
+def _edges(spec, net, decay):
+    spec_arguments(spec, (), {})
+    return Term(("edges",), "dyadic", lambda y, A: _stack(jnp.sum(y, -1)),
+                lambda v: _stack(_ones(v)))
 
 
-def _isolates(A, decay):
-    # Π_j (1 − A_ij) is a product of distinct edges (the diagonal contributes 1)
-    return jnp.sum(jnp.prod(1 - A, -1), -1)
+def _kstar(spec, net, decay, k=None):
+    k = int(spec_arguments(spec, ("k",), {} if k is None else {"k": k})["k"])
+    if k < 1:
+        raise ValueError(f"ergm: kstar needs k ≥ 1, got {k}")
+
+    def statistic(y, A):
+        if k == 2:  # ((Σ_j A_ij)² − Σ_j A_ij²)/2 per node: multilinear as written
+            d = jnp.sum(A, -1)
+            return _stack(jnp.sum(d * d - jnp.sum(A * A, -1), -1) / 2)
+        if k == 3:  # the elementary symmetric polynomial e3 = (p1³ − 3 p1 p2 + 2 p3)/6
+            p1, p2, p3 = (jnp.sum(A ** q, -1) for q in (1, 2, 3))
+            return _stack(jnp.sum(p1 ** 3 - 3 * p1 * p2 + 2 * p3, -1) / 6)
+        return _stack(jnp.sum(_binomial(jnp.sum(A, -1), k), -1))
+
+    return Term((f"kstar{k}",), "dyadic" if k == 1 else "node", statistic,
+                lambda v: _stack(_binomial(v.degree_i, k - 1) + _binomial(v.degree_j, k - 1)),
+                multilinear=k <= 3)
 
 
-def _gwesp(A, decay):
-    # e^α Σ_{i<j} y_ij (1 − (1 − e^{−α})^{sp_ij}), sp_ij = shared partners (statnet's
-    # gwesp(decay, fixed=TRUE)); not multilinear
-    r = -jnp.expm1(-decay)
-    return jnp.exp(decay) * jnp.sum(A * (1 - r ** (A @ A)), axis=(-2, -1)) / 2
+def _triangle(spec, net, decay):
+    spec_arguments(spec, (), {})
+    # trace(A³)/6: with a zero diagonal each term is a product of three distinct pairs
+    return Term(("triangle",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1)) / 6),
+                lambda v: _stack(v.shared))
 
 
-def _gwdegree(A, decay):
-    # e^α Σ_i (1 − (1 − e^{−α})^{d_i}) (statnet's gwdegree(decay, fixed=TRUE));
-    # not multilinear
-    r = -jnp.expm1(-decay)
-    return jnp.exp(decay) * jnp.sum(1 - r ** jnp.sum(A, -1), -1)
+def _isolates(spec, net, decay):
+    spec_arguments(spec, (), {})
+    if net.directed:
+        def statistic(y, A):
+            return _stack(jnp.sum(jnp.prod(1 - A, -1) * jnp.prod(1 - A, -2), -1))
+
+        def change(v):
+            return _stack(-(((v.out_i + v.in_i) == 0).astype(v.value.dtype)
+                            + ((v.out_j + v.in_j) == 0)))
+    else:
+        def statistic(y, A):  # Π_j (1 − A_ij): a product of distinct pairs
+            return _stack(jnp.sum(jnp.prod(1 - A, -1), -1))
+
+        def change(v):
+            return _stack(-((v.degree_i == 0).astype(v.value.dtype) + (v.degree_j == 0)))
+    return Term(("isolates",), "node", statistic, change, empty=(net.num_nodes,))
 
 
-# --- change statistics Δ_e s(y) = s(y, e on) − s(y, e off) ----------------------------
+def _degree_counts(kind):
+    """degree(d) / idegree(d) / odegree(d): the number of nodes of degree d, one
+    statistic per d."""
+    def build(spec, net, decay):
+        d = spec_arguments(spec, ("d",), {})["d"]
+        ds = tuple(int(x) for x in np.atleast_1d(d))
+        names = tuple(f"{kind}{x}" for x in ds)
+        values = jnp.asarray(ds)
+
+        def degrees(A):
+            return {"degree": jnp.sum(A, -1), "odegree": jnp.sum(A, -1),
+                    "idegree": jnp.sum(A, -2)}[kind]
+
+        def statistic(y, A):
+            return jnp.sum(degrees(A)[..., None] == values, -2).astype(y.dtype)
+
+        def gain(deg):  # a node of degree deg (without the dyad) moves to deg + 1
+            deg = deg[..., None]
+            return ((deg + 1 == values).astype(deg.dtype) - (deg == values))
+
+        def change(v):
+            if kind == "degree":
+                return gain(v.degree_i) + gain(v.degree_j)
+            return gain(v.out_i if kind == "odegree" else v.in_j)
+
+        empty = tuple(float(net.num_nodes) if x == 0 else 0.0 for x in ds)
+        return Term(names, "node", statistic, change, multilinear=False, empty=empty)
+    return build
 
 
-class _Dyads:
-    """What the change statistics of some dyads (i, j) need, at the current graph:
-    ``value`` y_ij, ``degree_i`` / ``degree_j`` the degrees of i and j without the pair,
-    ``shared`` the number of shared partners of i and j, and, for gwesp,
-    :meth:`partner_terms`. Built by :func:`_all_dyads` (every pair, from matrix products)
-    or :func:`_block_dyads` (a block, from the adjacency rows of its nodes)."""
-
-    def __init__(self, value, degree_i, degree_j, shared, partner_terms):
-        self.value, self.degree_i, self.degree_j = value, degree_i, degree_j
-        self.shared, self._partner_terms = shared, partner_terms
-
-    def partner_terms(self, r):
-        """Σ_k A_ik A_jk (r^{sp_ik} + r^{sp_jk}), the shared partners' counts sp of the
-        pairs (i, k) and (j, k) taken with the pair (i, j) off."""
-        return self._partner_terms(r)
+def _decay_of(spec, decay):
+    args = spec_arguments(spec, ("decay", "fixed"), {"decay": decay, "fixed": True})
+    alpha = float(args["decay"])
+    if not args["fixed"]:
+        raise ValueError(f"ergm: {spec}: only fixed decays are supported (fixed=TRUE); "
+                         "curved ERGMs (fixed=FALSE) are not")
+    if not alpha > 0:
+        raise ValueError(f"ergm: the decay of {spec.name} must be > 0, got {alpha}")
+    return alpha
 
 
-def _all_dyads(y, n):
-    """:class:`_Dyads` of every pair of the graph ``y`` (E,): O(n²) memory, O(n³) work
-    (A @ A, and one more product for gwesp)."""
-    _, i, j = pair_tables(n)
-    A = adjacency(y, n)
-    d = jnp.sum(A, -1)
-    sp = A @ A
+def _gwesp(spec, net, decay):
+    alpha = _decay_of(spec, decay)
+    r = -math.expm1(-alpha)
+    scale = math.exp(alpha)
+    if net.directed:
+        # e^α Σ_{i≠j} y_ij (1 − r^{tp_ij}), tp = outgoing two-paths (A @ A)
+        def statistic(y, A):
+            return _stack(scale * jnp.sum(A * (1 - r ** (A @ A)), (-2, -1)))
 
-    def partner_terms(r):
-        # B = A ∘ r^{sp}; (B A)_ij + (B A)_ji sums r^{sp_ik} (resp. r^{sp_jk}) over the
-        # common neighbours k; with y_ij on, each sp counts the pair once too many
-        BA = ((A * r ** sp) @ A)
-        return (BA[i, j] + BA[j, i]) * r ** (-y)
+        def change(v):
+            return _stack(scale * (1 - r ** v.two_paths) + v.otp_partner_terms(r))
+        name = f"gwesp.OTP.fixed.{format_number(alpha)}"
+    else:
+        # e^α Σ_{i<j} y_ij (1 − r^{sp_ij}), sp = shared partners; a common neighbour k
+        # gives the pairs (i, k), (j, k) one more partner: e^α (r^s − r^{s+1}) = r^s each
+        def statistic(y, A):
+            return _stack(scale * jnp.sum(A * (1 - r ** (A @ A)), (-2, -1)) / 2)
 
-    return _Dyads(y, d[i] - y, d[j] - y, sp[i, j], partner_terms)
-
-
-#: common neighbours whose adjacency rows gwesp's change statistic gathers at a time
-PARTNER_CHUNK = 8
-
-
-def _block_dyads(y, n, idx):
-    """:class:`_Dyads` of the pairs ``idx`` (b,) of the graph ``y`` (E,), from the
-    adjacency rows of their nodes: O(b·n). gwesp's partner terms also gather the rows
-    of the pair's common neighbours, :data:`PARTNER_CHUNK` at a time: O(b·n·(c + 1))
-    for c common neighbours (under ``vmap`` the largest c of the batch), instead of
-    O(n²) for the whole adjacency."""
-    pair, nodes_i, nodes_j = pair_tables(n)
-    pair = jnp.asarray(pair)
-    padded = with_zero_pair(y)
-    i, j = jnp.asarray(nodes_i)[idx], jnp.asarray(nodes_j)[idx]
-    row_i, row_j = padded[pair[i]], padded[pair[j]]  # (b, n)
-    value = padded[idx]
-
-    def partner_terms(r):
-        chunk = PARTNER_CHUNK
-        width = -(-n // chunk) * chunk
-
-        def one(row_i, row_j, v):
-            common = row_i * row_j
-            count = jnp.sum(common > 0)
-            order = jnp.nonzero(common > 0, size=width, fill_value=0)[0]
-
-            def body(carry):
-                start, total = carry
-                ks = jax.lax.dynamic_slice(order, (start,), (chunk,))
-                weight = jnp.where(start + jnp.arange(chunk) < count, common[ks], 0)
-                rows = padded[pair[ks]]  # (chunk, n): the common neighbours' rows
-                sp_i, sp_j = rows @ row_i - v, rows @ row_j - v  # pair (i, j) off
-                return start + chunk, total + jnp.sum(weight * (r ** sp_i + r ** sp_j))
-
-            zero = jnp.zeros((), row_i.dtype)
-            return jax.lax.while_loop(lambda c: c[0] < count, body, (0, zero))[1]
-
-        return jax.vmap(one)(row_i, row_j, value)
-
-    return _Dyads(value, jnp.sum(row_i, -1) - value, jnp.sum(row_j, -1) - value,
-                  jnp.sum(row_i * row_j, -1), partner_terms)
+        def change(v):
+            return _stack(scale * (1 - r ** v.shared) + v.partner_terms(r))
+        name = f"gwesp.fixed.{format_number(alpha)}"
+    return Term((name,), "partners", statistic, change, multilinear=False)
 
 
-def _change_edges(g, decay):
-    return jnp.ones_like(g.value)
+def _gwdegree(kind):
+    """gwdegree / gwidegree / gwodegree: e^α Σ_i (1 − r^{d_i}); a node of degree d
+    (without the dyad) gains e^α (r^d − r^{d+1}) = r^d."""
+    def build(spec, net, decay):
+        alpha = _decay_of(spec, decay)
+        r = -math.expm1(-alpha)
+        scale = math.exp(alpha)
+        axis = -2 if kind == "gwidegree" else -1
+
+        def statistic(y, A):
+            return _stack(scale * jnp.sum(1 - r ** jnp.sum(A, axis), -1))
+
+        def change(v):
+            if kind == "gwdegree":
+                return _stack(r ** v.degree_i + r ** v.degree_j)
+            return _stack(r ** (v.in_j if kind == "gwidegree" else v.out_i))
+        short = {"gwdegree": "gwdeg", "gwidegree": "gwideg", "gwodegree": "gwodeg"}[kind]
+        return Term((f"{short}.fixed.{format_number(alpha)}",), "node", statistic, change,
+                    multilinear=False)
+    return build
 
 
-def _change_twostars(g, decay):
-    return g.degree_i + g.degree_j
+# --- directed ------------------------------------------------------------------------
 
 
-def _change_threestars(g, decay):
-    return (g.degree_i * (g.degree_i - 1) + g.degree_j * (g.degree_j - 1)) / 2
+def _mutual(spec, net, decay):
+    spec_arguments(spec, (), {})
+    return Term(("mutual",), "node",
+                lambda y, A: _stack(jnp.sum(A * jnp.swapaxes(A, -1, -2), (-2, -1)) / 2),
+                lambda v: _stack(v.reverse))
 
 
-def _change_triangles(g, decay):
-    return g.shared
+def _directed_star(kind):
+    """istar(k) = Σ_j C(in_j, k); ostar(k) = Σ_i C(out_i, k)."""
+    def build(spec, net, decay):
+        k = int(spec_arguments(spec, ("k",), {})["k"])
+        if k < 1:
+            raise ValueError(f"ergm: {kind} needs k ≥ 1, got {k}")
+        axis = -2 if kind == "istar" else -1
+
+        def statistic(y, A):
+            if k == 2:
+                d = jnp.sum(A, axis)
+                return _stack(jnp.sum(d * d - jnp.sum(A * A, axis), -1) / 2)
+            return _stack(jnp.sum(_binomial(jnp.sum(A, axis), k), -1))
+
+        def change(v):
+            return _stack(_binomial(v.in_j if kind == "istar" else v.out_i, k - 1))
+        return Term((f"{kind}{k}",), "dyadic" if k == 1 else "node", statistic, change,
+                    multilinear=k <= 2)
+    return build
 
 
-def _change_isolates(g, decay):
-    return -((g.degree_i == 0).astype(g.value.dtype) + (g.degree_j == 0))
+def _ttriple(spec, net, decay):
+    spec_arguments(spec, (), {})
+    # Σ_{i,j,k} y_ij y_jk y_ik; toggling a → b changes the triples where it is i→j, j→k
+    # or i→k: |out(a)∩out(b)| + |in(a)∩in(b)| + |out(a)∩in(b)|
+    return Term(("ttriple",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1))),
+                lambda v: _stack(v.shared_out + v.shared_in + v.two_paths))
 
 
-def _change_gwesp(g, decay):
-    # the pair's own term e^α (1 − r^{sp_ij}), and each common neighbour k gives the
-    # pairs (i, k), (j, k) one more shared partner: e^α (r^s − r^{s+1}) = r^s each
-    r = -jnp.expm1(-decay)
-    return jnp.exp(decay) * (1 - r ** g.shared) + g.partner_terms(r)
+def _ctriple(spec, net, decay):
+    spec_arguments(spec, (), {})
+    # Σ y_ij y_jk y_ki / 3 = trace(A³)/3; toggling a → b closes |out(b) ∩ in(a)| cycles
+    return Term(("ctriple",), "node",
+                lambda y, A: _stack(jnp.sum((A @ A) * jnp.swapaxes(A, -1, -2), (-2, -1)) / 3),
+                lambda v: _stack(v.cycles))
 
 
-def _change_gwdegree(g, decay):
-    # a node of degree d (without the pair) gains e^α (r^d − r^{d+1}) = r^d
-    r = -jnp.expm1(-decay)
-    return r ** g.degree_i + r ** g.degree_j
+# --- the table of terms --------------------------------------------------------------
 
 
-#: name -> (statistic of A, its change statistics, multilinear as written, uses a decay)
-_STATISTICS = {
-    "edges": (_edges, _change_edges, True, False),
-    "twostars": (_twostars, _change_twostars, True, False),
-    "threestars": (_threestars, _change_threestars, True, False),
-    "triangles": (_triangles, _change_triangles, True, False),
-    "isolates": (_isolates, _change_isolates, True, False),
-    "gwesp": (_gwesp, _change_gwesp, False, True),
-    "gwdegree": (_gwdegree, _change_gwdegree, False, True),
-}
+def _star(k):
+    return lambda spec, net, decay: _kstar(TermSpec(spec.name), net, decay, k)
+
+
+_UNDIRECTED = {"kstar": _kstar, "twostars": _star(2), "threestars": _star(3),
+               "triangle": _triangle, "degree": _degree_counts("degree"),
+               "gwdegree": _gwdegree("gwdegree")}
+_DIRECTED = {"mutual": _mutual, "istar": _directed_star("istar"),
+             "ostar": _directed_star("ostar"), "ttriple": _ttriple, "ctriple": _ctriple,
+             "idegree": _degree_counts("idegree"), "odegree": _degree_counts("odegree"),
+             "gwidegree": _gwdegree("gwidegree"), "gwodegree": _gwdegree("gwodegree")}
+_BOTH = {"edges": _edges, "isolates": _isolates, "gwesp": _gwesp, **COVARIATE_TERMS}
 _ALIASES = {"edge": "edges", "kstar2": "twostars", "2-stars": "twostars",
             "2stars": "twostars", "kstar3": "threestars", "3-stars": "threestars",
-            "triangle": "triangles", "isolate": "isolates"}
+            "triangles": "triangle", "isolate": "isolates"}
 
-#: Names of the statistics :func:`~numpyro_ugm.models.ergm` knows (aliases:
-#: ``triangle``, ``kstar2``, ``kstar3``, ``edge``, ``isolate``). ``gwesp`` and
-#: ``gwdegree`` take a decay α > 0, either ``decay=`` or as a pair ``("gwesp", α)``.
-STATISTICS = tuple(_STATISTICS)
-
-
-def parse_statistics(statistics: Sequence | str, decay: float) -> tuple:
-    """Normalize ``statistics`` (as :func:`~numpyro_ugm.models.ergm` takes them) to a
-    tuple of (canonical name, decay or None); errors name the statistic at fault."""
-    if isinstance(statistics, str):
-        statistics = (statistics,)
-    out = []
-    for entry in statistics:
-        if isinstance(entry, (tuple, list)):
-            if len(entry) != 2:
-                raise ValueError(f"ergm: a statistic given as a pair must be (name, decay), "
-                                 f"got {entry!r}")
-            name, value = entry
-        else:
-            name, value = entry, None
-        if not isinstance(name, str):
-            raise TypeError(f"ergm: statistic names are strings, got {name!r}")
-        key = _ALIASES.get(name.lower(), name.lower())
-        if key not in _STATISTICS:
-            raise ValueError(f"ergm: unknown statistic {name!r}; known: {list(STATISTICS)}")
-        uses_decay = _STATISTICS[key][3]
-        if value is not None and not uses_decay:
-            raise ValueError(f"ergm: statistic {name!r} takes no decay, got {value!r}")
-        if uses_decay:
-            value = float(decay if value is None else value)
-            if not value > 0:
-                raise ValueError(f"ergm: the decay of {name!r} must be > 0, got {value}")
-        out.append((key, value))
-    if not out:
-        raise ValueError("ergm: give at least one statistic")
-    if len(set(out)) < len(out):
-        raise ValueError(f"ergm: a statistic is repeated in {statistics!r}")
-    return tuple(out)
+#: Names of every term :func:`~numpyro_ugm.models.ergm` knows (aliases: ``triangles``,
+#: ``kstar2``, ``kstar3``, ``edge``, ``isolate``); undirected-only and directed-only
+#: terms are refused on the other kind of network.
+STATISTICS = ("edges", "twostars", "threestars", "triangles", "isolates", "gwesp",
+              "gwdegree")
+TERMS = tuple(sorted({*_UNDIRECTED, *_DIRECTED, *_BOTH}))
 
 
-def is_multilinear(parsed: tuple) -> bool:
-    """Whether the statistics ``parsed`` (of :func:`parse_statistics`) are all
-    multilinear as written (then a gradient gives their change statistics)."""
-    return all(_STATISTICS[name][2] for name, _ in parsed)
+def _resolve(spec, net, decay):
+    key = _ALIASES.get(spec.name.lower(), spec.name.lower())
+    table = {**_BOTH, **(_DIRECTED if net.directed else _UNDIRECTED)}
+    if key in table:
+        return table[key](spec, net, decay)
+    other = _UNDIRECTED if net.directed else _DIRECTED
+    if key in other:
+        kind, hint = (("undirected", "istar/ostar, ttriple/ctriple, gwidegree/gwodegree")
+                      if net.directed else ("directed", "kstar, triangle, gwdegree"))
+        raise ValueError(f"ergm: term {spec.name!r} is for {kind} networks and this one "
+                         f"is {'directed' if net.directed else 'undirected'}; "
+                         f"its terms include {hint}")
+    raise ValueError(f"ergm: unknown term {spec.name!r}; known: {list(TERMS)}")
 
 
-def statistics_of(y: jax.Array, n: int, parsed: tuple) -> jax.Array:
-    """s(y) (..., num_statistics) from edge variables (..., E)."""
-    A = adjacency(y, n)
-    return jnp.stack([_STATISTICS[name][0](A, value) for name, value in parsed], axis=-1)
+def resolve_terms(statistics, network, decay: float = DEFAULT_DECAY) -> tuple[Term, ...]:
+    """The :class:`~numpyro_ugm.models.graph_terms.Term` s of ``statistics`` (any form
+    of :func:`~numpyro_ugm.models.graph_terms.parse_terms`) on ``network`` (a node
+    count, :class:`~numpyro_ugm.models.graph_terms.Network` or networkx graph); a
+    repeated coefficient name is an error."""
+    net = as_network(network)
+    terms = tuple(_resolve(spec, net, decay) for spec in parse_terms(statistics))
+    names = term_names(terms)
+    if len(set(names)) < len(names):
+        repeated = sorted({x for x in names if names.count(x) > 1})
+        raise ValueError(f"ergm: the coefficient(s) {repeated} appear twice among the terms "
+                         f"{[str(s) for s in parse_terms(statistics)]}")
+    return terms
 
 
-def change_statistics_of(y: jax.Array, n: int, parsed: tuple,
+def parse_statistics(statistics, decay: float = DEFAULT_DECAY, num_nodes: int = 3,
+                     directed: bool = False) -> tuple[Term, ...]:
+    """:func:`resolve_terms` on a plain network of ``num_nodes`` nodes (no attributes)."""
+    return resolve_terms(statistics, Network(num_nodes, directed), decay)
+
+
+def term_names(terms: Sequence[Term]) -> list[str]:
+    """The coefficient names of ``terms``, in order."""
+    return [name for t in terms for name in t.names]
+
+
+def is_multilinear(terms: Sequence[Term]) -> bool:
+    """Whether every term's statistic is multilinear as written."""
+    return all(t.multilinear for t in terms)
+
+
+def statistics_of(y: jax.Array, net: Network, terms: Sequence[Term]) -> jax.Array:
+    """s(y) (..., k) from dyad variables (..., E)."""
+    A = adjacency(y, net.num_nodes, net.directed)
+    return jnp.concatenate([t.statistic(y, A) for t in terms], axis=-1)
+
+
+def change_statistics_of(y: jax.Array, net: Network, terms: Sequence[Term],
                          idx: jax.Array | None = None) -> jax.Array:
-    """Δ s (b, num_statistics) of the pairs ``idx`` (all pairs if None) of one graph
-    ``y`` (E,)."""
-    g = _all_dyads(y, n) if idx is None else _block_dyads(y, n, idx)
-    return jnp.stack([_STATISTICS[name][1](g, value) for name, value in parsed], axis=-1)
+    """Δs (b, k) of the dyads ``idx`` (every dyad if None) of one graph ``y`` (E,)."""
+    n, directed = net.num_nodes, net.directed
+    view = all_dyads_view(y, n, directed) if idx is None else block_view(y, n, idx, directed)
+    return jnp.concatenate([t.change(view) for t in terms], axis=-1)
 
 
-def ergm_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triangles"), *,
-                    decay: float = DEFAULT_DECAY) -> jax.Array:
+def _edge_array(edges, directed):
+    y = jnp.asarray(edges)
+    if not jnp.issubdtype(y.dtype, jnp.floating):
+        y = y.astype(jnp.result_type(float))
+    return y, num_nodes_of(y.shape[-1], directed)
+
+
+def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
+                    decay: float = DEFAULT_DECAY, network=None,
+                    directed: bool = False) -> jax.Array:
     """Graph statistics s(y) of edge data.
 
     Parameters
     ----------
-    edges : array (..., n(n−1)/2)
-        Edge indicators (0/1), as :func:`~numpyro_ugm.models.graph_to_edges` gives them;
+    edges : array (..., E)
+        Dyad indicators (0/1), as :func:`~numpyro_ugm.models.graph_to_edges` gives them;
         any leading axes.
-    statistics : sequence of str or (str, float)
-        As in :func:`~numpyro_ugm.models.ergm`.
+    statistics : terms
+        As in :func:`~numpyro_ugm.models.ergm` (names, (name, argument) pairs,
+        :func:`~numpyro_ugm.models.term` or a statnet formula).
     decay : float
-        Decay α of ``gwesp`` / ``gwdegree``.
+        Default decay α of the geometrically weighted terms.
+    network : Network or networkx graph, optional
+        Where covariate terms find their node attributes (and whether ties are directed).
+    directed : bool
+        Whether the dyads are ordered pairs (when ``network`` is not given).
 
     Returns
     -------
-    jax.Array (..., num_statistics)
-        In the order of ``statistics`` (floating point).
+    jax.Array (..., k)
+        One column per coefficient (floating point).
     """
-    parsed = parse_statistics(statistics, decay)
-    y = jnp.asarray(edges)
-    y = y.astype(jnp.result_type(float)) if not jnp.issubdtype(y.dtype, jnp.floating) else y
-    n = num_nodes_of(y.shape[-1])
-    return statistics_of(y, n, parsed)
+    net = as_network(network) if network is not None else None
+    y, n = _edge_array(edges, net.directed if net else directed)
+    net = net or Network(n, directed)
+    return statistics_of(y, net, resolve_terms(statistics, net, decay))
 
 
-def change_statistics(edges: ArrayLike, statistics: Sequence = ("edges", "triangles"), *,
-                      decay: float = DEFAULT_DECAY) -> jax.Array:
-    """Change statistics Δ_e s(y) = s(y with e on) − s(y with e off), for every pair e.
+def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
+                      decay: float = DEFAULT_DECAY, network=None,
+                      directed: bool = False) -> jax.Array:
+    """Change statistics Δ_e s(y) = s(y with e on) − s(y with e off), for every dyad e.
 
-    The conditional log-odds of edge e given the rest is θ·Δ_e s(y), so the MPLE is the
+    The conditional log-odds of dyad e given the rest is θ·Δ_e s(y), so the MPLE is the
     logistic regression of the observed y_e on these rows
     (:func:`~numpyro_ugm.models.mple`). Computed as the samplers compute them (O(n³) work
     and O(n²) memory per graph, from matrix products of the adjacency).
 
     Parameters
     ----------
-    edges : array (..., n(n−1)/2)
-        Edge indicators (0/1).
-    statistics, decay
+    edges : array (..., E)
+        Dyad indicators (0/1).
+    statistics, decay, network, directed
         As in :func:`ergm_statistics`.
 
     Returns
     -------
-    jax.Array (..., n(n−1)/2, num_statistics)
+    jax.Array (..., E, k)
     """
-    parsed = parse_statistics(statistics, decay)
-    y = jnp.asarray(edges, jnp.result_type(float))
-    n = num_nodes_of(y.shape[-1])
+    net = as_network(network) if network is not None else None
+    y, n = _edge_array(edges, net.directed if net else directed)
+    net = net or Network(n, directed)
+    terms = resolve_terms(statistics, net, decay)
     flat = y.reshape((-1, y.shape[-1]))
-    out = jax.vmap(lambda g: change_statistics_of(g, n, parsed))(flat)
-    return out.reshape(y.shape + (len(parsed),))
+    out = jax.vmap(lambda g: change_statistics_of(g, net, terms))(flat)
+    return out.reshape(y.shape + (out.shape[-1],))

@@ -119,3 +119,34 @@ def kumar_hebert(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     (N, 16, 24), 1 = man-made structure (16×16-pixel blocks)."""
     data = _load("kumar_hebert_manmade.npz")
     return data[f"x_{split}"], data[f"y_{split}"]
+
+
+#: the networks shipped in ``networks/`` (statnet's data sets; see its README)
+NETWORKS = ("flomarriage", "faux.mesa.high", "faux.magnolia.high", "faux.dixon.high")
+
+
+def network(name: str):
+    """One of statnet's networks shipped in ``networks/`` as a networkx ``Graph`` (or
+    ``DiGraph``), nodes 0..n−1 with their attributes (``name`` the original label).
+
+    Parameters
+    ----------
+    name : str
+        ``"flomarriage"`` (Padgett's Florentine marriages, 16 families, wealth),
+        ``"faux.mesa.high"`` (205 students; Grade, Race, Sex), ``"faux.magnolia.high"``
+        (1,461 students; Grade, Race, Sex) or ``"faux.dixon.high"`` (248 students,
+        directed; grade, race, sex). Underscores may replace the dots.
+    """
+    import networkx as nx
+
+    key = name.replace("_", ".")
+    if key not in NETWORKS:
+        raise ValueError(f"unknown network {name!r}; shipped: {list(NETWORKS)}")
+    data = _load(f"networks/{key.replace('.', '_')}.npz")
+    graph = nx.DiGraph() if bool(data["directed"]) else nx.Graph()
+    n = int(data["num_nodes"])
+    columns = {k[len("attr_"):]: data[k] for k in data.files if k.startswith("attr_")}
+    graph.add_nodes_from((v, {k: values[v].item() for k, values in columns.items()})
+                         for v in range(n))
+    graph.add_edges_from(map(tuple, data["edges"].tolist()))
+    return graph

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_count
 from .graph_estimation import DegeneracyWarning
 
 __all__ = ["degree_distribution", "edgewise_shared_partners", "shared_partner_distribution",
@@ -250,7 +251,7 @@ def _shared_partners(nets, kind):
     return np.asarray(left.multiply(right).sum(axis=1), np.int64).reshape(-1)
 
 
-def _check_partner_type(owner, directed, partner_type):
+def _check_partner_type(owner, partner_type):
     if partner_type not in SHARED_PARTNER_TYPES:
         raise ValueError(f"{owner}: partner_type must be one of {tuple(SHARED_PARTNER_TYPES)}"
                          f", got {partner_type!r}")
@@ -279,7 +280,7 @@ def edgewise_shared_partners(edges: Any, num_nodes: int, *, directed: bool = Fal
     """
     owner = "edgewise_shared_partners"
     nets = _Networks(owner, "edges", edges, num_nodes, directed)
-    partners = _shared_partners(nets, _check_partner_type(owner, directed, partner_type))
+    partners = _shared_partners(nets, _check_partner_type(owner, partner_type))
     per_network = np.split(partners, np.cumsum(nets.sizes)[:-1])
     return per_network[0] if nets.single else per_network
 
@@ -301,7 +302,7 @@ def shared_partner_distribution(edges: Any, num_nodes: int, *, directed: bool = 
     """
     owner = "shared_partner_distribution"
     nets = _Networks(owner, "edges", edges, num_nodes, directed)
-    _check_partner_type(owner, directed, partner_type)
+    _check_partner_type(owner, partner_type)
     return nets.result(_shared_partner_rows(nets, partner_type))
 
 
@@ -486,9 +487,13 @@ def _format_table(labels, columns, header):
 
 def _quantiles_of_ranks(sim):
     """Each simulated value's rank in its column over S (R's ``rank``, ties averaged)."""
-    from scipy.stats import rankdata
-
-    return rankdata(sim, axis=0) / sim.shape[0]
+    ranks = np.empty(sim.shape, np.float64)
+    for c, column in enumerate(sim.T):
+        ordered = np.sort(column)
+        below = np.searchsorted(ordered, column, side="left")
+        through = np.searchsorted(ordered, column, side="right")
+        ranks[:, c] = (below + 1 + through) / 2
+    return ranks / sim.shape[0]
 
 
 @dataclass(frozen=True)
@@ -650,7 +655,8 @@ class GoodnessOfFit:
         quantiles as light grey lines with open circles, the simulated means as blue
         diamonds and the observed network as a thick black line. The values shown stop,
         as ergm's, 3 after the last with a p-value below 1 (or, if there is none, the
-        last observed non-zero); distances end with the unreachable pairs "NR". The
+        last observed non-zero; if none either, after 4 values, where ergm shows every
+        value); distances end with the unreachable pairs "NR". The
         model statistics panel shows each simulated statistic's rank among the
         simulations over S and, for the observed, the fraction of simulations at or
         above it (near 0.5 in a good fit).
@@ -687,29 +693,29 @@ class GoodnessOfFit:
         if cols < 1:
             raise ValueError(f"GoodnessOfFit.plot: num_columns must be >= 1, got {cols}")
         rows = -(-len(names) // cols)
-        fig, axes = plt.subplots(rows, cols, squeeze=False,
+        fig, axes = plt.subplots(rows, cols, squeeze=False, layout="constrained",
                                  figsize=figsize or (4.8 * cols, 3.9 * rows))
         for ax, s in zip(axes.ravel(), names):
             _plot_panel(ax, self.statistics[s], log_odds)
         for ax in axes.ravel()[len(names):]:
             ax.set_visible(False)
         fig.suptitle(title)
-        fig.tight_layout()
         return fig
 
 
 def _shown_columns(stat):
     """ergm's plot.gof choice of columns (0-based): all for model statistics; else up to
-    3 past the last p-value below 1 (or the last observed non-zero), with the Inf column
-    of distances appended."""
+    3 past the last p-value below 1 (or the last observed non-zero; where there is none
+    either, the first 4 values, where ergm shows them all), with the Inf column of
+    distances appended."""
     L = len(stat.labels)
     if stat.name == "model":
         return list(range(L)), False
     infinite = stat.name == "distance"
     finite = L - 1 if infinite else L
     p = stat.p_values[:finite]
-    marks = np.flatnonzero(p < 1) if p.min() < 1 else np.flatnonzero(stat.observed[:finite] > 0)
-    last = marks.max() + 1 + 3 if len(marks) else finite
+    marks = np.flatnonzero(p < 1 if p.min() < 1 else stat.observed[:finite] > 0)
+    last = marks.max() + 1 + 3 if len(marks) else 4
     cols = list(range(min(last, finite)))
     return (cols + [L - 1], True) if infinite else (cols, False)
 
@@ -799,7 +805,7 @@ def goodness_of_fit(observed_edges: Any, simulated_edges: Any, num_nodes: int,
         raise ValueError(f"{owner}: simulated_edges must be a sequence of edge lists (one "
                          "per simulated network), got a single edge list")
     n, directed, S = obs.n, obs.directed, sims.count
-    _check_partner_type(owner, directed, partner_type)
+    _check_partner_type(owner, partner_type)
     has_model = observed_model_statistics is not None or simulated_model_statistics is not None
     allowed = (("idegree", "odegree") if directed else ("degree",)) + (
         "espartners", "distance", "model")
@@ -944,7 +950,8 @@ class StatisticsDiagnostics:
         k = len(self.names)
         lags = self.autocorrelation.shape[0] if max_lag is None else int(max_lag) + 1
         lags = max(1, min(lags, self.autocorrelation.shape[0]))
-        fig, axes = plt.subplots(k, 2, squeeze=False, figsize=figsize or (10, 2.4 * k))
+        fig, axes = plt.subplots(k, 2, squeeze=False, layout="constrained",
+                                 figsize=figsize or (10, 2.4 * k))
         for t, name in enumerate(self.names):
             trace, acf = axes[t]
             for chain in self.samples[:, :, t]:
@@ -959,7 +966,6 @@ class StatisticsDiagnostics:
             acf.set_title(f"{name}: autocorrelation", fontsize=9)
         axes[-1, 0].set_xlabel("draw")
         axes[-1, 1].set_xlabel("lag")
-        fig.tight_layout()
         return fig
 
 
@@ -991,8 +997,7 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
 
     owner = "mcmc_diagnostics"
     x, obs, names = _as_samples(owner, sampled_statistics, observed, names)
-    if isinstance(max_lag, (bool, np.bool_)) or int(max_lag) != max_lag or max_lag < 0:
-        raise ValueError(f"{owner}: max_lag must be an integer >= 0, got {max_lag!r}")
+    max_lag = check_count(owner, "max_lag", max_lag, minimum=0)
     C, D, k = x.shape
     flat = x.reshape(C * D, k)
     mean = flat.mean(axis=0)
@@ -1005,7 +1010,7 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
         acf = np.nanmean(np.asarray(autocorrelation(x, axis=1), np.float64), axis=0)
     constant = sd == 0
     ess = np.where(constant, np.nan, ess)
-    acf = acf[: int(max_lag) + 1]
+    acf = acf[: max_lag + 1]
     se = np.where(constant, 0.0, sd / np.sqrt(np.where(constant, 1.0, ess)))
     diff = mean - obs
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -1063,7 +1068,8 @@ def check_ergm_degeneracy(sampled_statistics: Any, observed: Any,
     owner = "check_ergm_degeneracy"
     x, obs, names = _as_samples(owner, sampled_statistics, observed, names)
     _check_level(owner, level)
-    for name, value in (("near_extreme", near_extreme), ("extreme_fraction", extreme_fraction)):
+    for name, value in (("near_extreme", near_extreme),
+                        ("extreme_fraction", extreme_fraction)):
         if not 0 < float(value) <= 1:
             raise ValueError(f"{owner}: {name} must be in (0, 1], got {value!r}")
     flat = x.reshape(-1, x.shape[2])

@@ -330,9 +330,10 @@ def _distance_counts(edges, n, directed):
 
     A breadth-first search from many sources at once: each node holds the set of the
     sources that have reached it as a bitset (one bit per source), and one step ORs, for
-    every node, the frontier sets of the nodes with an edge into it. For the k nodes
-    with edges, a step costs O(m · k / 64) word operations, the search (diameter) steps,
-    and the memory O(k · min(k, 4096) / 8) bytes (sources in blocks of 4096).
+    every node, the frontier sets of the nodes with an edge into it from the frontier.
+    For the k nodes with edges, a step costs O(m · k / 64) word operations at most, the
+    search (diameter) steps, and the memory O(k · min(k, 4096) / 8) bytes (sources in
+    blocks of 4096).
     """
     counts = np.zeros(n, np.int64)
     pairs = n * (n - 1) // (1 if directed else 2)
@@ -345,7 +346,6 @@ def _distance_counts(edges, n, directed):
         k = len(nodes)
         order = np.argsort(head, kind="stable")
         tail, head = tail[order], head[order]
-        receivers, starts = np.unique(head, return_index=True)
         one = np.uint64(1)
         for first in range(0, k, _SOURCE_BLOCK):
             sources = np.arange(first, min(first + _SOURCE_BLOCK, k))
@@ -353,16 +353,27 @@ def _distance_counts(edges, n, directed):
             reached = np.zeros((k, -(-len(sources) // 64)), np.uint64)
             reached[sources, bit // 64] = np.left_shift(one, (bit % 64).astype(np.uint64))
             frontier = reached.copy()
+            active = np.zeros(k, bool)  # nodes whose frontier set is not empty
+            active[sources] = True
             for d in range(1, n):
-                incoming = np.bitwise_or.reduceat(frontier[tail], starts, axis=0)
-                new = incoming & ~reached[receivers]
-                found = int(_popcount(new).sum())
-                if found == 0:
+                live = active[tail]  # only edges out of the frontier carry news
+                live_tail, live_head = tail[live], head[live]
+                if len(live_head) == 0:
                     break
-                counts[d - 1] += found
+                starts = np.flatnonzero(np.r_[True, live_head[1:] != live_head[:-1]])
+                receivers = live_head[starts]
+                incoming = np.bitwise_or.reduceat(frontier[live_tail], starts, axis=0)
+                new = incoming & ~reached[receivers]
+                hit = new.any(axis=1)
+                if not hit.any():
+                    break
+                receivers, new = receivers[hit], new[hit]
+                counts[d - 1] += int(_popcount(new).sum())
                 reached[receivers] |= new
-                frontier[:] = 0
+                frontier[active] = 0
                 frontier[receivers] = new
+                active[:] = False
+                active[receivers] = True
         if not directed:
             counts //= 2
     counts[n - 1] = pairs - counts[:n - 1].sum()
@@ -531,10 +542,12 @@ class GofStatistic:
 
     @property
     def minimum(self) -> np.ndarray:
+        """Smallest value of each column over the simulations."""
         return self.simulated.min(axis=0)
 
     @property
     def maximum(self) -> np.ndarray:
+        """Largest value of each column over the simulations."""
         return self.simulated.max(axis=0)
 
     @property

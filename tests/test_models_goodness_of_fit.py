@@ -8,8 +8,6 @@ import time
 import warnings
 from pathlib import Path
 
-import matplotlib
-import networkx as nx
 import numpy as np
 import pytest
 
@@ -20,14 +18,13 @@ from numpyro_ugm.models.goodness_of_fit import (
     geodesic_distance_distribution, goodness_of_fit, indicators_to_edge_lists,
     mcmc_diagnostics, monte_carlo_p_values, network_densities, shared_partner_distribution)
 
-matplotlib.use("Agg")
-
 NETWORKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 
 
 def random_graph(n, p, seed, directed, reciprocity=0.0):
     """A G(n, p) graph (directed: with a fraction ``reciprocity`` of its edges made
     mutual) and its edge list (rows shuffled, undirected rows in either orientation)."""
+    nx = pytest.importorskip("networkx")
     graph = nx.gnp_random_graph(n, p, seed=seed, directed=directed)
     rng = np.random.default_rng(seed)
     if directed:
@@ -42,8 +39,18 @@ def random_graph(n, p, seed, directed, reciprocity=0.0):
     return graph, edges
 
 
+def pyplot_agg():
+    """matplotlib.pyplot on the Agg backend (nothing displayed), or skip."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def reference_distances(graph, n, directed):
     """Counts of pairs at distance 1..n−1 and Inf from networkx's all-pairs BFS."""
+    nx = pytest.importorskip("networkx")
     lengths = dict(nx.all_pairs_shortest_path_length(graph))
     counts = np.zeros(n, np.int64)
     for i in range(n):
@@ -112,7 +119,8 @@ def test_shared_partners_match_their_definition(directed):
     if not directed:
         # each triangle gives each of its 3 edges a partner; networkx counts it at 3 nodes
         graph, edges = graphs[0]
-        assert edgewise_shared_partners(edges, n).sum() == sum(nx.triangles(graph).values())
+        triangles = pytest.importorskip("networkx").triangles(graph)
+        assert edgewise_shared_partners(edges, n).sum() == sum(triangles.values())
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -174,7 +182,7 @@ def test_edge_lists_are_checked():
 
 
 def test_indicators_to_edge_lists_round_trip():
-    graph = nx.gnp_random_graph(9, 0.4, seed=2)
+    graph = pytest.importorskip("networkx").gnp_random_graph(9, 0.4, seed=2)
     y = graph_to_edges(graph, nodelist=range(9))
     edges = indicators_to_edge_lists(y)
     assert sorted(map(tuple, edges.tolist())) == sorted(tuple(sorted(e)) for e in graph.edges)
@@ -253,7 +261,7 @@ def test_gof_finds_an_observed_network_outside_the_simulations():
 
 
 def test_gof_directed_defaults_and_figures():
-    import matplotlib.pyplot as plt
+    plt = pyplot_agg()
 
     graph, edges = random_graph(25, 0.12, 1, True)
     sims = [random_graph(25, 0.12, s, True)[1] for s in range(10, 30)]
@@ -307,7 +315,7 @@ def ar1_chains(rho, num_chains, num_draws, k, seed):
 
 
 def test_mcmc_diagnostics_effective_sample_size_of_ar1_chains():
-    import matplotlib.pyplot as plt
+    plt = pyplot_agg()
 
     C, D = 4, 5000
     iid = np.random.default_rng(1).normal(size=(C, D, 1))
@@ -403,6 +411,7 @@ def test_observed_distributions_and_p_values_match_ergmx(name):
         pytest.skip(f"{path} missing")
     data = np.load(path, allow_pickle=False)
     edges, n, directed = data["edges"], int(data["num_nodes"]), bool(data["directed"])
+    nx = pytest.importorskip("networkx")
     graph = nx.DiGraph() if directed else nx.Graph()
     graph.add_nodes_from(range(n))
     graph.add_edges_from(map(tuple, edges.tolist()))

@@ -8,9 +8,11 @@ a module:
 * :mod:`~numpyro_ugm.models.crf`: :func:`grid_crf` (with :func:`grid_edges`,
   :func:`image_features`), :func:`multilabel_crf`;
 * exponential random graph models: :func:`ergm`
-  (:mod:`~numpyro_ugm.models.exponential_random_graph`), its statistics
-  (:mod:`~numpyro_ugm.models.graph_statistics`: :func:`ergm_statistics`,
-  :func:`change_statistics`, :data:`STATISTICS`), graphs as data
+  (:mod:`~numpyro_ugm.models.exponential_random_graph`), its terms
+  (:mod:`~numpyro_ugm.models.graph_terms`: :func:`term`, :class:`Network`;
+  :mod:`~numpyro_ugm.models.graph_statistics`: :func:`ergm_statistics`,
+  :func:`change_statistics`, :func:`term_names`, :data:`TERMS`;
+  :mod:`~numpyro_ugm.models.graph_covariates`), graphs as data
   (:mod:`~numpyro_ugm.models.graphs`: :func:`graph_to_edges`, :func:`edges_to_adjacency`,
   :func:`edges_to_graph`) and estimation helpers
   (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`);
@@ -26,12 +28,15 @@ from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, latt
                        lattice_gmrf, lattice_log_likelihood, lattice_mle, lattice_moments,
                        sparse_gmrf)
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
-from .graph_statistics import STATISTICS, change_statistics, ergm_statistics
-from .graphs import edges_to_adjacency, edges_to_graph, graph_to_edges, num_nodes_of, num_pairs
+from .graph_statistics import STATISTICS, TERMS, change_statistics, ergm_statistics, term_names
+from .graph_terms import Network, term
+from .graphs import (edges_to_adjacency, edges_to_graph, graph_to_edges, num_dyads, num_nodes_of,
+                     num_pairs)
 
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm", "gaussian_rbm",
-           "ergm", "STATISTICS", "ergm_statistics", "change_statistics", "graph_to_edges",
-           "edges_to_adjacency", "edges_to_graph", "num_pairs", "num_nodes_of", "mple",
+           "ergm", "STATISTICS", "TERMS", "term", "term_names", "Network", "ergm_statistics",
+           "change_statistics", "graph_to_edges", "edges_to_adjacency", "edges_to_graph",
+           "num_pairs", "num_dyads", "num_nodes_of", "mple",
            "check_degeneracy", "DegeneracyWarning", "OffDiagonalLaplace", "sparse_gmrf",
            "glasso_objective", "lattice_gmrf", "lattice_eigenvalues", "lattice_moments",
            "lattice_log_likelihood", "lattice_mle", "lattice_draws"]

@@ -31,7 +31,7 @@ from .graph_terms import (Network, Term, TermSpec, as_network, format_number, pa
 from .graph_views import all_dyads_view, block_view
 from .graphs import adjacency, num_nodes_of
 
-__all__ = ["STATISTICS", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
+__all__ = ["STATISTICS", "TERMS", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
            "resolve_terms", "statistics_of", "change_statistics_of", "term_names",
            "is_multilinear", "parse_statistics"]
 

@@ -1,0 +1,85 @@
+"""Simulating an ERGM's statistics at given parameters with persistent chains, the
+negative phase of :func:`~numpyro_ugm.models.fit_ergm`, its standard errors, its
+log-likelihood and its goodness of fit.
+
+Two samplers behind one interface, :class:`NetworkSimulator`:
+
+* ``"gibbs"``: the package's block-Gibbs kernel on the dense dyad variables of
+  :func:`~numpyro_ugm.models.ergm` (matchings; one dyad per block with gwesp), best for
+  small or dense networks;
+* ``"sparse"``: Metropolis–Hastings with tie / no-tie proposals on neighbour lists
+  (:mod:`~numpyro_ugm.models.network_sampler`), R ergm's sampler, best for large sparse
+  networks.
+
+Both keep their chains between calls (each call continues where the last stopped) and
+return the sampled statistics as (num_chains, num_draws, k) arrays, one compiled
+program per shape (θ is an argument, never a constant).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..kernels.base import init_chains, step_chains
+from ..kernels.gibbs import gibbs
+from ..model import UGM
+from .exponential_random_graph import ergm
+from .graph_statistics import statistics_of
+from .graphs import pair_tables
+
+__all__ = ["NetworkSimulator", "dense_simulator"]
+
+
+class NetworkSimulator:
+    """Persistent chains of an ERGM; ``simulate(theta, key, num_draws, interval)`` ->
+    statistics (num_chains, num_draws, k) and the chains moved on; ``networks()`` the
+    chains' current networks as edge arrays (m, 2)."""
+
+    def __init__(self, simulate, networks, name):
+        self._simulate, self._networks, self.name = simulate, networks, name
+
+    def simulate(self, theta, key, num_draws: int, interval: int) -> np.ndarray:
+        return np.asarray(self._simulate(jnp.asarray(theta, jnp.float32), key, int(num_draws),
+                                         int(interval)))
+
+    def networks(self) -> list[np.ndarray]:
+        return self._networks()
+
+
+def dense_simulator(net, statistics, terms, y_start, num_chains: int, *,
+                    decay: float) -> NetworkSimulator:
+    """A :class:`NetworkSimulator` of block-Gibbs chains (one step: a sweep over every
+    block) started at ``y_start`` (E,), the observed network."""
+    m = UGM(ergm, net, statistics, decay=decay)
+    kernel = gibbs().build(m.target())
+    y = {"now": jnp.broadcast_to(jnp.asarray(y_start, jnp.float32),
+                                 (num_chains, len(y_start)))}
+    compiled = {}
+
+    def program(num_draws, interval):
+        @jax.jit
+        def run(theta, key, y0):
+            f = m.logdensity_fn({"theta": theta})
+            states = init_chains(kernel, {"y": y0}, f)
+
+            def sweep(states, k):
+                return step_chains(kernel, k, states, f)[0], None
+
+            def draw(states, k):
+                states = jax.lax.scan(sweep, states, jax.random.split(k, interval))[0]
+                return states, statistics_of(states.position["y"], net, terms)
+
+            states, stats = jax.lax.scan(draw, states, jax.random.split(key, num_draws))
+            return states.position["y"], jnp.swapaxes(stats, 0, 1)
+        return run
+
+    def simulate(theta, key, num_draws, interval):
+        run = compiled.setdefault((num_draws, interval), program(num_draws, interval))
+        y["now"], stats = run(theta, key, y["now"])
+        return stats
+
+    def networks():
+        _, i, j = pair_tables(net.num_nodes, net.directed)
+        return [np.stack([i[row > 0], j[row > 0]], 1) for row in np.asarray(y["now"])]
+
+    return NetworkSimulator(simulate, networks, "gibbs")

@@ -26,8 +26,10 @@ from ..model import UGM
 from .exponential_random_graph import ergm
 from .graph_statistics import statistics_of
 from .graphs import pair_tables
+from .network_sampler import (init_network_chains, network_edges, network_mh_step,
+                              simulate_statistics)
 
-__all__ = ["NetworkSimulator", "dense_simulator"]
+__all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function"]
 
 
 class NetworkSimulator:
@@ -46,10 +48,11 @@ class NetworkSimulator:
         return self._networks()
 
 
-def dense_simulator(net, statistics, terms, y_start, num_chains: int, *,
+def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin: int,
                     decay: float) -> NetworkSimulator:
     """A :class:`NetworkSimulator` of block-Gibbs chains (one step: a sweep over every
-    block) started at ``y_start`` (E,), the observed network."""
+    block) started at ``y_start`` (E,), the observed network; each call first runs
+    ``burnin`` sweeps at the new θ, then records a draw every ``interval`` sweeps."""
     m = UGM(ergm, net, statistics, decay=decay)
     kernel = gibbs().build(m.target())
     y = {"now": jnp.broadcast_to(jnp.asarray(y_start, jnp.float32),
@@ -69,7 +72,9 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *,
                 states = jax.lax.scan(sweep, states, jax.random.split(k, interval))[0]
                 return states, statistics_of(states.position["y"], net, terms)
 
-            states, stats = jax.lax.scan(draw, states, jax.random.split(key, num_draws))
+            first, second = jax.random.split(key)
+            states = jax.lax.scan(sweep, states, jax.random.split(first, burnin))[0]
+            states, stats = jax.lax.scan(draw, states, jax.random.split(second, num_draws))
             return states.position["y"], jnp.swapaxes(stats, 0, 1)
         return run
 
@@ -83,3 +88,35 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *,
         return [np.stack([i[row > 0], j[row > 0]], 1) for row in np.asarray(y["now"])]
 
     return NetworkSimulator(simulate, networks, "gibbs")
+
+
+def change_function(terms):
+    """``change_fn(view) -> (k,)``: Δs of one dyad from a sparse sampler's view, every
+    term's change statistic side by side (one object per terms, so the sampler's
+    compiled programs are reused)."""
+    def change_fn(view):
+        return jnp.concatenate([t.change(view) for t in terms], axis=-1)
+    return change_fn
+
+
+def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: int,
+                     max_degree: int | None = None) -> NetworkSimulator:
+    """A :class:`NetworkSimulator` of tie / no-tie Metropolis–Hastings chains
+    (:mod:`~numpyro_ugm.models.network_sampler`) started at the observed ties ``edges``
+    (m, 2) with statistics ``observed``; each call first runs ``burnin`` proposals at the
+    new θ, then records a draw every ``interval`` proposals."""
+    change_fn = change_function(terms)
+    chains = {"now": init_network_chains(edges, net.num_nodes, num_chains,
+                                          directed=net.directed, statistics0=observed,
+                                          max_degree=max_degree)}
+
+    def simulate(theta, key, num_draws, interval):
+        first, second = jax.random.split(key)
+        state = chains["now"]
+        if burnin:
+            state = network_mh_step(first, state, theta, change_fn, burnin)[0]
+        chains["now"], stats = simulate_statistics(second, state, theta, change_fn,
+                                                   num_draws, interval)
+        return stats
+
+    return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse")

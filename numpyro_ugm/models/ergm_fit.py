@@ -1,0 +1,257 @@
+"""One call from a network to a fitted ERGM, as statnet's
+``ergm(net ~ edges + nodematch("Grade") + gwesp(0.5, fixed=TRUE))``, and its goodness of
+fit.
+
+:func:`fit_ergm` reads the network (a networkx graph with node attributes), resolves
+the terms (:mod:`~numpyro_ugm.models.graph_terms`), starts at the MPLE
+(:func:`~numpyro_ugm.models.mple`) and then
+
+* for dyad-independent terms (covariates, edges), stops there: it is the exact MLE, with
+  exact standard errors and log-likelihood;
+* otherwise runs Monte Carlo maximum likelihood to ergm's convergence criterion
+  (:func:`~numpyro_ugm.models.ergm_inference.mcmle`) with persistent chains of a
+  :class:`~numpyro_ugm.models.network_simulation.NetworkSimulator` (sparse tie / no-tie
+  Metropolis–Hastings or dense block Gibbs), or, given ``estimator=`` (any of the
+  package's estimators: ``ugm.PCD(...)``, ``ugm.PSMC(...)``, ...), learns θ with
+  :class:`~numpyro_ugm.learn.MLE` instead; then standard errors from a final sample at
+  the estimate and the log-likelihood by bridge sampling.
+
+:func:`gof_ergm` simulates networks from a fit and compares their degree, edgewise
+shared partner and geodesic distance distributions with the observed network's
+(:mod:`~numpyro_ugm.models.goodness_of_fit`).
+"""
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import as_key, check_count
+from .ergm_inference import (ErgmFit, dyad_independent_fit, log_likelihood_bridge,
+                             mcmle_fit, mcmle_standard_errors)
+from .goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
+from .graph_estimation import mple
+from .graph_statistics import (DEFAULT_DECAY, change_statistics, resolve_terms, statistics_of,
+                               term_names)
+from .graph_terms import Network, as_network
+from .graphs import graph_to_edges, num_dyads, pair_tables
+from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
+
+__all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
+
+#: networks with at most this many dyads use dense block Gibbs under ``sampler="auto"``
+DENSE_LIMIT = 500
+
+
+@dataclasses.dataclass
+class NetworkFit:
+    """What :func:`fit_ergm` keeps besides the :class:`ErgmFit` numbers: the network,
+    its terms and the simulator whose chains sit at the estimate (for :func:`gof_ergm`)."""
+
+    network: Network
+    edges: np.ndarray
+    statistics: Any
+    observed: np.ndarray
+    simulator: NetworkSimulator | None
+    interval: int
+
+
+def _observed_network(network, edges):
+    """(Network, ties (m, 2), dyad indicators (E,)) from a networkx graph or a Network
+    with ``edges``."""
+    if isinstance(network, Network):
+        if edges is None:
+            raise ValueError("fit_ergm: with a Network, give its ties as edges=(m, 2)")
+        net = network
+        ties = np.asarray(edges, np.int64).reshape(-1, 2)
+        y = np.zeros(num_dyads(net.num_nodes, net.directed), np.float32)
+        pair = pair_tables(net.num_nodes, net.directed)[0]
+        if np.any(ties < 0) or np.any(ties >= net.num_nodes):
+            raise ValueError(f"fit_ergm: edges must be node indices in [0, {net.num_nodes})")
+        if np.any(ties[:, 0] == ties[:, 1]):
+            raise ValueError("fit_ergm: the edges include self-loops")
+        index = pair[ties[:, 0], ties[:, 1]]
+        if len(np.unique(index)) < len(index):
+            raise ValueError("fit_ergm: the edges repeat a tie (multi-edges)")
+        y[index] = 1
+        return net, ties, y
+    if edges is not None:
+        raise ValueError("fit_ergm: edges= is for a Network; a graph carries its own ties")
+    net = as_network(network)
+    y = graph_to_edges(network).astype(np.float32)
+    _, i, j = pair_tables(net.num_nodes, net.directed)
+    on = np.flatnonzero(y)
+    return net, np.stack([i[on], j[on]], 1).astype(np.int64), y
+
+
+def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
+             estimator: Any = None, sampler: str = "auto", num_chains: int = 4,
+             num_draws: int = 256, interval: int | None = None, burnin: int | None = None,
+             decay: float = DEFAULT_DECAY, rng_key: Any = None, log_likelihood: bool = True,
+             max_degree: int | None = None, num_steps: int = 2000, optimizer: Any = None,
+             **mcmle_options) -> ErgmFit:
+    """Fit an ERGM to one observed network, as statnet's ``ergm()``.
+
+    Parameters
+    ----------
+    network : networkx.Graph / DiGraph, or Network
+        The observed network with its node attributes (a ``Network`` needs ``edges``).
+    statistics : terms
+        A statnet formula (``"edges + nodematch('Grade') + gwesp(0.5, fixed=TRUE)"``),
+        names, (name, argument) pairs or :func:`~numpyro_ugm.models.term` s.
+    edges : array (m, 2), optional
+        The ties of a ``Network`` (sender, receiver when directed).
+    estimator : Estimator, optional
+        Learn θ with :class:`~numpyro_ugm.learn.MLE` and this estimator (``num_steps``
+        optimizer steps, Adam(0.01) unless ``optimizer``, iterates averaged over the
+        second half) instead of Monte Carlo maximum likelihood.
+    sampler : {"auto", "sparse", "gibbs"}
+        Chains for the MCMLE, the standard errors and the log-likelihood: tie / no-tie
+        Metropolis–Hastings on neighbour lists, or dense block Gibbs; ``"auto"``: Gibbs
+        for networks of at most 500 dyads.
+    num_chains, num_draws : int
+        Chains run side by side, and draws kept per chain per simulation (ergm's
+        ``MCMC.samplesize`` is their product).
+    interval : int, optional
+        Steps between draws: proposals (sparse; default 1024, ergm's ``MCMC.interval``)
+        or sweeps (Gibbs; default enough sweeps for about 1024 dyad updates).
+    burnin : int, optional
+        Steps run after each change of θ before drawing (default 16 intervals, ergm's).
+    decay : float
+        Default decay of the geometrically weighted terms.
+    rng_key : jax PRNG key or int, optional
+        Seed (default 0): the same key gives the same fit.
+    log_likelihood : bool
+        Estimate the log-likelihood (bridge sampling) for AIC/BIC.
+    max_degree : int, optional
+        Degree capacity of the sparse sampler's neighbour lists.
+    **mcmle_options
+        Passed to :func:`~numpyro_ugm.models.ergm_inference.mcmle`
+        (``max_iterations``, ``termination``, ``confidence``, ...).
+
+    Returns
+    -------
+    ErgmFit
+        ``print(fit)`` prints R's ``summary(ergm)``; arrays ``estimates``, ``stderr``,
+        ``cov``, ``mcmc_percent``, ``z``, ``p_values``; ``log_likelihood``, ``aic``,
+        ``bic``; the MCMLE's per-iteration diagnostics in ``fit.mcmle``; the network,
+        terms and chains in ``fit.network_fit`` (for :func:`gof_ergm`).
+    """
+    key = as_key(0 if rng_key is None else rng_key, "fit_ergm")
+    net, ties, y = _observed_network(network, edges)
+    terms = resolve_terms(statistics, net, decay)
+    names = term_names(terms)
+    observed = np.asarray(statistics_of(jnp.asarray(y), net, terms), np.float64)
+    N = num_dyads(net.num_nodes, net.directed)
+    if all(t.dependence == "dyadic" for t in terms):
+        X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
+        fit = dyad_independent_fit(X, observed, names)
+        fit.network_fit = NetworkFit(net, ties, statistics, observed, None, 0)
+        return fit
+    start = np.asarray(mple(y, statistics, network=net, decay=decay).params["theta"], np.float64)
+    if sampler not in ("auto", "sparse", "gibbs"):
+        raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
+                         f"{sampler!r}")
+    if sampler == "auto":
+        sampler = "gibbs" if N <= DENSE_LIMIT else "sparse"
+    num_chains = check_count("fit_ergm", "num_chains", num_chains)
+    num_draws = check_count("fit_ergm", "num_draws", num_draws)
+    if sampler == "sparse":
+        interval = 1024 if interval is None else check_count("fit_ergm", "interval", interval)
+        burnin = 16 * interval if burnin is None else int(burnin)
+        simulator = sparse_simulator(net, terms, ties, observed, num_chains, burnin=burnin,
+                                     max_degree=max_degree)
+    else:
+        interval = (max(1, round(1024 / N)) if interval is None
+                    else check_count("fit_ergm", "interval", interval))
+        burnin = 16 * interval if burnin is None else int(burnin)
+        simulator = dense_simulator(net, statistics, terms, y, num_chains, burnin=burnin,
+                                    decay=decay)
+
+    def simulate(theta, k):
+        return simulator.simulate(theta, k, num_draws, interval)
+
+    if estimator is None:
+        fit = mcmle_fit(simulate, observed, start, key=key, num_dyads=N, names=names,
+                        log_likelihood=log_likelihood, **mcmle_options)
+    else:
+        fit = _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
+                                  observed, names, N, key, log_likelihood, num_steps,
+                                  optimizer)
+    check_ergm_degeneracy(fit.final_statistics, observed, names) if (
+        fit.final_statistics is not None) else None
+    fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator, interval)
+    return fit
+
+
+def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, observed,
+                        names, num_dyads_, key, log_likelihood, num_steps, optimizer):
+    """θ from :class:`~numpyro_ugm.learn.MLE` with ``estimator`` (from the MPLE, iterates
+    averaged over the second half), then the standard errors and log-likelihood of a
+    Monte Carlo fit at it."""
+    import optax
+
+    from ..learn import MLE, averaged
+    from .exponential_random_graph import ergm
+
+    key_learn, key_final, key_bridge = jax.random.split(key, 3)
+    learner = MLE(ergm, estimator, averaged(optimizer or optax.adam(0.01), num_steps // 2))
+    result = learner.run(key_learn, num_steps, {"y": jnp.asarray(y)[None]}, net, statistics,
+                         decay=decay, init_params={"theta": jnp.asarray(start, jnp.float32)},
+                         progress_bar=False)
+    theta = np.asarray(learner.get_params(result.state, averaged=True)["theta"], np.float64)
+    final = simulate(theta, key_final)
+    errors = mcmle_standard_errors(final, observed, theta, update=False, names=names)
+    fit = ErgmFit.from_standard_errors(errors, names=names, num_dyads=num_dyads_,
+                                       method=f"MLE ({type(estimator).__name__})",
+                                       final_statistics=final)
+    if log_likelihood:
+        fit = fit.with_log_likelihood(log_likelihood_bridge(simulate, theta, observed,
+                                                            num_dyads_, key=key_bridge))
+    return fit
+
+
+def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
+             rng_key: Any = None) -> GoodnessOfFit:
+    """Goodness of fit of :func:`fit_ergm`'s result, as statnet's ``gof(fit)``:
+    ``num_sims`` networks simulated from the estimate (``interval`` steps apart, default
+    the fit's), their degree, edgewise shared partner and geodesic distance distributions
+    and model statistics against the observed network (``print`` for ergm's table,
+    ``.plot()`` for its boxplot figure)."""
+    info = getattr(fit, "network_fit", None)
+    if info is None:
+        raise TypeError("gof_ergm: expected the result of fit_ergm")
+    key = as_key(1 if rng_key is None else rng_key, "gof_ergm")
+    num_sims = check_count("gof_ergm", "num_sims", num_sims)
+    net = info.network
+    simulator = info.simulator
+    if simulator is None:  # a dyad-independent fit: its dyads are independent Bernoulli
+        X = np.asarray(change_statistics(
+            np.zeros(num_dyads(net.num_nodes, net.directed), np.float32), info.statistics,
+            network=net), np.float64)
+        p = 1 / (1 + np.exp(-(X @ fit.estimates)))
+        draws = np.asarray(jax.random.uniform(key, (num_sims, len(p)))) < p
+        _, i, j = pair_tables(net.num_nodes, net.directed)
+        simulated = [np.stack([i[row], j[row]], 1) for row in draws]
+        stats = None
+    else:
+        step = info.interval if interval is None else check_count("gof_ergm", "interval",
+                                                                   interval)
+        simulated, stats = [], []
+        chains = None
+        for k in jax.random.split(key, -(-num_sims // _num_chains(simulator))):
+            stats.append(simulator.simulate(fit.estimates, k, 1, step))
+            chains = simulator.networks()
+            simulated.extend(chains)
+        simulated = simulated[:num_sims]
+        stats = np.concatenate(stats, 1).reshape(-1, len(fit.names))[:num_sims]
+    return goodness_of_fit(info.edges, simulated, net.num_nodes, net.directed,
+                           model_names=list(fit.names),
+                           observed_model_statistics=info.observed,
+                           simulated_model_statistics=stats)
+
+
+def _num_chains(simulator):
+    return len(simulator.networks())

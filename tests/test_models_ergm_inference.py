@@ -247,7 +247,7 @@ def test_dyad_independent_fit_matches_r_ergm_on_flomarriage():
 def test_mcmle_from_a_poor_start_reaches_the_exact_mle():
     x, observed = _design()
     exact = ei.dyad_independent_mle(x, observed)
-    fit = ei.fit_ergm(_bernoulli_simulator(x), observed, [2.0, -2.0],
+    fit = ei.mcmle_fit(_bernoulli_simulator(x), observed, [2.0, -2.0],
                       key=jax.random.PRNGKey(0), num_dyads=x.shape[0], names=["edges", "x"])
     record = fit.mcmle
     assert fit.converged and record.converged
@@ -291,7 +291,7 @@ def test_mcmle_hotelling_termination():
 
 
 def test_fit_with_exact_draws_matches_the_enumeration():
-    fit = ei.fit_ergm(_exact_simulator(seed=4), OBSERVED5, [-2.0, 2.0],
+    fit = ei.mcmle_fit(_exact_simulator(seed=4), OBSERVED5, [-2.0, 2.0],
                       key=jax.random.PRNGKey(2), num_dyads=10, names=["edges", "triangle"])
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
@@ -350,7 +350,7 @@ def test_bridge_log_likelihood_matches_the_enumeration():
 
 
 def test_summary_prints_the_coefficient_table_and_fit_statistics():
-    fit = ei.fit_ergm(_exact_simulator(seed=6), OBSERVED5, [-1.0, 1.0],
+    fit = ei.mcmle_fit(_exact_simulator(seed=6), OBSERVED5, [-1.0, 1.0],
                       key=jax.random.PRNGKey(4), num_dyads=10,
                       names=["edges", "gwesp.fixed.0.5"])
     text = str(fit)
@@ -478,7 +478,7 @@ def test_monte_carlo_errors_are_calibrated_under_gibbs_sampling():
     the bridge log-likelihood's error matches its standard error."""
     errors, reported, ll_z = [], [], []
     for seed in range(30):
-        fit = ei.fit_ergm(_gibbs_simulator(num_chains=4, num_draws=500, seed=100 + seed),
+        fit = ei.mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=500, seed=100 + seed),
                           OBSERVED5, [-2.0, 2.0], key=jax.random.PRNGKey(seed),
                           num_dyads=10, num_bridges=8)
         assert fit.converged
@@ -543,7 +543,7 @@ def test_flomarriage_edges_triangle_agrees_with_ergmx():
     reference = ergmx.ergm(graph, "edges + triangle", seed=1)
     adjacency = nx.to_numpy_array(graph, nodelist=range(n))
     observed = np.array([adjacency.sum() / 2, np.trace(adjacency @ adjacency @ adjacency) / 6])
-    fit = ei.fit_ergm(_triangle_gibbs(n, num_draws=500), observed, [-1.5, 0.0],
+    fit = ei.mcmle_fit(_triangle_gibbs(n, num_draws=500), observed, [-1.5, 0.0],
                       key=jax.random.PRNGKey(0), num_dyads=n * (n - 1) // 2,
                       names=["edges", "triangle"])
     print(fit)

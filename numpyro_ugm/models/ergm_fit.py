@@ -29,8 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_key, check_count
-from .ergm_inference import (ErgmFit, dyad_independent_fit, log_likelihood_bridge,
-                             mcmle_fit, mcmle_standard_errors)
+from .ergm_inference import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
 from .goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, resolve_terms, statistics_of,
@@ -121,8 +120,8 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Steps run after each change of θ before drawing (default 16 intervals, ergm's).
     decay : float
         Default decay of the geometrically weighted terms.
-    rng_key : jax PRNG key or int, optional
-        Seed (default 0): the same key gives the same fit.
+    rng_key : jax PRNG key, optional
+        Default PRNGKey(0): the same key gives the same fit.
     log_likelihood : bool
         Estimate the log-likelihood (bridge sampling) for AIC/BIC.
     max_degree : int, optional
@@ -139,11 +138,11 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         ``bic``; the MCMLE's per-iteration diagnostics in ``fit.mcmle``; the network,
         terms and chains in ``fit.network_fit`` (for :func:`gof_ergm`).
     """
-    key = as_key(0 if rng_key is None else rng_key, "fit_ergm")
+    key = as_key(jax.random.PRNGKey(0) if rng_key is None else rng_key, "fit_ergm")
     net, ties, y = _observed_network(network, edges)
     terms = resolve_terms(statistics, net, decay)
     names = term_names(terms)
-    observed = np.asarray(statistics_of(jnp.asarray(y), net, terms), np.float64)
+    observed = np.asarray(jax.jit(lambda g: statistics_of(g, net, terms))(y), np.float64)
     N = num_dyads(net.num_nodes, net.directed)
     if all(t.dependence == "dyadic" for t in terms):
         X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
@@ -196,21 +195,16 @@ def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, o
     from ..learn import MLE, averaged
     from .exponential_random_graph import ergm
 
-    key_learn, key_final, key_bridge = jax.random.split(key, 3)
+    key_learn, key_final = jax.random.split(key)
     learner = MLE(ergm, estimator, averaged(optimizer or optax.adam(0.01), num_steps // 2))
     result = learner.run(key_learn, num_steps, {"y": jnp.asarray(y)[None]}, net, statistics,
                          decay=decay, init_params={"theta": jnp.asarray(start, jnp.float32)},
                          progress_bar=False)
     theta = np.asarray(learner.get_params(result.state, averaged=True)["theta"], np.float64)
-    final = simulate(theta, key_final)
-    errors = mcmle_standard_errors(final, observed, theta, update=False, names=names)
-    fit = ErgmFit.from_standard_errors(errors, names=names, num_dyads=num_dyads_,
-                                       method=f"MLE ({type(estimator).__name__})",
-                                       final_statistics=final)
-    if log_likelihood:
-        fit = fit.with_log_likelihood(log_likelihood_bridge(simulate, theta, observed,
-                                                            num_dyads_, key=key_bridge))
-    return fit
+    return fit_at(simulate, observed, theta, key=key_final, num_dyads=num_dyads_, names=names,
+                  update=False, log_likelihood=log_likelihood,
+                  method=f"MLE with {type(estimator).__name__}",
+                  message=f"{num_steps} optimizer steps, iterates averaged over the second half")
 
 
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
@@ -223,7 +217,7 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
     info = getattr(fit, "network_fit", None)
     if info is None:
         raise TypeError("gof_ergm: expected the result of fit_ergm")
-    key = as_key(1 if rng_key is None else rng_key, "gof_ergm")
+    key = as_key(jax.random.PRNGKey(1) if rng_key is None else rng_key, "gof_ergm")
     num_sims = check_count("gof_ergm", "num_sims", num_sims)
     net = info.network
     simulator = info.simulator
@@ -235,7 +229,7 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
         draws = np.asarray(jax.random.uniform(key, (num_sims, len(p)))) < p
         _, i, j = pair_tables(net.num_nodes, net.directed)
         simulated = [np.stack([i[row], j[row]], 1) for row in draws]
-        stats = None
+        stats = draws @ X
     else:
         step = info.interval if interval is None else check_count("gof_ergm", "interval",
                                                                    interval)

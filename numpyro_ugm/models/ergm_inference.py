@@ -23,7 +23,8 @@ module makes a larger sample by calling it again and joining the draws along the
   tθ, t ∈ [0, 1], from log Z(0) = N log 2, with its Monte Carlo standard error.
 * Dyad-independent models, exactly: :func:`dyad_independent_log_likelihood`,
   :func:`dyad_independent_mle` (Newton), :func:`dyad_independent_fit`.
-* :func:`fit_ergm`: all of it in one call, returning an :class:`ErgmFit` whose
+* :func:`mcmle_fit`: all of it in one call (:func:`fit_at`: the last part, at a given
+  estimate), returning an :class:`ErgmFit` whose
   :meth:`~ErgmFit.summary` prints like R's ``summary(ergm)``.
 
 The arithmetic is numpy float64 on the host, vectorized over the draws: the sums of
@@ -59,7 +60,7 @@ from .._checks import as_key, check_count
 __all__ = ["mcmle", "MCMLEResult", "hummel_step_length", "mcmle_standard_errors",
            "StandardErrors", "log_likelihood_bridge", "BridgeLogLikelihood",
            "dyad_independent_log_likelihood", "dyad_independent_mle", "DyadIndependentMLE",
-           "dyad_independent_fit", "fit_ergm", "ErgmFit", "ErgmDegeneracyError"]
+           "dyad_independent_fit", "mcmle_fit", "fit_at", "ErgmFit", "ErgmDegeneracyError"]
 
 _TERMINATIONS = ("confidence", "hotelling", "none")
 
@@ -1289,7 +1290,7 @@ def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
                    "(the MLE may not exist)")
 
 
-def fit_ergm(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
+def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
              num_dyads: int, names: Sequence[str] | None = None,
              log_likelihood: bool = True, num_bridges: int = 16,
              final_repeats: int | None = None, **mcmle_options) -> ErgmFit:
@@ -1329,23 +1330,49 @@ def fit_ergm(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key:
     ErgmDegeneracyError
         From :func:`mcmle` or the final sample.
     """
-    owner = "fit_ergm"
+    owner = "mcmle_fit"
     _check_simulate(owner, simulate)
     observed = _as_vector(owner, "observed", observed)
     k = observed.size
     names = _as_names(owner, names, k)
     num_dyads = check_count(owner, "num_dyads", num_dyads)
     key = as_key(key, owner)
-    key_mcmle, key_final, key_bridge = _split(key, 3)
+    key_mcmle, key_rest = _split(key, 2)
     record = mcmle(simulate, observed, theta0, key=key_mcmle, names=names, **mcmle_options)
     repeats = record.repeats if final_repeats is None else check_count(
         owner, "final_repeats", final_repeats)
-    final = _simulate(simulate, record.theta, key_final, repeats, k, owner)
-    errors = mcmle_standard_errors(final, observed, record.theta, names=names,
-                                   steplength_margin=mcmle_options.get("steplength_margin",
-                                                                       0.05))
-    message = record.message
-    if errors.step_length < 1.0:
+    return fit_at(simulate, observed, record.theta, key=key_rest, num_dyads=num_dyads,
+                  names=names, record=record, repeats=repeats, log_likelihood=log_likelihood,
+                  num_bridges=num_bridges,
+                  steplength_margin=mcmle_options.get("steplength_margin", 0.05))
+
+
+def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: Any,
+           num_dyads: int, names: Sequence[str] | None = None,
+           record: MCMLEResult | None = None, update: bool = True, repeats: int = 1,
+           log_likelihood: bool = True, num_bridges: int = 16, method: str = "MCMLE",
+           message: str = "", converged: bool = True,
+           steplength_margin: float = 0.05) -> ErgmFit:
+    """The :class:`ErgmFit` of an estimate θ: a final sample there (``repeats``
+    ``simulate`` calls), :func:`mcmle_standard_errors` (with ``update``, one last
+    Geyer–Thompson step first), and with ``log_likelihood`` the bridge log-likelihood,
+    AIC and BIC. ``record`` (the :func:`mcmle` run) supplies the convergence report;
+    without it, ``method``, ``message`` and ``converged`` do (an estimate from elsewhere,
+    e.g. another estimator)."""
+    owner = "fit_at"
+    observed = _as_vector(owner, "observed", observed)
+    k = observed.size
+    names = _as_names(owner, names, k)
+    key_final, key_bridge = _split(as_key(key, owner), 2)
+    final = _simulate(simulate, _as_vector(owner, "theta", theta, k), key_final, repeats, k,
+                      owner)
+    errors = mcmle_standard_errors(final, observed, theta, update=update, names=names,
+                                   steplength_margin=steplength_margin)
+    if record is not None:
+        message, converged, iterations = record.message, record.converged, record.iterations
+    else:
+        iterations = 0
+    if update and errors.step_length < 1.0:
         message += (f"; the final sample's step length was {errors.step_length:.3g} < 1 (the "
                     f"observed statistics are near the edge of the final sample)")
     bridge, ll, ll_se = None, float("nan"), float("nan")
@@ -1359,6 +1386,6 @@ def fit_ergm(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key:
                    cov=errors.cov, cov_model=errors.cov_model, cov_mcmc=errors.cov_mcmc,
                    mcmc_percent=errors.mcmc_percent, z=errors.z, p_values=errors.p_values,
                    log_likelihood=ll, log_likelihood_se=ll_se, aic=aic, bic=bic,
-                   num_dyads=num_dyads, converged=record.converged,
-                   iterations=record.iterations, method="MCMLE", message=message,
-                   mcmle=record, final_statistics=final, log_likelihood_bridge=bridge)
+                   num_dyads=num_dyads, converged=converged, iterations=iterations,
+                   method=method, message=message, mcmle=record, final_statistics=final,
+                   log_likelihood_bridge=bridge)

@@ -365,7 +365,8 @@ def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     net = as_network(network) if network is not None else None
     y, n = _edge_array(edges, net.directed if net else directed)
     net = net or Network(n, directed)
-    return statistics_of(y, net, resolve_terms(statistics, net, decay))
+    terms = resolve_terms(statistics, net, decay)
+    return jax.jit(lambda g: statistics_of(g, net, terms))(y)
 
 
 def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
@@ -394,5 +395,5 @@ def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     net = net or Network(n, directed)
     terms = resolve_terms(statistics, net, decay)
     flat = y.reshape((-1, y.shape[-1]))
-    out = jax.vmap(lambda g: change_statistics_of(g, net, terms))(flat)
+    out = jax.jit(jax.vmap(lambda g: change_statistics_of(g, net, terms)))(flat)
     return out.reshape(y.shape + (out.shape[-1],))

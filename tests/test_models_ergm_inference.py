@@ -405,6 +405,7 @@ def test_summary_prints_the_coefficient_table_and_fit_statistics():
     assert f"AIC: {fit.aic:.4f}" in text and f"BIC: {fit.bic:.4f}" in text
     assert f"Log-likelihood: {fit.log_likelihood:.4f}" in text
     assert "Converged after" in text and "Signif. codes" in text
+    assert f"step length {fit.mcmle.step_lengths[-1]:.3g}" in text
     assert "on 10  degrees of freedom" in text and "on 8  degrees of freedom" in text
     record = json.loads(json.dumps(fit.to_dict()))
     assert record["names"] == ["edges", "gwesp.fixed.0.5"]

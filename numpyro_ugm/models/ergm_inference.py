@@ -1243,6 +1243,12 @@ class ErgmFit:
                 if self.mcmle is not None else ""
             lines.append(f"{status} after {self.iterations} MCMLE iterations{termination}: "
                          f"{self.message}.")
+            if self.mcmle is not None and self.mcmle.iterations:
+                record = self.mcmle
+                lines.append(f"Last iteration: step length {record.step_lengths[-1]:.3g}, "
+                             f"Hotelling p-value {record.hotelling_p_values[-1]:.3g}, "
+                             f"convergence p-value {record.convergence_p_values[-1]:.3g}, "
+                             f"{record.num_draws[-1]} draws.")
             if self.final_statistics is not None:
                 c, d, _ = self.final_statistics.shape
                 lines.append(f"Standard errors from a final sample of {c} chain(s) x {d} "

@@ -7,7 +7,7 @@
   information and log Z; sampled exactly (i.i.d. draws) and by random-scan Gibbs (one
   dyad per draw, strongly autocorrelated);
 * R's ergm on flomarriage ~ edges + nodecov("wealth") (exact, dyad independent);
-* the Hummel step length against a convex hull membership test (Delaunay), the tolerance
+* the Hummel step length against a convex hull membership test (monotone chain), the tolerance
   region's boundary distance against a dense parametrization of the ellipse.
 
 The samplers are numpy closures with their own generators (persistent state for Gibbs),
@@ -22,7 +22,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from scipy import optimize, spatial, special
+from scipy import optimize, special
 
 from numpyro_ugm.models import ergm_inference as ei
 
@@ -132,14 +132,36 @@ def _gibbs_simulator(num_chains=4, num_draws=1000, seed=0, flips=1):
 # --- the Hummel step length and the tolerance boundary -----------------------------------
 
 
+def _convex_hull_2d(points):
+    """Vertices of the convex hull of 2-D points, counter-clockwise (Andrew's monotone
+    chain)."""
+    pts = sorted(map(tuple, points))
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower, upper = [], []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    for p in reversed(pts):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.array(lower[:-1] + upper[:-1])
+
+
 def _hull_step_by_bisection(points, observed, margin):
     """The largest γ in [0, 1] with mean + (1 + margin) γ (observed − mean) in the hull of
-    ``points`` (Delaunay membership), by bisection."""
-    hull = spatial.Delaunay(points)
+    ``points`` (inside every edge's half-plane), by bisection."""
+    vertices = _convex_hull_2d(points)
+    edges = np.roll(vertices, -1, axis=0) - vertices
     mean = points.mean(axis=0)
 
     def inside(gamma):
-        return hull.find_simplex(mean + (1 + margin) * gamma * (observed - mean)) >= 0
+        x = mean + (1 + margin) * gamma * (observed - mean) - vertices
+        return np.all(edges[:, 0] * x[:, 1] - edges[:, 1] * x[:, 0] >= 0)
 
     if inside(1.0):
         return 1.0
@@ -305,6 +327,20 @@ def test_fit_with_exact_draws_matches_the_enumeration():
     assert fit.log_likelihood_se < 0.05
 
 
+def test_fit_with_gibbs_draws_matches_the_enumeration():
+    fit = ei.fit_ergm(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
+                      [-2.0, 2.0], key=jax.random.PRNGKey(7), num_dyads=10, num_bridges=8)
+    assert fit.converged
+    mc_se = np.sqrt(np.diag(fit.cov_mcmc))
+    iid_se = np.sqrt(np.diag(COV5) / fit.final_statistics[..., 0].size)
+    assert np.all(mc_se > 2 * iid_se)  # the autocorrelation is counted
+    assert np.all(np.abs(fit.estimates - THETA5) < 4.5 * mc_se)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.cov_model)), np.sqrt(np.diag(COV5)),
+                               rtol=0.15)
+    exact_ll = _exact_log_likelihood(fit.estimates)
+    assert abs(fit.log_likelihood - exact_ll) < 4 * fit.log_likelihood_se + 1e-3
+
+
 def test_gibbs_draws_have_more_monte_carlo_error_than_exact_draws():
     """Same number of draws at the exact MLE: the autocorrelated Gibbs sample's Monte Carlo
     variance of θ̂ is several times that of i.i.d. draws, and its MCMC % larger."""
@@ -346,7 +382,7 @@ def test_bridge_log_likelihood_matches_the_enumeration():
     assert zero.log_likelihood == pytest.approx(-10 * math.log(2)) and zero.stderr == 0
 
 
-# --- the summary ------------------------------------------------------------------------------
+# --- the summary -----------------------------------------------------------------------------
 
 
 def test_summary_prints_the_coefficient_table_and_fit_statistics():
@@ -369,6 +405,7 @@ def test_summary_prints_the_coefficient_table_and_fit_statistics():
     assert f"AIC: {fit.aic:.4f}" in text and f"BIC: {fit.bic:.4f}" in text
     assert f"Log-likelihood: {fit.log_likelihood:.4f}" in text
     assert "Converged after" in text and "Signif. codes" in text
+    assert f"step length {fit.mcmle.step_lengths[-1]:.3g}" in text
     assert "on 10  degrees of freedom" in text and "on 8  degrees of freedom" in text
     record = json.loads(json.dumps(fit.to_dict()))
     assert record["names"] == ["edges", "gwesp.fixed.0.5"]
@@ -424,6 +461,7 @@ def test_stalled_step_length_stops_naming_the_term():
     assert info.value.terms == ["triangle"]
     assert "triangle: observed 1" in str(info.value)
     assert info.value.record.iterations == 3
+    assert info.value.record.theta_history.shape == (4, 2)
     assert np.all(info.value.record.step_lengths < 1e-4)
 
 

@@ -169,7 +169,8 @@ def _inflation(series):
     """n / ESS per column of a (C, D, k) series (>= 1): the autocorrelation inflation of
     the variance of its mean, from numpyro's ``effective_sample_size`` (Geyer's initial
     monotone sequence, between-chain variance included). The ESS is capped at n, so
-    antithetic chains are not credited; columns without variance get 1."""
+    antithetic chains are not credited; columns without variance, and chains of fewer
+    than 4 draws, get 1 (no adjustment)."""
     c, d, k = series.shape
     n = c * d
     out = np.ones(k)
@@ -565,8 +566,9 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
       twice in a row (the sample grows 4 times after the first).
     * ``"none"``: run ``max_iterations`` iterations.
 
-    Every iteration records the Hotelling nonconvergence p-value, d², γ and (where
-    computed) the ``"confidence"`` p-value (:class:`MCMLEResult`).
+    Every iteration records the Hotelling nonconvergence p-value, d², γ, the update's
+    predicted miss s_obs − Ê_{θ_{t+1}}[s] and (where computed) the ``"confidence"``
+    p-value (:class:`MCMLEResult`).
 
     Parameters
     ----------
@@ -689,6 +691,7 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
 
         if stalled >= stall_iterations:
             history["pconv"].append(p_converged)
+            thetas.append(theta.copy())  # no update: the record keeps its shapes
             bad, details = _outside_terms(stats, observed, names)
             text = (f"{owner}: the observed statistics stay outside the convex hull of the "
                     f"sampled ones (Hummel step length {gamma:.2g} < {min_step_length:g} in "
@@ -810,9 +813,10 @@ def mcmle_standard_errors(stats: ArrayLike, observed: ArrayLike, theta: ArrayLik
     * I = Cov_θ̂(s), the Fisher information, from the importance-weighted sample;
     * cov_model = I⁻¹ (the asymptotic covariance of the MLE);
     * cov_mcmc = I⁻¹ V I⁻¹, V the Monte Carlo covariance of the weighted mean ŝ: its
-      draws' covariance Σ w_i² (s_i − ŝ)(s_i − ŝ)ᵀ, inflated per term by n / ESS of the
-      influence series (numpyro's ``effective_sample_size`` over the chains), which is
-      what autocorrelation adds (Hunter & Handcock 2006, sec. 3.3);
+      draws' covariance Σ w_i² (s_i − ŝ)(s_i − ŝ)ᵀ, inflated along each principal axis of
+      Cov(s) by n / ESS of the influence series projected on it (numpyro's
+      ``effective_sample_size`` over the chains): what autocorrelation adds (Hunter &
+      Handcock 2006, sec. 3.3);
     * cov = cov_model + cov_mcmc (ergm's ``vcov(fit, sources="all")``), stderr, ergm's
       ``MCMC %`` = round(100 (se_total − se_model)/se_total), z and 2 Φ(−|z|).
 
@@ -1240,6 +1244,12 @@ class ErgmFit:
                 if self.mcmle is not None else ""
             lines.append(f"{status} after {self.iterations} MCMLE iterations{termination}: "
                          f"{self.message}.")
+            if self.mcmle is not None and self.mcmle.iterations:
+                record = self.mcmle
+                lines.append(f"Last iteration: step length {record.step_lengths[-1]:.3g}, "
+                             f"Hotelling p-value {record.hotelling_p_values[-1]:.3g}, "
+                             f"convergence p-value {record.convergence_p_values[-1]:.3g}, "
+                             f"{record.num_draws[-1]} draws.")
             if self.final_statistics is not None:
                 c, d, _ = self.final_statistics.shape
                 lines.append(f"Standard errors from a final sample of {c} chain(s) x {d} "

@@ -328,7 +328,7 @@ def test_fit_with_exact_draws_matches_the_enumeration():
 
 
 def test_fit_with_gibbs_draws_matches_the_enumeration():
-    fit = ei.fit_ergm(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
+    fit = ei.mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
                       [-2.0, 2.0], key=jax.random.PRNGKey(7), num_dyads=10, num_bridges=8)
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))

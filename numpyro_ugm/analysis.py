@@ -38,15 +38,21 @@ def _declared_structure(m):
         return None
     if set().union(*(set(colors) for colors, _ in declared.values())) != set(m.state_sites):
         return None
-    params = m.init_params(jax.random.PRNGKey(0))
+    probe = m.init_params(jax.random.PRNGKey(0))
+    state0 = _probe_states(m.state_sites)[0]
+    others = [n for n, _, _ in m._terms(probe, state0) if n not in declared]
+    if others:  # every other factor must be linear in the state, at random parameters
+        rng = np.random.default_rng(0)
 
-    def rest(state):
-        return sum((term for n, _, term in m._terms(params, state) if n not in declared),
-                   jnp.zeros(()))
+        @jax.jit
+        def rest(params, state):
+            return sum((term for n, _, term in m._terms(params, state) if n not in declared),
+                       jnp.zeros(()))
 
-    rng = np.random.default_rng(0)
-    if not all(_is_linear(rest, state, m.state_sites, rng) for state in _probe_states(m.state_sites)):
-        return None
+        for k, state in enumerate(_probe_states(m.state_sites)):
+            params = probe_params(m, jax.random.PRNGKey(k), rng)
+            if not _is_linear(lambda x: rest(params, x), state, m.state_sites, rng):
+                return None
     colors = {}
     for s in m.state_sites:
         rows = [np.asarray(c[s], np.int64).reshape(-1) for c, _ in declared.values() if s in c]

@@ -54,8 +54,8 @@ def _levels(values, spec, chosen=None):
         chosen = list(np.atleast_1d(chosen))
         unknown = [c for c in chosen if c not in set(levels.tolist())]
         if unknown:
-            raise ValueError(f"ergm: {spec}: levels {unknown} do not occur; the levels are "
-                             f"{[_label(x) for x in levels]}")
+            raise ValueError(f"ergm: {spec}: levels {[_label(x) for x in unknown]} do not "
+                             f"occur; the levels are {[_label(x) for x in levels]}")
     return levels, codes.astype(np.int32), chosen
 
 

@@ -242,8 +242,11 @@ def as_network(network: Any, directed: bool | None = None) -> Network:
     if hasattr(network, "nodes") and hasattr(network, "adj"):
         nodes = list(network.nodes)
         names = sorted({k for v in nodes for k in network.nodes[v]})
-        attributes = {k: np.asarray([network.nodes[v].get(k, np.nan) for v in nodes])
-                      for k in names}
+        attributes = {}
+        for k in names:  # a node without the attribute holds None (an error when used)
+            raw = [network.nodes[v].get(k) for v in nodes]
+            attributes[k] = (np.asarray(raw, dtype=object) if any(x is None for x in raw)
+                             else np.asarray(raw))
         is_directed = network.is_directed()
         if directed is not None and bool(directed) != is_directed:
             raise ValueError(f"ergm: directed={directed} but the graph is a networkx "

@@ -44,7 +44,7 @@ from .._checks import as_key, check_count
 
 __all__ = ["NetworkChains", "UndirectedDyadView", "DirectedDyadView", "init_network_chains",
            "network_mh_step", "simulate_statistics", "network_edges", "dyad_view",
-           "check_overflow", "default_max_degree"]
+           "check_overflow", "default_max_degree", "DegreeOverflowError"]
 
 #: proposals whose random words are drawn together (one threefry call per block)
 _BLOCK = 1024
@@ -555,15 +555,19 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
         overflow=jnp.zeros((C,), bool))
 
 
+class DegreeOverflowError(ValueError):
+    """A chain needed more neighbours than its lists hold (``max_degree``)."""
+
+
 def check_overflow(state: NetworkChains) -> None:
-    """Raise ``ValueError`` if a chain of ``state`` needed more than ``max_degree``
+    """Raise :class:`DegreeOverflowError` (a ``ValueError``) if a chain of ``state`` needed more than ``max_degree``
     neighbours (its samples no longer follow the model); nothing under ``jit``."""
     flags = state.overflow
     if isinstance(flags, jax.core.Tracer):
         return
     flags = np.asarray(flags)
     if flags.any():
-        raise ValueError(
+        raise DegreeOverflowError(
             f"network sampler: {int(flags.sum())} of {flags.size} chains needed a node with "
             f"more than max_degree={state.max_degree} neighbours, so their toggles were "
             f"refused and their samples are not from the model; pass a larger max_degree "

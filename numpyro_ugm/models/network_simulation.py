@@ -26,7 +26,7 @@ from ..model import UGM
 from .exponential_random_graph import ergm
 from .graph_statistics import statistics_of
 from .graphs import pair_tables
-from .network_sampler import (init_network_chains, network_edges, network_mh_step,
+from .network_sampler import (DegreeOverflowError, init_network_chains, network_edges, network_mh_step,
                               simulate_statistics)
 
 __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function"]
@@ -106,17 +106,29 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
     (m, 2) with statistics ``observed``; each call first runs ``burnin`` proposals at the
     new θ, then records a draw every ``interval`` proposals."""
     change_fn = change_function(terms)
-    chains = {"now": init_network_chains(edges, net.num_nodes, num_chains,
-                                          directed=net.directed, statistics0=observed,
-                                          max_degree=max_degree)}
+
+    def start(capacity):
+        return init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,
+                                   statistics0=observed, max_degree=capacity)
+
+    chains = {"now": start(max_degree)}
 
     def simulate(theta, key, num_draws, interval):
         first, second = jax.random.split(key)
-        state = chains["now"]
-        if burnin:
-            state = network_mh_step(first, state, theta, change_fn, burnin)[0]
-        chains["now"], stats = simulate_statistics(second, state, theta, change_fn,
-                                                   num_draws, interval)
-        return stats
+        while True:
+            state = chains["now"]
+            try:
+                if burnin:
+                    state = network_mh_step(first, state, theta, change_fn, burnin)[0]
+                chains["now"], stats = simulate_statistics(second, state, theta, change_fn,
+                                                           num_draws, interval)
+                return stats
+            except DegreeOverflowError:
+                # a node outgrew the neighbour lists: the chains restart at the observed
+                # network with twice the capacity (unless the user fixed it)
+                capacity = state.max_degree
+                if max_degree is not None or capacity >= net.num_nodes - 1:
+                    raise
+                chains["now"] = start(min(2 * capacity, net.num_nodes - 1))
 
     return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse")

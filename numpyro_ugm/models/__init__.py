@@ -16,6 +16,11 @@ a module:
   (:mod:`~numpyro_ugm.models.graphs`: :func:`graph_to_edges`, :func:`edges_to_adjacency`,
   :func:`edges_to_graph`) and estimation helpers
   (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`);
+  statnet's analysis in one call: :func:`fit_ergm` (:mod:`~numpyro_ugm.models.ergm_fit`,
+  on :mod:`~numpyro_ugm.models.ergm_inference` and the samplers of
+  :mod:`~numpyro_ugm.models.network_simulation` /
+  :mod:`~numpyro_ugm.models.network_sampler`) and :func:`gof_ergm`
+  (:mod:`~numpyro_ugm.models.goodness_of_fit`);
 * Gaussian MRFs (:mod:`~numpyro_ugm.models.gaussian`): :func:`sparse_gmrf` (the graphical
   lasso by MAP, :func:`glasso_objective`) and :func:`lattice_gmrf` (a CAR model on a
   torus, with its exact moments, likelihood, MLE and draws).
@@ -27,6 +32,9 @@ from .exponential_random_graph import ergm
 from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, lattice_eigenvalues,
                        lattice_gmrf, lattice_log_likelihood, lattice_mle, lattice_moments,
                        sparse_gmrf)
+from .ergm_fit import fit_ergm, gof_ergm
+from .ergm_inference import ErgmDegeneracyError, ErgmFit
+from .goodness_of_fit import GoodnessOfFit, goodness_of_fit, mcmc_diagnostics
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, TERMS, change_statistics, ergm_statistics, term_names
 from .graph_terms import Network, term
@@ -36,7 +44,8 @@ from .graphs import (edges_to_adjacency, edges_to_graph, graph_to_edges, num_dya
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm", "gaussian_rbm",
            "ergm", "STATISTICS", "TERMS", "term", "term_names", "Network", "ergm_statistics",
            "change_statistics", "graph_to_edges", "edges_to_adjacency", "edges_to_graph",
-           "num_pairs", "num_dyads", "num_nodes_of", "mple",
+           "num_pairs", "num_dyads", "num_nodes_of", "mple", "fit_ergm", "gof_ergm", "ErgmFit",
+           "ErgmDegeneracyError", "GoodnessOfFit", "goodness_of_fit", "mcmc_diagnostics",
            "check_degeneracy", "DegeneracyWarning", "OffDiagonalLaplace", "sparse_gmrf",
            "glasso_objective", "lattice_gmrf", "lattice_eigenvalues", "lattice_moments",
            "lattice_log_likelihood", "lattice_mle", "lattice_draws"]

@@ -1,0 +1,103 @@
+"""fit_ergm / gof_ergm (models/ergm_fit.py): the one call from a networkx graph to a
+fitted ERGM. Dyad-independent fits against R's published numbers; Monte Carlo fits
+against the exact MLE of a network small enough to enumerate (both samplers, and with
+another estimator); goodness of fit against networkx; bad input."""
+
+import itertools
+
+import jax
+import networkx as nx
+import numpy as np
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm import datasets
+from numpyro_ugm.models import ergm_statistics, fit_ergm, gof_ergm
+
+
+def _flomarriage():
+    try:
+        return datasets.network("flomarriage")
+    except FileNotFoundError:
+        pytest.skip("the shipped networks are not beside the repository")
+
+
+def test_dyad_independent_fit_is_rs_exact_mle():
+    fit = fit_ergm(_flomarriage(), "edges + nodecov('wealth')")
+    # R ergm 4: summary(ergm(flomarriage ~ edges + nodecov("wealth")))
+    np.testing.assert_allclose(fit.estimates, [-2.594929, 0.010546], atol=2e-6)
+    np.testing.assert_allclose(fit.stderr, [0.536056, 0.004674], atol=2e-6)
+    assert fit.names == ["edges", "nodecov.wealth"]
+    assert abs(fit.log_likelihood - -51.5543) < 1e-3
+    assert abs(fit.aic - 107.1086) < 1e-3 and abs(fit.bic - 112.6836) < 1e-3
+    text = fit.summary()
+    assert "nodecov.wealth" in text and "-2.5949" in text
+    gof = gof_ergm(fit, 20)
+    degree = gof.statistics["degree"]
+    observed = np.bincount([d for _, d in nx.Graph(_flomarriage()).degree()],
+                           minlength=len(degree.observed))
+    np.testing.assert_array_equal(degree.observed[:len(observed)], observed)
+    assert degree.simulated.shape[0] == 20
+
+
+def _small_network():
+    """A 6-node network, a numeric attribute, and the exact MLE of edges + triangle +
+    nodecov by enumeration of the 2^15 graphs."""
+    graph = nx.Graph([(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (4, 5)])
+    for v in graph:
+        graph.nodes[v]["x"] = float(v % 3)
+    formula = "edges + triangle + nodecov('x')"
+    net = ugm.models.Network(6, False, {"x": np.array([0, 1, 2, 0, 1, 2], float)})
+    graphs = np.array(list(itertools.product([0, 1], repeat=15)), np.float32)
+    S = np.asarray(ergm_statistics(graphs, formula, network=net), np.float64)
+    observed = np.asarray(ergm_statistics(ugm.models.graph_to_edges(graph)[None]
+                                          .astype(np.float32), formula, network=net))[0]
+    theta = np.zeros(3)
+    for _ in range(50):  # Newton on the exact log-likelihood
+        w = np.exp(S @ theta - np.max(S @ theta))
+        w /= w.sum()
+        mean = w @ S
+        cov = (S - mean).T @ ((S - mean) * w[:, None])
+        theta = theta + np.linalg.solve(cov, observed - mean)
+    return graph, formula, theta, np.sqrt(np.diag(np.linalg.inv(cov)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["sparse", "gibbs"])
+def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
+    graph, formula, exact, exact_se = _small_network()
+    fit = fit_ergm(graph, formula, sampler=sampler, rng_key=jax.random.PRNGKey(3))
+    assert fit.converged
+    mc = np.sqrt(np.diag(fit.cov_mcmc))
+    assert np.all(np.abs(fit.estimates - exact) < 4 * mc + 0.05 * exact_se), (
+        fit.estimates, exact, mc)
+    np.testing.assert_allclose(fit.stderr, exact_se, rtol=0.15)
+
+
+@pytest.mark.slow
+def test_another_estimator_by_one_argument():
+    graph, formula, exact, exact_se = _small_network()
+    fit = fit_ergm(graph, formula, estimator=ugm.PCD(256), num_steps=3000,
+                   rng_key=jax.random.PRNGKey(4), log_likelihood=False)
+    assert "PCD" in fit.method
+    assert np.all(np.abs(fit.estimates - exact) < 0.25 * exact_se), (fit.estimates, exact)
+
+
+def test_bad_networks_are_refused():
+    loop = nx.Graph([(0, 1), (1, 1), (1, 2)])
+    with pytest.raises(ValueError, match="self-loop"):
+        fit_ergm(loop, "edges + triangle")
+    with pytest.raises(ValueError, match="multigraph"):
+        fit_ergm(nx.MultiGraph([(0, 1), (0, 1), (1, 2)]), "edges")
+    with pytest.raises(ValueError, match="directed networks"):
+        fit_ergm(nx.path_graph(4), "edges + mutual")
+    with pytest.raises(KeyError, match="'wealth'"):
+        fit_ergm(nx.path_graph(4), "edges + nodecov('wealth')")
+    graph = nx.path_graph(4)
+    nx.set_node_attributes(graph, {0: 1.0, 1: float("nan"), 2: 2.0, 3: 0.0}, "x")
+    with pytest.raises(ValueError, match="node 1"):
+        fit_ergm(graph, "edges + nodecov('x')")
+    with pytest.raises(ValueError, match="edges="):
+        fit_ergm(ugm.models.Network(4), "edges")
+    with pytest.raises(ValueError, match="self-loops"):
+        fit_ergm(ugm.models.Network(4), "edges", edges=[[0, 1], [2, 2]])

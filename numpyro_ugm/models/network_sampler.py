@@ -5,32 +5,41 @@ R's ergm samples exponential random graph models with Metropolis–Hastings and 
 (off), otherwise toggle a uniformly chosen dyad. This module does the same in JAX
 (``vmap`` over chains, ``lax.scan`` over proposals), for undirected and directed
 networks, on a sparse state whose cost per proposal depends on the degree capacity D,
-never on the number of nodes n (except gwesp-like partner sums, O(n) memset of a mark
-array, see below):
+not on the number of nodes n:
 
 * padded neighbour lists (undirected: one per node; directed: out- and in-lists),
   ``-1`` past each node's degree, updated per toggle (the last slot moves into the
   freed one); each slot also holds the position of its tie in
 * an edge list (M, 2), so that an existing tie is drawn uniformly in O(1) and removed
   in O(D) (the last edge of the list moves into its place);
-* the running statistics s(y), updated by ±Δs on each accepted toggle.
+* the running statistics s(y), updated by ±Δs on each accepted toggle (float
+  accumulation: compare with s of :func:`network_edges` after very long runs).
 
 The model side is a ``change_fn(view) -> (k,)``, Δs = s(y, dyad on) − s(y, dyad off) of
 one dyad, computed from a view (:class:`UndirectedDyadView`, :class:`DirectedDyadView`)
-whose counts are taken with the dyad itself off. The MH ratio is exact for TNT: with
+whose counts are taken with the dyad itself off; the attribute names are those of the
+dense change statistics (:mod:`~numpyro_ugm.models.graph_statistics`). Degrees, shared
+partners and two-paths cost O(D) to O(D²) per proposal, the gwesp partner sums O(D³)
+(O(D²) and an (n + 1,) mark array for D > :data:`COMPARE_MAX_DEGREE`); whatever a
+``change_fn`` does not use is never computed. The MH ratio is exact for TNT: with
 P_tie(m) = 1/2 if m > 0 else 0 and N dyads, q(toggle d | y) = P_tie(m) y_d / m +
 (1 − P_tie(m)) / N, and a toggle is accepted with probability
-min(1, exp(±θ·Δs) q(d | y') / q(d | y)).
+min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count.
 
-Every public function compiles once per shape, ``change_fn`` and the counts
-(``num_proposals``, ``num_samples``, ``interval``): pass the same function object on
-every call (a fresh ``lambda`` per call compiles again).
+Every public function compiles once per shape of the state, ``change_fn`` and the
+counts (``num_proposals``; ``num_samples`` and ``interval``): ``change_fn`` is a static
+argument, so pass the same function object on every call (a fresh ``lambda`` per call
+compiles again) and close over constants rather than passing them. The functions can
+be called inside ``jax.jit`` too (with ``change_fn`` and the counts fixed Python
+values).
 
 The degree capacity D (``max_degree``) is static; a toggle that would give a node more
 than D neighbours is not made, the chain's ``overflow`` flag is set (the chain has left
 the target), and the public functions raise a ``ValueError`` asking for a larger
-``max_degree``. Uniform integers come from 32-bit words (:func:`_scaled`): index
-probabilities are uniform up to a relative error of count / 2^32.
+``max_degree`` (under ``jit``: call :func:`check_overflow` on the result). Random words
+come from XLA's Philox generator seeded by the key; uniform integers come from 32-bit
+words (:func:`_scaled`): index probabilities are uniform up to a relative error of
+count / 2^32.
 """
 
 from typing import Any, Callable, NamedTuple
@@ -46,7 +55,7 @@ __all__ = ["NetworkChains", "UndirectedDyadView", "DirectedDyadView", "init_netw
            "network_mh_step", "simulate_statistics", "network_edges", "dyad_view",
            "check_overflow", "default_max_degree"]
 
-#: proposals whose random words are drawn together (one threefry call per block)
+#: proposals whose random words are drawn together (one generator call per block)
 _BLOCK = 1024
 
 
@@ -354,7 +363,8 @@ def _apply_writes(state, writes, num_edges):
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
     """One TNT proposal and its MH accept / reject, one chain. ``words`` (5,) uint32:
     tie-or-dyad, edge position, the dyad's two nodes, the acceptance uniform; ``live``
-    False: rejected whatever it is (the padding of a block)."""
+    False: rejected whatever it is (the padding of a block). ``ratio_weight`` multiplies
+    the log proposal ratio: 1 (the tests use 0 to check that a missing ratio shows)."""
     n, D = state.lists.shape[0], state.lists.shape[1]
     directed = state.in_lists is not None
     num_dyads = n * (n - 1) if directed else n * (n - 1) // 2

@@ -17,7 +17,8 @@ Rows (each printed as a RESULT line, with its settings):
 a. faux.magnolia.high (1,461 nodes, 974 edges, N = 1,066,530 dyads), edges + gwesp(0.25)
    and edges + triangles: proposals per second of ours with 1, 8, 32 and 128 chains, of
    the pure-Python sampler and of ergmx; ratios measured in this run. And the time of
-   one "sweep" equivalent (N proposals) per chain at each rate.
+   one "sweep" equivalent (N proposals) at each rate (the package's dense Gibbs sweep
+   is O(n³) here: not run).
 b. A 10^4-node sparse random network with 10^4 edges (N ≈ 5·10^7 dyads), edges +
    gwesp(0.25): the same rates.
 
@@ -195,8 +196,9 @@ def compare(label, edges, n, theta, model, chain_counts, num_proposals, python_p
         print(f"{label} {model}: ours, {chains} chains x {num_proposals} proposals: "
               f"{rate:.3g} proposals/s ({per_chain:.3g} per chain), compile "
               f"{compile_s:.1f} s, acceptance {acceptance:.3f}, edges after "
-              f"{final_edges:.0f}; one sweep-equivalent ({num_dyads} proposals) per chain "
-              f"{num_dyads / per_chain:.1f} s", flush=True)
+              f"{final_edges:.0f}; a sweep-equivalent (N = {num_dyads} proposals): "
+              f"{num_dyads / rate:.1f} s at this total rate, {num_dyads / per_chain:.1f} s "
+              f"for every chain to make one", flush=True)
         report(f"TNT sampler {label} edges+{model}: proposals per second, ours, "
                f"{chains} chains", f"{rate:.3g}",
                f"{num_proposals} proposals per chain, CPU")
@@ -204,11 +206,13 @@ def compare(label, edges, n, theta, model, chain_counts, num_proposals, python_p
     final = python_tnt(edges, n, theta, model, python_proposals)
     python = python_proposals / (time.perf_counter() - t)
     print(f"{label} {model}: pure Python (sets), {python_proposals} proposals: "
-          f"{python:.3g} proposals/s, edges after {final}", flush=True)
+          f"{python:.3g} proposals/s, edges after {final}; a sweep-equivalent "
+          f"{num_dyads / python:.1f} s", flush=True)
     theirs = ergmx_rate(edges, n, theta, model, burnins)
     if theirs is not None:
         print(f"{label} {model}: ergmx.simulate (TNT, triadic_weight=0), burn-ins "
-              f"{burnins}: {theirs:.3g} proposals/s", flush=True)
+              f"{burnins}: {theirs:.3g} proposals/s; a sweep-equivalent "
+              f"{num_dyads / theirs:.1f} s", flush=True)
     best = max(rates, key=rates.get)
     report(f"TNT sampler {label} edges+{model}: proposals per second, pure Python",
            f"{python:.3g}", f"{python_proposals} proposals, one chain")

@@ -319,8 +319,8 @@ def _toggle_writes(state, rows, i, j, a, b, add, remove):
         the removal's own slot moves; ``removals``: (node, freed slot, last slot)) now
         points at ``position``."""
         slot = _find(row[:, 0], other)
-        for row, freed, last in removals:
-            slot = jnp.where((node == row) & (slot == last), freed, slot)
+        for owner, freed, last in removals:
+            slot = jnp.where((node == owner) & (slot == last), freed, slot)
         return node[None], jnp.where(move, slot, D)[None], jnp.stack([other, position])[None]
 
     def join(*writes):
@@ -664,9 +664,22 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     """Statistics of every chain after each of ``num_samples`` runs of ``interval``
     proposals (one ``lax.scan``; burn in with :func:`network_mh_step`).
 
+    Parameters
+    ----------
+    key : PRNG key
+    state : NetworkChains
+    theta : array (k,) or (num_chains, k)
+    change_fn : callable
+        As in :func:`network_mh_step` (static).
+    num_samples : int
+        Statistics recorded per chain.
+    interval : int
+        Proposals per chain between records (ergm's ``MCMC.interval``).
+
     Returns
     -------
     (NetworkChains, jax.Array (num_chains, num_samples, k))
+        The final state and the running statistics s(y) after each interval.
 
     Raises
     ------

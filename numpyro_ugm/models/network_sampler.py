@@ -481,7 +481,7 @@ _simulate_jit = jax.jit(_simulate_chains,
 
 def default_max_degree(edges: ArrayLike, num_nodes: int, directed: bool) -> int:
     """max(2 · the largest (in- or out-) degree of ``edges``, 16)."""
-    e = np.asarray(edges).reshape(-1, 2)
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
     return max(2 * _largest_degree(e, num_nodes, directed), 16)
 
 

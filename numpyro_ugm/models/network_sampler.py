@@ -5,32 +5,41 @@ R's ergm samples exponential random graph models with Metropolis–Hastings and 
 (off), otherwise toggle a uniformly chosen dyad. This module does the same in JAX
 (``vmap`` over chains, ``lax.scan`` over proposals), for undirected and directed
 networks, on a sparse state whose cost per proposal depends on the degree capacity D,
-never on the number of nodes n (except gwesp-like partner sums, O(n) memset of a mark
-array, see below):
+not on the number of nodes n:
 
 * padded neighbour lists (undirected: one per node; directed: out- and in-lists),
   ``-1`` past each node's degree, updated per toggle (the last slot moves into the
   freed one); each slot also holds the position of its tie in
 * an edge list (M, 2), so that an existing tie is drawn uniformly in O(1) and removed
   in O(D) (the last edge of the list moves into its place);
-* the running statistics s(y), updated by ±Δs on each accepted toggle.
+* the running statistics s(y), updated by ±Δs on each accepted toggle (float
+  accumulation: compare with s of :func:`network_edges` after very long runs).
 
 The model side is a ``change_fn(view) -> (k,)``, Δs = s(y, dyad on) − s(y, dyad off) of
 one dyad, computed from a view (:class:`UndirectedDyadView`, :class:`DirectedDyadView`)
-whose counts are taken with the dyad itself off. The MH ratio is exact for TNT: with
+whose counts are taken with the dyad itself off; the attribute names are those of the
+dense change statistics (:mod:`~numpyro_ugm.models.graph_statistics`). Degrees, shared
+partners and two-paths cost O(D) to O(D²) per proposal, the gwesp partner sums O(D³)
+(O(D²) and an (n + 1,) mark array for D > :data:`COMPARE_MAX_DEGREE`); whatever a
+``change_fn`` does not use is never computed. The MH ratio is exact for TNT: with
 P_tie(m) = 1/2 if m > 0 else 0 and N dyads, q(toggle d | y) = P_tie(m) y_d / m +
 (1 − P_tie(m)) / N, and a toggle is accepted with probability
-min(1, exp(±θ·Δs) q(d | y') / q(d | y)).
+min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count.
 
-Every public function compiles once per shape, ``change_fn`` and the counts
-(``num_proposals``, ``num_samples``, ``interval``): pass the same function object on
-every call (a fresh ``lambda`` per call compiles again).
+Every public function compiles once per shape of the state, ``change_fn`` and the
+counts (``num_proposals``; ``num_samples`` and ``interval``): ``change_fn`` is a static
+argument, so pass the same function object on every call (a fresh ``lambda`` per call
+compiles again) and close over constants rather than passing them. The functions can
+be called inside ``jax.jit`` too (with ``change_fn`` and the counts fixed Python
+values).
 
 The degree capacity D (``max_degree``) is static; a toggle that would give a node more
 than D neighbours is not made, the chain's ``overflow`` flag is set (the chain has left
 the target), and the public functions raise a ``ValueError`` asking for a larger
-``max_degree``. Uniform integers come from 32-bit words (:func:`_scaled`): index
-probabilities are uniform up to a relative error of count / 2^32.
+``max_degree`` (under ``jit``: call :func:`check_overflow` on the result). Random words
+come from XLA's Philox generator seeded by the key; uniform integers come from 32-bit
+words (:func:`_scaled`): index probabilities are uniform up to a relative error of
+count / 2^32.
 """
 
 from typing import Any, Callable, NamedTuple
@@ -46,7 +55,7 @@ __all__ = ["NetworkChains", "UndirectedDyadView", "DirectedDyadView", "init_netw
            "network_mh_step", "simulate_statistics", "network_edges", "dyad_view",
            "check_overflow", "default_max_degree", "DegreeOverflowError"]
 
-#: proposals whose random words are drawn together (one threefry call per block)
+#: proposals whose random words are drawn together (one generator call per block)
 _BLOCK = 1024
 
 
@@ -119,9 +128,19 @@ def _safe(nodes, n):
     return jnp.where(nodes >= 0, nodes, n)
 
 
-def _marks(row, n):
-    """(n + 1,) bool: which nodes are in the padded list ``row`` (entry n stays False)."""
-    return jnp.zeros(n + 1, bool).at[_safe(row, n)].set(row >= 0)
+#: largest degree capacity D for which set membership is tested by comparing with every
+#: slot (D² compares per partner sum, no n-sized buffer); above it, by marks in an
+#: (n + 1,) array (one scatter, then one gather per test)
+COMPARE_MAX_DEGREE = 16
+
+
+def _membership(row, n):
+    """``contains(ids) -> bool array``: which of ``ids`` (any shape; ``-1`` = none) are
+    in the padded list ``row``."""
+    if row.shape[0] <= COMPARE_MAX_DEGREE:
+        return lambda ids: jnp.any((ids[..., None] == row) & (ids[..., None] >= 0), -1)
+    marks = jnp.zeros(n + 1, bool).at[_safe(row, n)].set(row >= 0)
+    return lambda ids: marks[_safe(ids, n)]
 
 
 def _num_common(a, b):
@@ -136,28 +155,29 @@ class UndirectedDyadView:
     ``shared`` = |N(i) ∩ N(j)| (float); :meth:`partner_terms` for gwesp.
     """
 
-    def __init__(self, lists, degree, i, j, dtype):
+    def __init__(self, lists, rows, i, j, dtype):
         self._lists = lists
-        row_i, row_j = lists[i, :, 0], lists[j, :, 0]
+        row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
+        degree_i, degree_j = rows["degree"][0], rows["degree"][1]
         self._row_i, self._row_j = row_i, row_j
         on = jnp.any(row_i == j)
         self.i, self.j = i, j
         self.value = on.astype(dtype)
-        self.degree_i = (degree[i] - on).astype(dtype)
-        self.degree_j = (degree[j] - on).astype(dtype)
+        self.degree_i = (degree_i - on).astype(dtype)
+        self.degree_j = (degree_j - on).astype(dtype)
         self.shared = _num_common(row_i, row_j).astype(dtype)
 
     def partner_terms(self, r):
         """Σ_{k ∈ N(i)∩N(j)} (r^{sp(i,k)} + r^{sp(j,k)}), sp = shared partners with the
         pair (i, j) off (gwesp's change statistic is e^α(1 − r^shared) + this)."""
         n = self._lists.shape[0]
-        marks_i, marks_j = _marks(self._row_i, n), _marks(self._row_j, n)
-        common = marks_i[_safe(self._row_j, n)]  # (D,): k = row_j[s] is also i's neighbour
-        rows_k = _safe(self._lists[jnp.maximum(self._row_j, 0), :, 0], n)  # (D, D): N(k)
+        in_i, in_j = _membership(self._row_i, n), _membership(self._row_j, n)
+        common = in_i(self._row_j)  # (D,): k = row_j[s] is also i's neighbour
+        rows_k = self._lists[jnp.maximum(self._row_j, 0), :, 0]  # (D, D): N(k)
         v = self.value
         # j ∈ N(k) for every such k: with the pair on, N(i) holds j (and N(j) holds i)
-        sp_i = jnp.sum(marks_i[rows_k], -1) - v
-        sp_j = jnp.sum(marks_j[rows_k], -1) - v
+        sp_i = jnp.sum(in_i(rows_k), -1) - v
+        sp_j = jnp.sum(in_j(rows_k), -1) - v
         return jnp.sum(jnp.where(common, r ** sp_i + r ** sp_j, 0))
 
 
@@ -170,19 +190,19 @@ class DirectedDyadView:
     |in(i) ∩ in(j)| (float); :meth:`otp_partner_terms` for directed gwesp (OTP).
     """
 
-    def __init__(self, out_lists, out_degree, in_lists, in_degree, i, j, dtype):
+    def __init__(self, out_lists, in_lists, rows, i, j, dtype):
         self._out, self._in = out_lists, in_lists
-        out_i, in_i = out_lists[i, :, 0], in_lists[i, :, 0]
-        out_j, in_j = out_lists[j, :, 0], in_lists[j, :, 0]
+        out_i, out_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
+        in_i, in_j = rows["in_lists"][0, :, 0], rows["in_lists"][1, :, 0]
         self._rows = out_i, in_i, out_j, in_j
         on = jnp.any(out_i == j)
         self.i, self.j = i, j
         self.value = on.astype(dtype)
         self.reverse = jnp.any(out_j == i).astype(dtype)
-        self.out_i = (out_degree[i] - on).astype(dtype)
-        self.in_i = in_degree[i].astype(dtype)
-        self.out_j = out_degree[j].astype(dtype)
-        self.in_j = (in_degree[j] - on).astype(dtype)
+        self.out_i = (rows["degree"][0] - on).astype(dtype)
+        self.in_i = rows["in_degree"][0].astype(dtype)
+        self.out_j = rows["degree"][1].astype(dtype)
+        self.in_j = (rows["in_degree"][1] - on).astype(dtype)
         self.two_paths = _num_common(out_i, in_j).astype(dtype)
         self.cycles = _num_common(in_i, out_j).astype(dtype)
         self.shared_out = _num_common(out_i, out_j).astype(dtype)
@@ -194,24 +214,36 @@ class DirectedDyadView:
         e^α(1 − r^two_paths) + this)."""
         out_i, in_i, out_j, in_j = self._rows
         n, v = self._out.shape[0], self.value
-        marks_out_i, marks_in_j = _marks(out_i, n), _marks(in_j, n)
+        in_out_i, in_in_j = _membership(out_i, n), _membership(in_j, n)
         # b ∈ out(j) also in out(i); tp(i, b) = |out(i) ∩ in(b)|, less j when i -> j is on
-        common_b = marks_out_i[_safe(out_j, n)]
-        tp_b = jnp.sum(marks_out_i[_safe(self._in[jnp.maximum(out_j, 0), :, 0], n)], -1) - v
+        common_b = in_out_i(out_j)
+        tp_b = jnp.sum(in_out_i(self._in[jnp.maximum(out_j, 0), :, 0]), -1) - v
         # a ∈ in(i) also in in(j); tp(a, j) = |out(a) ∩ in(j)|, less i when i -> j is on
-        common_a = marks_in_j[_safe(in_i, n)]
-        tp_a = jnp.sum(marks_in_j[_safe(self._out[jnp.maximum(in_i, 0), :, 0], n)], -1) - v
+        common_a = in_in_j(in_i)
+        tp_a = jnp.sum(in_in_j(self._out[jnp.maximum(in_i, 0), :, 0]), -1) - v
         return (jnp.sum(jnp.where(common_b, r ** tp_b, 0))
                 + jnp.sum(jnp.where(common_a, r ** tp_a, 0)))
 
 
-def _view(state, i, j):
-    """The view of dyad (i, j) of one chain's state (no chain axis)."""
+def _gather(state, i, j, a, b):
+    """The rows a proposal reads, one gather per array: lists (and degrees) of i and j,
+    and those of the edge (a, b) that a removal would move. Undirected: ``lists`` rows
+    of i, j, a, b; directed: out-lists of i, j, a and in-lists of i, j, b."""
+    if state.in_lists is None:
+        return {"lists": state.lists[jnp.stack([i, j, a, b])],
+                "degree": state.degree[jnp.stack([i, j])]}
+    return {"lists": state.lists[jnp.stack([i, j, a])],
+            "in_lists": state.in_lists[jnp.stack([i, j, b])],
+            "degree": state.degree[jnp.stack([i, j])],
+            "in_degree": state.in_degree[jnp.stack([i, j])]}
+
+
+def _view(state, rows, i, j):
+    """The view of dyad (i, j) of one chain's state (no chain axis) from its rows."""
     dtype = state.statistics.dtype
     if state.in_lists is None:
-        return UndirectedDyadView(state.lists, state.degree, i, j, dtype)
-    return DirectedDyadView(state.lists, state.degree, state.in_lists, state.in_degree,
-                            i, j, dtype)
+        return UndirectedDyadView(state.lists, rows, i, j, dtype)
+    return DirectedDyadView(state.lists, state.in_lists, rows, i, j, dtype)
 
 
 # --- one proposal of one chain -------------------------------------------------------
@@ -235,9 +267,10 @@ def _find(row, value):
     return jnp.argmax(row == value).astype(jnp.int32)
 
 
-def _toggle_writes(state, i, j, add, remove):
+def _toggle_writes(state, rows, i, j, a, b, add, remove):
     """The writes that add tie (i, j) (``add``) or remove it (``remove``); neither: no
-    change. A dict: field -> (index arrays, values); degrees are added to, the rest set.
+    change; ``rows`` from :func:`_gather`, (a, b) the last edge of the list. A dict:
+    field -> (index arrays, values); degrees are added to, the rest set.
 
     Removal moves the last slot of each of the two lists that hold the tie (i's list
     holding j, j's (in-)list holding i) into the freed slot, and the last edge (a, b) of
@@ -252,23 +285,28 @@ def _toggle_writes(state, i, j, add, remove):
     M = state.edges.shape[0]
     m = state.num_edges
     last_edge = m - 1
-    lists_a, deg_a = state.lists, state.degree
-    lists_b, deg_b = (state.in_lists, state.in_degree) if directed else (lists_a, deg_a)
+    # the rows: (list A of i holding j, list B of j holding i, A of a, B of b)
+    if directed:
+        row_i, row_j = rows["lists"][0], rows["in_lists"][1]
+        row_a, row_b = rows["lists"][2], rows["in_lists"][2]
+        deg_i, deg_j = rows["degree"][0], rows["in_degree"][1]
+    else:
+        row_i, row_j, row_a, row_b = (rows["lists"][k] for k in range(4))
+        deg_i, deg_j = rows["degree"][0], rows["degree"][1]
     # where the tie sits: slot of j in i's list (A), of i in j's list (B), edge position
-    slot_a, last_a = _find(lists_a[i, :, 0], j), deg_a[i] - 1
-    slot_b, last_b = _find(lists_b[j, :, 0], i), deg_b[j] - 1
-    position = lists_a[i, slot_a, 1]
-    move = remove & (position != last_edge)
-    moved = state.edges[jnp.maximum(last_edge, 0)]  # (a, b): goes to `position`
-    a, b = moved[0], moved[1]
+    slot_a, last_a = _find(row_i[:, 0], j), deg_i - 1
+    slot_b, last_b = _find(row_j[:, 0], i), deg_j - 1
+    position = row_i[slot_a, 1]
+    move = remove & (position != last_edge)  # then (a, b) goes to `position`
+    moved = jnp.stack([a, b])
 
-    def list_writes(lists, deg, node, other, slot, last):
+    def list_writes(row, deg, node, other, slot, last):
         """Rows, slots and (neighbour, position) values of one list's two writes:
         append ``other``, or move the last slot into ``slot`` and clear the last."""
         tail = slot != last
-        first = jnp.where(add, deg[node], jnp.where(remove, slot, D))
+        first = jnp.where(add, deg, jnp.where(remove, slot, D))
         second = jnp.where(remove & tail, last, D)
-        tail_nbr, tail_id = lists[node, last, 0], lists[node, last, 1]
+        tail_nbr, tail_id = row[last, 0], row[last, 1]
         tail_id = jnp.where(move & (tail_id == last_edge), position, tail_id)
         value = jnp.where(add, jnp.stack([other, m]),
                           jnp.where(tail, jnp.stack([tail_nbr, tail_id]),
@@ -276,28 +314,28 @@ def _toggle_writes(state, i, j, add, remove):
         return (jnp.stack([node, node]), jnp.stack([first, second]),
                 jnp.stack([value, jnp.array([-1, 0], jnp.int32)]))
 
-    def fix_write(lists, node, other, removals):
-        """The moved edge's entry (``other`` in ``node``'s list, at its slot after the
-        removal's own slot moves; ``removals``: (row, freed slot, last slot)) now
+    def fix_write(row, node, other, removals):
+        """The moved edge's entry (``other`` in ``node``'s list ``row``, at its slot after
+        the removal's own slot moves; ``removals``: (node, freed slot, last slot)) now
         points at ``position``."""
-        slot = _find(lists[node, :, 0], other)
-        for row, freed, last in removals:
-            slot = jnp.where((node == row) & (slot == last), freed, slot)
+        slot = _find(row[:, 0], other)
+        for owner, freed, last in removals:
+            slot = jnp.where((node == owner) & (slot == last), freed, slot)
         return node[None], jnp.where(move, slot, D)[None], jnp.stack([other, position])[None]
 
     def join(*writes):
         return tuple(jnp.concatenate(parts) for parts in zip(*writes))
 
-    write_a = list_writes(lists_a, deg_a, i, j, slot_a, last_a)
-    write_b = list_writes(lists_b, deg_b, j, i, slot_b, last_b)
+    write_a = list_writes(row_i, deg_i, i, j, slot_a, last_a)
+    write_b = list_writes(row_j, deg_j, j, i, slot_b, last_b)
     change = add.astype(jnp.int32) - remove
     # the edge list: append at m, or move the last edge into the freed position
     edge_row = jnp.where(add, m, jnp.where(move, position, M))
     writes = {"edges": (edge_row, jnp.where(add, jnp.stack([i, j]), moved))}
     if directed:
-        rows_a, slots_a, values_a = join(write_a, fix_write(lists_a, a, b,
+        rows_a, slots_a, values_a = join(write_a, fix_write(row_a, a, b,
                                                             [(i, slot_a, last_a)]))
-        rows_b, slots_b, values_b = join(write_b, fix_write(lists_b, b, a,
+        rows_b, slots_b, values_b = join(write_b, fix_write(row_b, b, a,
                                                             [(j, slot_b, last_b)]))
         writes.update(lists=((rows_a, slots_a), values_a),
                       in_lists=((rows_b, slots_b), values_b),
@@ -305,8 +343,8 @@ def _toggle_writes(state, i, j, add, remove):
     else:
         # a fix may hit the slot that a row move writes: both write (other, position)
         removals = [(i, slot_a, last_a), (j, slot_b, last_b)]
-        rows, slots, values = join(write_a, write_b, fix_write(lists_a, a, b, removals),
-                                   fix_write(lists_a, b, a, removals))
+        rows, slots, values = join(write_a, write_b, fix_write(row_a, a, b, removals),
+                                   fix_write(row_b, b, a, removals))
         writes.update(lists=((rows, slots), values),
                       degree=(jnp.stack([i, j]), change))
     return writes, m + change
@@ -325,21 +363,26 @@ def _apply_writes(state, writes, num_edges):
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
     """One TNT proposal and its MH accept / reject, one chain. ``words`` (5,) uint32:
     tie-or-dyad, edge position, the dyad's two nodes, the acceptance uniform; ``live``
-    False: rejected whatever it is (the padding of a block)."""
+    False: rejected whatever it is (the padding of a block). ``ratio_weight`` multiplies
+    the log proposal ratio: 1 (the tests use 0 to check that a missing ratio shows)."""
     n, D = state.lists.shape[0], state.lists.shape[1]
     directed = state.in_lists is not None
     num_dyads = n * (n - 1) if directed else n * (n - 1) // 2
     dtype = state.statistics.dtype
     m = state.num_edges
     use_tie = ((words[0] >> 31) == 1) & (m > 0)
-    tie = state.edges[_scaled(words[1], jnp.maximum(m, 1))]
-    a = _scaled(words[2], n)
-    b = _scaled(words[3], n - 1)
-    b = b + (b >= a)  # uniform over the n(n−1) ordered pairs without i == j
-    i = jnp.where(use_tie, tie[0], a)
-    j = jnp.where(use_tie, tie[1], b)
+    # a uniform tie, and the last edge of the list (moved if a tie is removed)
+    ends = state.edges[jnp.stack([_scaled(words[1], jnp.maximum(m, 1)),
+                                  jnp.maximum(m - 1, 0)])]
+    first = _scaled(words[2], n)
+    second = _scaled(words[3], n - 1)
+    second = second + (second >= first)  # uniform over the n(n−1) pairs without i == j
+    i = jnp.where(use_tie, ends[0, 0], first)
+    j = jnp.where(use_tie, ends[0, 1], second)
+    a, b = ends[1, 0], ends[1, 1]
 
-    view = _view(state, i, j)
+    rows = _gather(state, i, j, a, b)
+    view = _view(state, rows, i, j)
     on = view.value > 0
     delta = jnp.asarray(change_fn(view), dtype)
     if delta.shape != state.statistics.shape:
@@ -353,17 +396,17 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
         return jnp.where(edges_now > 0, tie_part + 0.5 / num_dyads, 1.0 / num_dyads)
 
     log_ratio = (jnp.log(q(m + 1 - 2 * on, 1 - view.value)) - jnp.log(q(m, view.value)))
-    log_accept = sign * jnp.dot(theta, delta) + ratio_weight * log_ratio
+    log_accept = sign * jnp.sum(theta * delta) + ratio_weight * log_ratio
     # uniform in (0, 1) from the top 24 bits of the last word
     u = ((words[4] >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
     accept = (jnp.log(u) < log_accept) & live
     if directed:
-        full = (~on) & ((state.degree[i] >= D) | (state.in_degree[j] >= D))
+        full = (~on) & ((rows["degree"][0] >= D) | (rows["in_degree"][1] >= D))
     else:
-        full = (~on) & ((state.degree[i] >= D) | (state.degree[j] >= D))
+        full = (~on) & jnp.any(rows["degree"] >= D)
     overflow = state.overflow | (accept & full)
     accept = accept & ~full
-    writes, num_edges = _toggle_writes(state, i, j, accept & ~on, accept & on)
+    writes, num_edges = _toggle_writes(state, rows, i, j, a, b, accept & ~on, accept & on)
     statistics = state.statistics + jnp.where(accept, sign * delta, 0)
     state = _apply_writes(state, writes, num_edges)
     return state._replace(statistics=statistics, overflow=overflow), accept
@@ -438,7 +481,7 @@ _simulate_jit = jax.jit(_simulate_chains,
 
 def default_max_degree(edges: ArrayLike, num_nodes: int, directed: bool) -> int:
     """max(2 · the largest (in- or out-) degree of ``edges``, 16)."""
-    e = np.asarray(edges).reshape(-1, 2)
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
     return max(2 * _largest_degree(e, num_nodes, directed), 16)
 
 
@@ -625,9 +668,22 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     """Statistics of every chain after each of ``num_samples`` runs of ``interval``
     proposals (one ``lax.scan``; burn in with :func:`network_mh_step`).
 
+    Parameters
+    ----------
+    key : PRNG key
+    state : NetworkChains
+    theta : array (k,) or (num_chains, k)
+    change_fn : callable
+        As in :func:`network_mh_step` (static).
+    num_samples : int
+        Statistics recorded per chain.
+    interval : int
+        Proposals per chain between records (ergm's ``MCMC.interval``).
+
     Returns
     -------
     (NetworkChains, jax.Array (num_chains, num_samples, k))
+        The final state and the running statistics s(y) after each interval.
 
     Raises
     ------
@@ -661,4 +717,5 @@ def dyad_view(state: NetworkChains, i: int, j: int, chain: int = 0):
     """The view that ``change_fn`` gets for dyad (i, j) (tie i -> j) of one chain: for
     checking a change function by hand."""
     one = jax.tree.map(lambda x: x[chain], state)
-    return _view(one, jnp.int32(i), jnp.int32(j))
+    i, j = jnp.asarray(i, jnp.int32), jnp.asarray(j, jnp.int32)
+    return _view(one, _gather(one, i, j, i, j), i, j)

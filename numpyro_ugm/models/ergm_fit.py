@@ -172,21 +172,26 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     def simulate(theta, k):
         return simulator.simulate(theta, k, num_draws, interval)
 
+    def bridge_simulate(theta, k):  # a quarter of the draws per bridge (16 of them)
+        return simulator.simulate(theta, k, max(num_draws // 4, 16), interval)
+
     if estimator is None:
         fit = mcmle_fit(simulate, observed, start, key=key, num_dyads=N, names=names,
-                        log_likelihood=log_likelihood, **mcmle_options)
+                        log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
+                        **mcmle_options)
     else:
         fit = _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
-                                  observed, names, N, key, log_likelihood, num_steps,
-                                  optimizer)
+                                  bridge_simulate, observed, names, N, key, log_likelihood,
+                                  num_steps, optimizer)
     check_ergm_degeneracy(fit.final_statistics, observed, names) if (
         fit.final_statistics is not None) else None
     fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator, interval)
     return fit
 
 
-def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, observed,
-                        names, num_dyads_, key, log_likelihood, num_steps, optimizer):
+def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
+                        bridge_simulate, observed, names, num_dyads_, key, log_likelihood,
+                        num_steps, optimizer):
     """θ from :class:`~numpyro_ugm.learn.MLE` with ``estimator`` (from the MPLE, iterates
     averaged over the second half), then the standard errors and log-likelihood of a
     Monte Carlo fit at it."""
@@ -202,7 +207,7 @@ def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, o
                          progress_bar=False)
     theta = np.asarray(learner.get_params(result.state, averaged=True)["theta"], np.float64)
     return fit_at(simulate, observed, theta, key=key_final, num_dyads=num_dyads_, names=names,
-                  update=False, log_likelihood=log_likelihood,
+                  update=False, log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
                   method=f"MLE with {type(estimator).__name__}",
                   message=f"{num_steps} optimizer steps, iterates averaged over the second half")
 

@@ -1303,7 +1303,8 @@ def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
 def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
              num_dyads: int, names: Sequence[str] | None = None,
              log_likelihood: bool = True, num_bridges: int = 16,
-             final_repeats: int | None = None, **mcmle_options) -> ErgmFit:
+             final_repeats: int | None = None, bridge_simulate: Callable | None = None,
+             **mcmle_options) -> ErgmFit:
     """Fit an ERGM by Monte Carlo maximum likelihood in one call, as R's ``ergm()``.
 
     1. :func:`mcmle` from ``theta0`` (e.g. the MPLE) to convergence;
@@ -1353,7 +1354,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
         owner, "final_repeats", final_repeats)
     return fit_at(simulate, observed, record.theta, key=key_rest, num_dyads=num_dyads,
                   names=names, record=record, repeats=repeats, log_likelihood=log_likelihood,
-                  num_bridges=num_bridges,
+                  num_bridges=num_bridges, bridge_simulate=bridge_simulate,
                   steplength_margin=mcmle_options.get("steplength_margin", 0.05))
 
 
@@ -1362,11 +1363,12 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
            record: MCMLEResult | None = None, update: bool = True, repeats: int = 1,
            log_likelihood: bool = True, num_bridges: int = 16, method: str = "MCMLE",
            message: str = "", converged: bool = True,
-           steplength_margin: float = 0.05) -> ErgmFit:
+           steplength_margin: float = 0.05, bridge_simulate: Callable | None = None) -> ErgmFit:
     """The :class:`ErgmFit` of an estimate θ: a final sample there (``repeats``
     ``simulate`` calls), :func:`mcmle_standard_errors` (with ``update``, one last
     Geyer–Thompson step first), and with ``log_likelihood`` the bridge log-likelihood,
-    AIC and BIC. ``record`` (the :func:`mcmle` run) supplies the convergence report;
+    AIC and BIC (from ``bridge_simulate`` if given, e.g. a cheaper sampler: the bridges
+    need fewer draws than the standard errors). ``record`` (the :func:`mcmle` run) supplies the convergence report;
     without it, ``method``, ``message`` and ``converged`` do (an estimate from elsewhere,
     e.g. another estimator)."""
     owner = "fit_at"
@@ -1387,9 +1389,9 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
                     f"observed statistics are near the edge of the final sample)")
     bridge, ll, ll_se = None, float("nan"), float("nan")
     if log_likelihood:
-        bridge = log_likelihood_bridge(simulate, errors.estimates, observed, num_dyads,
-                                       key=key_bridge, num_bridges=num_bridges,
-                                       repeats=repeats)
+        bridge = log_likelihood_bridge(bridge_simulate or simulate, errors.estimates,
+                                       observed, num_dyads, key=key_bridge,
+                                       num_bridges=num_bridges, repeats=repeats)
         ll, ll_se = bridge.log_likelihood, bridge.stderr
     aic, bic = _information_criteria(ll, k, num_dyads)
     return ErgmFit(names=names, estimates=errors.estimates, stderr=errors.stderr,

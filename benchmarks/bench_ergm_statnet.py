@@ -42,14 +42,14 @@ FITS = {
 }
 
 
-def ours(name):
+def ours(name, **options):
     from numpyro_ugm import datasets
     from numpyro_ugm.models import fit_ergm
 
     data, formula = FITS[name]
     graph = datasets.network(data)
     start = time.perf_counter()
-    fit = fit_ergm(graph, formula)
+    fit = fit_ergm(graph, formula, **options)
     seconds = time.perf_counter() - start
     return {"names": list(fit.names), "estimates": np.asarray(fit.estimates).tolist(),
             "stderr": np.asarray(fit.stderr).tolist(), "loglik": float(fit.log_likelihood),
@@ -104,18 +104,29 @@ def compare(a, b):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fits", default=",".join(FITS))
-    parser.add_argument("--out", default="benchmarks/results/ergm_statnet")
+    parser.add_argument("--out", default="outputs/ergm_statnet")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--ergmx-timeout", type=float, default=1200)
+    parser.add_argument("--ours-only", action="store_true", help="skip ergmx (e.g. on a GPU)")
+    parser.add_argument("--num-chains", type=int, default=4)
+    parser.add_argument("--num-draws", type=int, default=256)
     args = parser.parse_args()
+    options = {"num_chains": args.num_chains, "num_draws": args.num_draws}
+    import jax
+    print(f"jax {jax.__version__}, devices {jax.devices()}", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in args.fits.split(","):
         path = out / f"{name}.json"
         record = {} if args.fresh or not path.exists() else json.loads(path.read_text())
         if "ours" not in record:
-            record["ours"] = ours(name)
+            record["ours"] = ours(name, **options)
+            record["ours"]["options"] = options
             path.write_text(json.dumps(record, indent=1))
+        if args.ours_only:
+            print(f"\n== {name}\n{record['ours']['summary']}\nRESULT {name}: ours "
+                  f"{record['ours']['seconds']:.1f} s ({options})")
+            continue
         if "ergmx" not in record:
             record["ergmx"] = peer(name, args.ergmx_timeout)
             path.write_text(json.dumps(record, indent=1))

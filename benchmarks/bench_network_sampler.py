@@ -27,6 +27,7 @@ Run: ``python benchmarks/bench_network_sampler.py`` (a few minutes on 2 CPU core
 """
 
 import argparse
+import os
 import math
 import random
 import time
@@ -43,7 +44,8 @@ try:
 except ImportError:  # run from the repository root
     from benchmarks._report import report, timeit_many
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
+DATA = Path(os.environ.get("NUMPYRO_UGM_DATA", Path(__file__).resolve().parents[2] / "shared"
+                           / "data")) / "networks"
 DECAY = 0.25
 
 
@@ -201,7 +203,9 @@ def compare(label, edges, n, theta, model, chain_counts, num_proposals, python_p
               f"for every chain to make one", flush=True)
         report(f"TNT sampler {label} edges+{model}: proposals per second, ours, "
                f"{chains} chains", f"{rate:.3g}",
-               f"{num_proposals} proposals per chain, CPU")
+               f"{num_proposals} proposals per chain, {jax.default_backend()}")
+    if not python_proposals:  # our rates only (e.g. on an accelerator)
+        return
     t = time.perf_counter()
     final = python_tnt(edges, n, theta, model, python_proposals)
     python = python_proposals / (time.perf_counter() - t)
@@ -231,11 +235,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rows", default="ab")
+    parser.add_argument("--chains", help="chain counts, comma separated")
+    parser.add_argument("--proposals", type=int, help="proposals per chain")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="skip the pure-Python and ergmx baselines")
     args = parser.parse_args()
     print(f"jax {jax.__version__}, devices {jax.devices()}")
     chains = (1, 32) if args.quick else (1, 8, 32, 128)
-    proposals = 2_000 if args.quick else 20_000
-    python_proposals = 20_000 if args.quick else 100_000
+    chains = tuple(int(c) for c in args.chains.split(",")) if args.chains else chains
+    proposals = args.proposals or (2_000 if args.quick else 20_000)
+    python_proposals = 0 if args.ours_only else (20_000 if args.quick else 100_000)
     burnins = (20_000, 220_000) if args.quick else (50_000, 1_050_000)
     if "a" in args.rows:
         data = np.load(DATA / "faux_magnolia_high.npz", allow_pickle=False)
@@ -247,7 +256,7 @@ def main():
         n = 10_000
         edges = random_network(n, 10_000, 0)
         compare("10^4-node random (10^4 edges)", edges, n, (-8.6, 1.5), "gwesp",
-                tuple(c for c in chains if c <= 32),
+                chains if args.chains else tuple(c for c in chains if c <= 32),
                 proposals, python_proposals, burnins)
 
 

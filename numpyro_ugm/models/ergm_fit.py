@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_key, check_count
-from .ergm_inference import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
+from .ergm_inference import (ErgmFit, dyad_independent_fit, dyad_independent_mle, fit_at,
+                             mcmle_fit)
 from .goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, resolve_terms, statistics_of,
@@ -150,6 +151,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         fit.network_fit = NetworkFit(net, ties, statistics, observed, None, 0)
         return fit
     start = np.asarray(mple(y, statistics, network=net, decay=decay).params["theta"], np.float64)
+    reference = _dyad_independent_reference(terms, y, statistics, net, decay, observed)
     if sampler not in ("auto", "sparse", "gibbs"):
         raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
                          f"{sampler!r}")
@@ -172,26 +174,28 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     def simulate(theta, k):
         return simulator.simulate(theta, k, num_draws, interval)
 
+    bridge_draws = max(num_draws // 4, -(-256 // num_chains), 2)
+
     def bridge_simulate(theta, k):  # a quarter of the draws per bridge (16 of them)
-        return simulator.simulate(theta, k, max(num_draws // 4, 16), interval)
+        return simulator.simulate(theta, k, min(bridge_draws, num_draws), interval)
 
     if estimator is None:
         fit = mcmle_fit(simulate, observed, start, key=key, num_dyads=N, names=names,
                         log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
-                        **mcmle_options)
+                        bridge_reference=reference, **mcmle_options)
     else:
         fit = _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
-                                  bridge_simulate, observed, names, N, key, log_likelihood,
-                                  num_steps, optimizer)
+                                  (bridge_simulate, reference), observed, names, N, key,
+                                  log_likelihood, num_steps, optimizer)
     check_ergm_degeneracy(fit.final_statistics, observed, names) if (
         fit.final_statistics is not None) else None
     fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator, interval)
     return fit
 
 
-def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
-                        bridge_simulate, observed, names, num_dyads_, key, log_likelihood,
-                        num_steps, optimizer):
+def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, bridge,
+                        observed, names, num_dyads_, key, log_likelihood, num_steps,
+                        optimizer):
     """θ from :class:`~numpyro_ugm.learn.MLE` with ``estimator`` (from the MPLE, iterates
     averaged over the second half), then the standard errors and log-likelihood of a
     Monte Carlo fit at it."""
@@ -207,9 +211,26 @@ def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
                          progress_bar=False)
     theta = np.asarray(learner.get_params(result.state, averaged=True)["theta"], np.float64)
     return fit_at(simulate, observed, theta, key=key_final, num_dyads=num_dyads_, names=names,
-                  update=False, log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
+                  update=False, log_likelihood=log_likelihood, bridge_simulate=bridge[0],
+                  bridge_reference=bridge[1],
                   method=f"MLE with {type(estimator).__name__}",
                   message=f"{num_steps} optimizer steps, iterates averaged over the second half")
+
+
+def _dyad_independent_reference(terms, y, statistics, net, decay, observed):
+    """(θ_ref, log Z(θ_ref)): the dyad-independent terms at their exact MLE (the other
+    coefficients 0), where the bridge sampling of the log-likelihood starts, as ergm's;
+    None when no term is dyad independent (the path then starts at θ = 0)."""
+    columns = np.cumsum([0] + [t.size for t in terms])
+    keep = np.concatenate([np.arange(columns[k], columns[k + 1]) for k, t in enumerate(terms)
+                           if t.dependence == "dyadic"] or [np.zeros(0, int)])
+    if keep.size == 0:
+        return None
+    X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)[:, keep]
+    fit = dyad_independent_mle(X, observed[keep])
+    theta = np.zeros(len(observed))
+    theta[keep] = fit.theta
+    return theta, float(np.sum(np.logaddexp(0.0, X @ fit.theta)))
 
 
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,

@@ -916,7 +916,8 @@ def _bridge_increment(stats, half_step):
 
 def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayLike,
                           num_dyads: int, *, key: Any, num_bridges: int = 16,
-                          repeats: int = 1) -> BridgeLogLikelihood:
+                          repeats: int = 1, reference: tuple | None = None
+                          ) -> BridgeLogLikelihood:
     """The log-likelihood l(θ) = θ·s_obs − log Z(θ) by bridge sampling, with its Monte
     Carlo standard error.
 
@@ -925,7 +926,10 @@ def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayL
     bridge's midpoint θ_m = (t_j + t_{j+1})θ/2 by importance sampling towards both ends:
     log mean exp(h·s) − log mean exp(−h·s), h = θ/(2J) (an identity in expectation,
     ergm's bridge sampling up to its midpoint rule). log Z(0) = N log 2: at θ = 0 each of
-    the 2^N graphs has probability 2^−N. Bridges run from t = 1 down to 0, so chains left
+    the 2^N graphs has probability 2^−N. With ``reference`` = (θ_ref, log Z(θ_ref)) the
+    path runs from θ_ref instead (ergm's choice: the dyad-independent part of the model at
+    its MLE, whose density is the observed one, so the chains never cross the density
+    0.5 of θ = 0). Bridges run from t = 1 down to 0, so chains left
     near θ (e.g. by :func:`mcmle`) move in small steps. The standard error adds the
     bridges' delta-method variances (each inflated by its autocorrelation) as if the
     bridges were independent.
@@ -956,16 +960,21 @@ def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayL
     num_bridges = check_count(owner, "num_bridges", num_bridges)
     repeats = check_count(owner, "repeats", repeats)
     key = as_key(key, owner)
-    half_step = theta / (2.0 * num_bridges)
+    if reference is None:
+        start, log_z_start = np.zeros(k), num_dyads * math.log(2.0)
+    else:
+        start, log_z_start = _as_vector(owner, "reference[0]", reference[0], k), float(
+            reference[1])
+    half_step = (theta - start) / (2.0 * num_bridges)
     increments = np.zeros(num_bridges)
     errors = np.zeros(num_bridges)
     keys = _split(key, num_bridges)
     for j in reversed(range(num_bridges)):
-        midpoint = (j + 0.5) / num_bridges * theta
+        midpoint = start + (j + 0.5) / num_bridges * (theta - start)
         stats = _simulate(simulate, midpoint, keys[j], repeats, k, owner)
         increments[j], errors[j] = _bridge_increment(stats, half_step)
     log_ratio = float(increments.sum())
-    log_normalizer = log_ratio + num_dyads * math.log(2.0)
+    log_normalizer = log_ratio + log_z_start
     return BridgeLogLikelihood(float(theta @ observed - log_normalizer),
                                float(math.sqrt(np.sum(errors ** 2))), log_normalizer,
                                log_ratio, increments, errors)
@@ -1304,7 +1313,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
              num_dyads: int, names: Sequence[str] | None = None,
              log_likelihood: bool = True, num_bridges: int = 16,
              final_repeats: int | None = None, bridge_simulate: Callable | None = None,
-             **mcmle_options) -> ErgmFit:
+             bridge_reference: tuple | None = None, **mcmle_options) -> ErgmFit:
     """Fit an ERGM by Monte Carlo maximum likelihood in one call, as R's ``ergm()``.
 
     1. :func:`mcmle` from ``theta0`` (e.g. the MPLE) to convergence;
@@ -1355,6 +1364,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
     return fit_at(simulate, observed, record.theta, key=key_rest, num_dyads=num_dyads,
                   names=names, record=record, repeats=repeats, log_likelihood=log_likelihood,
                   num_bridges=num_bridges, bridge_simulate=bridge_simulate,
+                  bridge_reference=bridge_reference,
                   steplength_margin=mcmle_options.get("steplength_margin", 0.05))
 
 
@@ -1363,7 +1373,8 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
            record: MCMLEResult | None = None, update: bool = True, repeats: int = 1,
            log_likelihood: bool = True, num_bridges: int = 16, method: str = "MCMLE",
            message: str = "", converged: bool = True,
-           steplength_margin: float = 0.05, bridge_simulate: Callable | None = None) -> ErgmFit:
+           steplength_margin: float = 0.05, bridge_simulate: Callable | None = None,
+           bridge_reference: tuple | None = None) -> ErgmFit:
     """The :class:`ErgmFit` of an estimate θ: a final sample there (``repeats``
     ``simulate`` calls), :func:`mcmle_standard_errors` (with ``update``, one last
     Geyer–Thompson step first), and with ``log_likelihood`` the bridge log-likelihood,
@@ -1391,7 +1402,8 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
     if log_likelihood:
         bridge = log_likelihood_bridge(bridge_simulate or simulate, errors.estimates,
                                        observed, num_dyads, key=key_bridge,
-                                       num_bridges=num_bridges, repeats=repeats)
+                                       num_bridges=num_bridges, repeats=repeats,
+                                       reference=bridge_reference)
         ll, ll_se = bridge.log_likelihood, bridge.stderr
     aic, bic = _information_criteria(ll, k, num_dyads)
     return ErgmFit(names=names, estimates=errors.estimates, stderr=errors.stderr,

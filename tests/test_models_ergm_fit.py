@@ -59,24 +59,29 @@ def _small_network():
         mean = w @ S
         cov = (S - mean).T @ ((S - mean) * w[:, None])
         theta = theta + np.linalg.solve(cov, observed - mean)
-    return graph, formula, theta, np.sqrt(np.diag(np.linalg.inv(cov)))
+    eta = S @ theta
+    log_lik = observed @ theta - (np.max(eta) + np.log(np.sum(np.exp(eta - np.max(eta)))))
+    return graph, formula, theta, np.sqrt(np.diag(np.linalg.inv(cov))), log_lik
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["sparse", "gibbs"])
 def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
-    graph, formula, exact, exact_se = _small_network()
+    graph, formula, exact, exact_se, log_lik = _small_network()
     fit = fit_ergm(graph, formula, sampler=sampler, rng_key=jax.random.PRNGKey(3))
     assert fit.converged
     mc = np.sqrt(np.diag(fit.cov_mcmc))
     assert np.all(np.abs(fit.estimates - exact) < 4 * mc + 0.05 * exact_se), (
         fit.estimates, exact, mc)
     np.testing.assert_allclose(fit.stderr, exact_se, rtol=0.15)
+    # the bridge log-likelihood (from the dyad-independent part at its MLE)
+    assert abs(fit.log_likelihood - log_lik) < 4 * fit.log_likelihood_se + 0.05, (
+        fit.log_likelihood, log_lik)
 
 
 @pytest.mark.slow
 def test_another_estimator_by_one_argument():
-    graph, formula, exact, exact_se = _small_network()
+    graph, formula, exact, exact_se, _ = _small_network()
     fit = fit_ergm(graph, formula, estimator=ugm.PCD(256), num_steps=3000,
                    rng_key=jax.random.PRNGKey(4), log_likelihood=False)
     assert "PCD" in fit.method

@@ -20,7 +20,7 @@ a module:
   on :mod:`~numpyro_ugm.models.ergm_inference` and the samplers of
   :mod:`~numpyro_ugm.models.network_simulation` /
   :mod:`~numpyro_ugm.models.network_sampler`) and :func:`gof_ergm`
-  (:mod:`~numpyro_ugm.models.goodness_of_fit`);
+  (:mod:`~numpyro_ugm.models.network_goodness_of_fit`);
 * Gaussian MRFs (:mod:`~numpyro_ugm.models.gaussian`): :func:`sparse_gmrf` (the graphical
   lasso by MAP, :func:`glasso_objective`) and :func:`lattice_gmrf` (a CAR model on a
   torus, with its exact moments, likelihood, MLE and draws).
@@ -34,7 +34,7 @@ from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, latt
                        sparse_gmrf)
 from .ergm_fit import fit_ergm, gof_ergm
 from .ergm_inference import ErgmDegeneracyError, ErgmFit
-from .goodness_of_fit import GoodnessOfFit, goodness_of_fit, mcmc_diagnostics
+from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit, mcmc_diagnostics
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, TERMS, change_statistics, ergm_statistics, term_names
 from .graph_terms import Network, term

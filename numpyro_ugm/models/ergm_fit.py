@@ -18,7 +18,7 @@ the terms (:mod:`~numpyro_ugm.models.graph_terms`), starts at the MPLE
 
 :func:`gof_ergm` simulates networks from a fit and compares their degree, edgewise
 shared partner and geodesic distance distributions with the observed network's
-(:mod:`~numpyro_ugm.models.goodness_of_fit`).
+(:mod:`~numpyro_ugm.models.network_goodness_of_fit`).
 """
 
 import dataclasses
@@ -31,12 +31,12 @@ import numpy as np
 from .._checks import as_key, check_count
 from .ergm_inference import (ErgmFit, dyad_independent_fit, dyad_independent_mle, fit_at,
                              mcmle_fit)
-from .goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
+from .network_goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, resolve_terms, statistics_of,
                                term_names)
 from .graph_terms import Network, as_network
-from .graphs import graph_to_edges, num_dyads, pair_tables
+from .graphs import check_edge_list, graph_to_edges, num_dyads, pair_tables
 from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
 
 __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
@@ -65,17 +65,9 @@ def _observed_network(network, edges):
         if edges is None:
             raise ValueError("fit_ergm: with a Network, give its ties as edges=(m, 2)")
         net = network
-        ties = np.asarray(edges, np.int64).reshape(-1, 2)
+        ties = check_edge_list("fit_ergm", "edges", edges, net.num_nodes, net.directed)
         y = np.zeros(num_dyads(net.num_nodes, net.directed), np.float32)
-        pair = pair_tables(net.num_nodes, net.directed)[0]
-        if np.any(ties < 0) or np.any(ties >= net.num_nodes):
-            raise ValueError(f"fit_ergm: edges must be node indices in [0, {net.num_nodes})")
-        if np.any(ties[:, 0] == ties[:, 1]):
-            raise ValueError("fit_ergm: the edges include self-loops")
-        index = pair[ties[:, 0], ties[:, 1]]
-        if len(np.unique(index)) < len(index):
-            raise ValueError("fit_ergm: the edges repeat a tie (multi-edges)")
-        y[index] = 1
+        y[pair_tables(net.num_nodes, net.directed)[0][ties[:, 0], ties[:, 1]]] = 1
         return net, ties, y
     if edges is not None:
         raise ValueError("fit_ergm: edges= is for a Network; a graph carries its own ties")

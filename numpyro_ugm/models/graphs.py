@@ -22,7 +22,7 @@ from jax.typing import ArrayLike
 
 __all__ = ["graph_to_edges", "edges_to_adjacency", "edges_to_graph", "num_pairs",
            "num_dyads", "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency",
-           "as_edge_data"]
+           "as_edge_data", "check_edge_list"]
 
 # --- the graph as a site -------------------------------------------------------------
 
@@ -215,3 +215,31 @@ def as_edge_data(data: Any, directed: bool | None = None) -> dict:
     else:
         y = np.asarray(data)
     return {"y": y[None] if y.ndim == 1 else y}
+
+
+def check_edge_list(owner: str, name: str, edges: Any, num_nodes: int | None = None,
+                    directed: bool = False) -> np.ndarray:
+    """An edge list as (m, 2) int64, or an error naming ``owner`` and ``name``: the shape
+    and dtype, and with ``num_nodes`` also node ids in range, no self-loops and no repeated
+    tie (an undirected pair in either orientation)."""
+    e = np.asarray(edges)
+    if e.size == 0:
+        return np.zeros((0, 2), np.int64)
+    if e.ndim != 2 or e.shape[1] != 2:
+        raise ValueError(f"{owner}: {name} must be an edge list of shape (m, 2), got shape "
+                         f"{e.shape}")
+    if e.dtype == bool or not np.issubdtype(e.dtype, np.integer):
+        raise TypeError(f"{owner}: {name} must hold integer node ids, got dtype {e.dtype}")
+    e = e.astype(np.int64, copy=False)
+    if num_nodes is None:
+        return e
+    if e.min() < 0 or e.max() >= num_nodes:
+        raise ValueError(f"{owner}: {name} must hold node ids in [0, {num_nodes}), got "
+                         f"values in [{e.min()}, {e.max()}]")
+    if np.any(e[:, 0] == e[:, 1]):
+        raise ValueError(f"{owner}: {name} has self-loops (i, i); ERGM networks have none")
+    key = e if directed else np.sort(e, 1)
+    if len(np.unique(key, axis=0)) < len(e):
+        kind = "ties" if directed else "edges (in either orientation)"
+        raise ValueError(f"{owner}: {name} has repeated {kind} (multi-edges)")
+    return e

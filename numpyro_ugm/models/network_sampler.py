@@ -50,6 +50,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
+from .graphs import check_edge_list
 
 __all__ = ["NetworkChains", "UndirectedDyadView", "DirectedDyadView", "init_network_chains",
            "network_mh_step", "simulate_statistics", "network_edges", "dyad_view",
@@ -493,27 +494,7 @@ def _largest_degree(e, n, directed):
 
 
 def _check_edges(edges, n, directed):
-    e = np.asarray(edges)
-    if e.size == 0:
-        return np.zeros((0, 2), np.int64)
-    if e.ndim != 2 or e.shape[1] != 2:
-        raise ValueError(f"init_network_chains: edges must have shape (num_edges, 2), "
-                         f"got {e.shape}")
-    if not np.issubdtype(e.dtype, np.integer):
-        raise TypeError(f"init_network_chains: edges must be integer node ids, got dtype "
-                        f"{e.dtype}")
-    e = e.astype(np.int64)
-    if e.min() < 0 or e.max() >= n:
-        raise ValueError(f"init_network_chains: edges must hold node ids in [0, {n}), got "
-                         f"values in [{e.min()}, {e.max()}]")
-    if np.any(e[:, 0] == e[:, 1]):
-        raise ValueError("init_network_chains: edges has self-loops (i, i); ERGM networks "
-                         "have none")
-    key = e if directed else np.sort(e, 1)
-    if len(np.unique(key, axis=0)) < len(e):
-        kind = "ties" if directed else "edges (in either orientation)"
-        raise ValueError(f"init_network_chains: edges has repeated {kind}")
-    return e
+    return check_edge_list("init_network_chains", "edges", edges, n, directed)
 
 
 def _lists(heads, tails, positions, n, D):

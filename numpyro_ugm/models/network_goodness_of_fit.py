@@ -39,6 +39,7 @@ import numpy as np
 
 from .._checks import check_count
 from .graph_estimation import DegeneracyWarning
+from .graphs import check_edge_list
 
 __all__ = ["degree_distribution", "edgewise_shared_partners", "shared_partner_distribution",
            "geodesic_distance_distribution", "network_densities", "indicators_to_edge_lists",
@@ -92,26 +93,13 @@ def _check_directed(owner, directed):
     return bool(directed)
 
 
-def _edge_array(owner, name, edges):
-    """(m, 2) int64 from one edge list, or raise naming ``name``."""
-    a = np.asarray(edges)
-    if a.size == 0:
-        return np.zeros((0, 2), np.int64)
-    if a.ndim != 2 or a.shape[1] != 2:
-        raise ValueError(f"{owner}: {name} must be an edge list of shape (m, 2), got shape "
-                         f"{a.shape}")
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{owner}: {name} must hold integer node ids, got dtype {a.dtype}")
-    return a.astype(np.int64, copy=False)
-
-
 def _as_networks(owner, name, networks):
     """(list of (m, 2) int64 arrays, whether one network was given)."""
     if isinstance(networks, np.ndarray) or hasattr(networks, "__array__"):
         a = np.asarray(networks)
         if a.ndim == 3:
-            return [_edge_array(owner, f"{name}[{s}]", x) for s, x in enumerate(a)], False
-        return [_edge_array(owner, name, a)], True
+            return [check_edge_list(owner, f"{name}[{s}]", x) for s, x in enumerate(a)], False
+        return [check_edge_list(owner, name, a)], True
     if isinstance(networks, (list, tuple)):
         if len(networks) == 0:
             raise ValueError(f"{owner}: {name} is empty (give an edge list (m, 2), "
@@ -122,8 +110,8 @@ def _as_networks(owner, name, networks):
         except ValueError:  # ragged: a sequence of edge lists of different lengths
             a = None
         if a is not None and a.ndim == 2:
-            return [_edge_array(owner, name, a)], True
-        return [_edge_array(owner, f"{name}[{s}]", x) for s, x in enumerate(networks)], False
+            return [check_edge_list(owner, name, a)], True
+        return [check_edge_list(owner, f"{name}[{s}]", x) for s, x in enumerate(networks)], False
     raise TypeError(f"{owner}: {name} must be an edge list (m, 2) or a sequence of them, "
                     f"got {type(networks).__name__}")
 

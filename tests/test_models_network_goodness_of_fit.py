@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from numpyro_ugm.models import DegeneracyWarning, graph_to_edges
-from numpyro_ugm.models import goodness_of_fit as gof_module
-from numpyro_ugm.models.goodness_of_fit import (
+from numpyro_ugm.models import network_goodness_of_fit as gof_module
+from numpyro_ugm.models.network_goodness_of_fit import (
     check_ergm_degeneracy, degree_distribution, edgewise_shared_partners,
     geodesic_distance_distribution, goodness_of_fit, indicators_to_edge_lists,
     mcmc_diagnostics, monte_carlo_p_values, network_densities, shared_partner_distribution)

@@ -36,10 +36,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--large", action="store_true")
     parser.add_argument("--figures", default="docs/images")
+    parser.add_argument("--only", type=int, nargs="*", help="indices of the fits to run")
     args = parser.parse_args()
     figures = Path(args.figures)
     figures.mkdir(parents=True, exist_ok=True)
     for k, (name, formula) in enumerate(FITS + (LARGE if args.large else [])):
+        if args.only is not None and k not in args.only:
+            continue
         graph = datasets.network(name)
         print(f"\n=== {name} ~ {formula}")
         start = time.perf_counter()
@@ -51,7 +54,7 @@ def main():
         outside = gof.outside_interval(0.95)
         print("observed values outside the simulated 95 % interval:",
               {s: v for s, v in outside.items() if len(v)} or "none")
-        tag = f"ergm_{name.replace('.', '_')}_{len(fit.names)}"
+        tag = f"ergm_{k}_{name.replace('.', '_')}"
         gof.plot().savefig(figures / f"{tag}_gof.png", dpi=80)
         if fit.final_statistics is not None:
             diagnostics = mcmc_diagnostics(fit.final_statistics, fit.network_fit.observed,

@@ -8,7 +8,7 @@ conventions:
   the ``base``-th (1-based; 0 keeps all) left out; ``nodeofactor`` / ``nodeifactor``;
 * ``nodematch(attr, diff=False, levels=None)``: [a_i = a_j], or per level
   [a_i = a_j = l] with ``diff=True``;
-* ``absdiff(attr, pow=1)``: |a_i − a_j|^pow;
+* ``absdiff(attr, pow=1)``: abs(a_i − a_j)^pow;
 * ``nodemix(attr, base=1)``: one statistic per mixing cell (unordered level pairs for
   undirected networks, ordered for directed), ordered as statnet's, the ``base``-th cell
   left out;

@@ -237,7 +237,7 @@ def _ttriple(spec, net, decay):
 
 def _ctriple(spec, net, decay):
     spec_arguments(spec, (), {})
-    # Σ y_ij y_jk y_ki / 3 = trace(A³)/3; toggling a → b closes |out(b) ∩ in(a)| cycles
+    # Σ y_ij y_jk y_ki / 3 = trace(A³)/3; toggling a → b closes #(out(b) ∩ in(a)) cycles
     return Term(("ctriple",), "node",
                 lambda y, A: _stack(jnp.sum((A @ A) * jnp.swapaxes(A, -1, -2), (-2, -1)) / 3),
                 lambda v: _stack(v.cycles))

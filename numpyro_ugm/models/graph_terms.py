@@ -173,9 +173,9 @@ class Network:
     ----------
     num_nodes : int
     directed : bool
-    attributes : dict of str -> array (num_nodes,), optional
+    attributes : dict of str -> array (n,), optional
         Node attributes (numbers or labels) for the covariate terms.
-    dyad_covariates : dict of str -> array (num_nodes, num_nodes), optional
+    dyad_covariates : dict of str -> array (n, n), optional
         Named dyadic covariates for ``edgecov("name")``.
     """
 

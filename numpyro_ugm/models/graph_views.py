@@ -10,14 +10,14 @@ are taken with the dyad itself **off**.
 
 Both kinds: ``i``, ``j`` (the dyad's nodes; directed: the tie i → j), ``value`` (y_ij).
 
-Undirected: ``degree_i``, ``degree_j``; ``shared`` = |N(i) ∩ N(j)|;
+Undirected: ``degree_i``, ``degree_j``; ``shared`` = #(N(i) ∩ N(j));
 ``partner_terms(r)`` = Σ_{k ∈ N(i)∩N(j)} (r^{sp(i,k)} + r^{sp(j,k)}) (gwesp).
 
 Directed: ``reverse`` (y_ji); ``out_i``, ``in_i``, ``out_j``, ``in_j`` (degrees);
-``two_paths`` = |out(i) ∩ in(j)|, ``cycles`` = |in(i) ∩ out(j)|,
-``shared_out`` = |out(i) ∩ out(j)|, ``shared_in`` = |in(i) ∩ in(j)|;
+``two_paths`` = #(out(i) ∩ in(j)), ``cycles`` = #(in(i) ∩ out(j)),
+``shared_out`` = #(out(i) ∩ out(j)), ``shared_in`` = #(in(i) ∩ in(j));
 ``otp_partner_terms(r)`` = Σ_{b ∈ out(i)∩out(j)} r^{tp(i,b)} + Σ_{a ∈ in(i)∩in(j)} r^{tp(a,j)}
-with tp(x, y) = |out(x) ∩ in(y)| (directed gwesp on outgoing two-paths).
+with tp(x, y) = #(out(x) ∩ in(y)) (directed gwesp on outgoing two-paths).
 """
 
 import types

@@ -153,7 +153,7 @@ class UndirectedDyadView:
     """One dyad (i, j) of an undirected network, counts taken with the pair off.
 
     Attributes: ``i``, ``j`` (int32), ``value`` y_ij, ``degree_i``, ``degree_j``,
-    ``shared`` = |N(i) ∩ N(j)| (float); :meth:`partner_terms` for gwesp.
+    ``shared`` = #(N(i) ∩ N(j)) (float); :meth:`partner_terms` for gwesp.
     """
 
     def __init__(self, lists, rows, i, j, dtype):
@@ -186,9 +186,9 @@ class DirectedDyadView:
     """One tie i -> j of a directed network, counts taken with the tie off.
 
     Attributes: ``i``, ``j`` (int32), ``value`` y_ij, ``reverse`` y_ji, ``out_i``,
-    ``in_i``, ``out_j``, ``in_j``, ``two_paths`` = |out(i) ∩ in(j)|, ``cycles`` =
-    |in(i) ∩ out(j)|, ``shared_out`` = |out(i) ∩ out(j)|, ``shared_in`` =
-    |in(i) ∩ in(j)| (float); :meth:`otp_partner_terms` for directed gwesp (OTP).
+    ``in_i``, ``out_j``, ``in_j``, ``two_paths`` = #(out(i) ∩ in(j)), ``cycles`` =
+    #(in(i) ∩ out(j)), ``shared_out`` = #(out(i) ∩ out(j)), ``shared_in`` =
+    #(in(i) ∩ in(j)) (float); :meth:`otp_partner_terms` for directed gwesp (OTP).
     """
 
     def __init__(self, out_lists, in_lists, rows, i, j, dtype):
@@ -211,15 +211,15 @@ class DirectedDyadView:
 
     def otp_partner_terms(self, r):
         """Σ_{b ∈ out(i)∩out(j)} r^{tp(i,b)} + Σ_{a ∈ in(i)∩in(j)} r^{tp(a,j)},
-        tp(x, y) = |out(x) ∩ in(y)| with the tie i -> j off (directed gwesp, OTP:
+        tp(x, y) = #(out(x) ∩ in(y)) with the tie i -> j off (directed gwesp, OTP:
         e^α(1 − r^two_paths) + this)."""
         out_i, in_i, out_j, in_j = self._rows
         n, v = self._out.shape[0], self.value
         in_out_i, in_in_j = _membership(out_i, n), _membership(in_j, n)
-        # b ∈ out(j) also in out(i); tp(i, b) = |out(i) ∩ in(b)|, less j when i -> j is on
+        # b ∈ out(j) also in out(i); tp(i, b) = #(out(i) ∩ in(b)), less j when i -> j is on
         common_b = in_out_i(out_j)
         tp_b = jnp.sum(in_out_i(self._in[jnp.maximum(out_j, 0), :, 0]), -1) - v
-        # a ∈ in(i) also in in(j); tp(a, j) = |out(a) ∩ in(j)|, less i when i -> j is on
+        # a ∈ in(i) also in in(j); tp(a, j) = #(out(a) ∩ in(j)), less i when i -> j is on
         common_a = in_in_j(in_i)
         tp_a = jnp.sum(in_in_j(self._out[jnp.maximum(in_i, 0), :, 0]), -1) - v
         return (jnp.sum(jnp.where(common_b, r ** tp_b, 0))

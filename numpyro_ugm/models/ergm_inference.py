@@ -1033,7 +1033,8 @@ class DyadIndependentMLE(NamedTuple):
 
 def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
                          theta0: ArrayLike | None = None, max_iterations: int = 100,
-                         tol: float = 1e-10) -> DyadIndependentMLE:
+                         tol: float = 1e-10,
+                         prior_scale: float | None = None) -> DyadIndependentMLE:
     """Exact MLE of a dyad-independent ERGM (a logistic regression of the dyads on their
     change statistics, from the sufficient statistics alone) by damped Newton, with
     exact standard errors from the exact Hessian.
@@ -1050,6 +1051,10 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
     tol : float
         Stop when the gradient's largest entry, relative to the scale of the
         statistics, is below ``tol``.
+    prior_scale : float, optional
+        With it, the maximum of the log-likelihood − |θ|² / (2 prior_scale²) (MAP under
+        independent Normal(0, prior_scale) priors); ``log_likelihood`` stays the
+        unpenalized one.
 
     Returns
     -------
@@ -1064,20 +1069,24 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
     theta = np.zeros(k) if theta0 is None else _as_vector(owner, "theta0", theta0, k)
     max_iterations = check_count(owner, "max_iterations", max_iterations)
     scale = np.maximum(np.abs(x).sum(axis=0), 1.0)
+    penalty = 0.0 if prior_scale is None else 1.0 / float(prior_scale) ** 2
+
+    def log_likelihood(t):
+        return t @ observed - np.sum(np.logaddexp(0.0, x @ t))
 
     def value(t):
-        return t @ observed - np.sum(np.logaddexp(0.0, x @ t))
+        return log_likelihood(t) - 0.5 * penalty * (t @ t)
 
     current = value(theta)
     converged = False
     iteration = 0
     for iteration in range(1, max_iterations + 1):
         p = special.expit(x @ theta)
-        gradient = observed - p @ x
+        gradient = observed - p @ x - penalty * theta
         if np.max(np.abs(gradient) / scale) < tol:
             converged = True
             break
-        hessian = (x * (p * (1 - p))[:, None]).T @ x
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + penalty * np.eye(k)
         try:
             direction = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
@@ -1091,9 +1100,9 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
             step *= 0.5
         theta, current = candidate, new
     p = special.expit(x @ theta)
-    information = (x * (p * (1 - p))[:, None]).T @ x
+    information = (x * (p * (1 - p))[:, None]).T @ x + penalty * np.eye(k)
     cov = np.linalg.pinv(information, hermitian=True)
-    return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), float(value(theta)),
+    return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), float(log_likelihood(theta)),
                               converged, iteration)
 
 

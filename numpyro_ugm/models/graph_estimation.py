@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..evaluate.pseudo import PseudoFitResult
+from .ergm_inference import dyad_independent_mle
 from .graph_statistics import DEFAULT_DECAY, change_statistics
 from .graph_terms import Network, as_network
 from .graphs import _is_networkx, as_edge_data, num_nodes_of
@@ -50,7 +51,8 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
     num_steps : int
         Maximum Newton steps.
     tol : float
-        Stop when the Newton decrement (the predicted gain of the step) is below ``tol``.
+        Stop when the gradient's largest entry, relative to the statistics' scale, is
+        below ``tol`` (:func:`~numpyro_ugm.models.ergm_inference.dyad_independent_mle`).
 
     Returns
     -------
@@ -71,54 +73,18 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
         raise ValueError(f"mple: the data have {n} nodes, the network {net.num_nodes}")
     X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
     X, y = X.reshape(-1, X.shape[-1]), y.reshape(-1)
-    theta, steps, converged, objective, grad = _newton_logistic(X, y, prior_scale, num_steps,
-                                                                tol)
+    # the logistic regression of y on X is the dyad-independent MLE with s_obs = Xᵀy
+    fit = dyad_independent_mle(X, X.T @ y, max_iterations=num_steps, tol=tol,
+                               prior_scale=prior_scale)
+    theta = fit.theta
     num_networks = max(1, len(as_edge_data(data, directed)["y"]))
-    log_lik = _logistic_log_likelihood(X, y, theta) / num_networks
+    penalty = 0.0 if prior_scale is None else 0.5 * float(theta @ theta) / prior_scale ** 2
+    p = 1.0 / (1.0 + np.exp(-(X @ theta)))
+    grad = X.T @ (y - p) - (0.0 if prior_scale is None else theta / prior_scale ** 2)
     return PseudoFitResult({"theta": jnp.asarray(theta, jnp.result_type(float))},
-                           jnp.asarray(log_lik), jnp.asarray(objective / num_networks),
-                           jnp.asarray(np.linalg.norm(grad)), steps, converged)
-
-
-def _logistic_log_likelihood(X, y, theta):
-    eta = X @ theta
-    return float(np.sum(y * eta - np.logaddexp(0.0, eta)))
-
-
-def _newton_logistic(X, y, prior_scale, num_steps, tol):
-    """Newton's method for the (penalized) logistic regression of y on X, float64;
-    step halving keeps every step an ascent."""
-    k = X.shape[1]
-    penalty = 0.0 if prior_scale is None else 1.0 / float(prior_scale) ** 2
-
-    def objective(t):
-        return _logistic_log_likelihood(X, y, t) - 0.5 * penalty * float(t @ t)
-
-    theta = np.zeros(k)
-    value = objective(theta)
-    grad = np.zeros(k)
-    for step in range(1, num_steps + 1):
-        p = 1.0 / (1.0 + np.exp(-(X @ theta)))
-        grad = X.T @ (y - p) - penalty * theta
-        hessian = (X * (p * (1 - p))[:, None]).T @ X + penalty * np.eye(k)
-        try:
-            direction = np.linalg.solve(hessian + 1e-12 * np.eye(k), grad)
-        except np.linalg.LinAlgError:
-            return theta, step, False, value, grad
-        decrement = float(grad @ direction)
-        if decrement < tol:
-            return theta, step, bool(np.all(np.isfinite(theta))), value, grad
-        size = 1.0
-        while size > 1e-8:
-            candidate = theta + size * direction
-            new = objective(candidate)
-            if new >= value - 1e-12 * abs(value):
-                break
-            size /= 2
-        theta, value = candidate, new
-        if np.max(np.abs(theta)) > 1e4:  # separation: no maximum
-            return theta, step, False, value, grad
-    return theta, num_steps, False, value, grad
+                           jnp.asarray(fit.log_likelihood / num_networks),
+                           jnp.asarray((fit.log_likelihood - penalty) / num_networks),
+                           jnp.asarray(np.linalg.norm(grad)), fit.iterations, fit.converged)
 
 
 class DegeneracyWarning(RuntimeWarning):

@@ -115,7 +115,10 @@ def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
 
 @pytest.mark.parametrize("statistics", [
     pytest.param(STATISTICS, marks=pytest.mark.slow),
-    ("edges", ("gwesp", 0.25), ("gwesp", 1.5), ("gwdegree", 0.1), "triangle"),
+    # the block views of every term are also checked against brute force by
+    # test_models_graph_terms.py (default suite)
+    pytest.param(("edges", ("gwesp", 0.25), ("gwesp", 1.5), ("gwdegree", 0.1), "triangle"),
+                 marks=pytest.mark.slow),
 ])
 def test_block_change_statistics_and_hooked_conditionals_match_brute_force(statistics):
     n = 7
@@ -210,8 +213,9 @@ def test_psmc_with_change_statistics_estimates_log_z():
 
 @pytest.mark.parametrize("statistics,theta", [
     (TRIAD, (-0.5, 0.2, 0.3)),
-    (("edges", "threestars", "triangles", "isolates"), (0.3, -0.4, 0.5, 0.7)),
-    (("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)),
+    pytest.param(("edges", "threestars", "triangles", "isolates"), (0.3, -0.4, 0.5, 0.7),
+                 marks=pytest.mark.slow),
+    pytest.param(("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3), marks=pytest.mark.slow),
 ])
 def test_log_partition_and_expectations_match_brute_force(statistics, theta):
     m = model(4, statistics)

@@ -269,7 +269,7 @@ def distribution_run(case, num_chains=64, num_samples=300, interval=8, key=0,
     return _RUNS[settings]
 
 
-@pytest.mark.parametrize("case", ["undirected", "directed"])
+@pytest.mark.parametrize("case", ["undirected", pytest.param("directed", marks=pytest.mark.slow)])
 def test_distribution_matches_exact_enumeration(case):
     directed, n, _, _, stats, theta, wrong = CASES[case]
     expectation = exact_expectations(stats, n, directed, theta)

@@ -1052,7 +1052,7 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         Stop when the gradient's largest entry, relative to the scale of the
         statistics, is below ``tol``.
     prior_scale : float, optional
-        With it, the maximum of the log-likelihood − |θ|² / (2 prior_scale²) (MAP under
+        With it, the maximum of the log-likelihood − θ·θ / (2 prior_scale²) (MAP under
         independent Normal(0, prior_scale) priors); ``log_likelihood`` stays the
         unpenalized one.
 

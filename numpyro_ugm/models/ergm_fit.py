@@ -33,7 +33,7 @@ from .ergm_inference import (ErgmFit, dyad_independent_fit, dyad_independent_mle
                              mcmle_fit)
 from .network_goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
 from .graph_estimation import mple
-from .graph_statistics import (DEFAULT_DECAY, change_statistics, resolve_terms, statistics_of,
+from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics, resolve_terms,
                                term_names)
 from .graph_terms import Network, as_network
 from .graphs import check_edge_list, graph_to_edges, num_dyads, pair_tables
@@ -135,7 +135,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     net, ties, y = _observed_network(network, edges)
     terms = resolve_terms(statistics, net, decay)
     names = term_names(terms)
-    observed = np.asarray(jax.jit(lambda g: statistics_of(g, net, terms))(y), np.float64)
+    observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net), np.float64)
     N = num_dyads(net.num_nodes, net.directed)
     if all(t.dependence == "dyadic" for t in terms):
         X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)

@@ -17,6 +17,7 @@ the rows of the dyad's c common neighbours, O(n·(c + 1)); every dyad at once
 (:func:`change_statistics`, the MPLE) from matrix products, O(n³) work, O(n²) memory.
 """
 
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -365,8 +366,7 @@ def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     net = as_network(network) if network is not None else None
     y, n = _edge_array(edges, net.directed if net else directed)
     net = net or Network(n, directed)
-    terms = resolve_terms(statistics, net, decay)
-    return jax.jit(lambda g: statistics_of(g, net, terms))(y)
+    return _compiled("statistics", statistics, decay, net)(y)
 
 
 def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
@@ -393,7 +393,44 @@ def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     net = as_network(network) if network is not None else None
     y, n = _edge_array(edges, net.directed if net else directed)
     net = net or Network(n, directed)
-    terms = resolve_terms(statistics, net, decay)
     flat = y.reshape((-1, y.shape[-1]))
-    out = jax.jit(jax.vmap(lambda g: change_statistics_of(g, net, terms)))(flat)
+    out = _compiled("change", statistics, decay, net)(flat)
     return out.reshape(y.shape + (out.shape[-1],))
+
+
+#: compiled statistics / change statistics by the fingerprint of (terms, decay, network)
+_COMPILED: dict = {}
+
+
+def _fingerprint(obj):
+    """A hashable stand-in for terms and networks: arrays by shape, dtype and a digest of
+    their bytes (an array's repr elides entries), containers element by element."""
+    if isinstance(obj, (np.ndarray, jax.Array)):
+        a = np.asarray(obj)
+        return ("array", a.shape, str(a.dtype), hashlib.sha1(a.tobytes()).hexdigest())
+    if isinstance(obj, (tuple, list)):
+        return tuple(_fingerprint(x) for x in obj)
+    if isinstance(obj, dict):
+        return tuple((k, _fingerprint(v)) for k, v in sorted(obj.items()))
+    if isinstance(obj, TermSpec):
+        return (obj.name, _fingerprint(obj.args), _fingerprint(obj.kwargs))
+    if isinstance(obj, Network):
+        return (obj.num_nodes, obj.directed, _fingerprint(obj.attributes),
+                _fingerprint(obj.dyad_covariates))
+    return obj
+
+
+def _compiled(kind, statistics, decay, net):
+    """One jitted ``y -> s(y)`` (``"statistics"``) or ``(N, E) -> Δs`` (``"change"``) per
+    terms, decay and network, so repeated calls compile once (eager dispatch of the
+    many small operations cost seconds on a first call)."""
+    key = (kind, _fingerprint(parse_terms(statistics)), float(decay), _fingerprint(net))
+    if key not in _COMPILED:
+        terms = resolve_terms(statistics, net, decay)
+        if kind == "statistics":
+            _COMPILED[key] = jax.jit(lambda g: statistics_of(g, net, terms))
+        else:
+            _COMPILED[key] = jax.jit(jax.vmap(lambda g: change_statistics_of(g, net, terms)))
+        if len(_COMPILED) > 64:
+            _COMPILED.pop(next(iter(_COMPILED)))
+    return _COMPILED[key]

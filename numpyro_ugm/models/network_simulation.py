@@ -79,7 +79,9 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
         return run
 
     def simulate(theta, key, num_draws, interval):
-        run = compiled.setdefault((num_draws, interval), program(num_draws, interval))
+        if (num_draws, interval) not in compiled:
+            compiled[num_draws, interval] = program(num_draws, interval)
+        run = compiled[num_draws, interval]
         y["now"], stats = run(theta, key, y["now"])
         return stats
 

@@ -1,5 +1,5 @@
 """ERGM Monte Carlo maximum likelihood at the level of the statistics
-(``numpyro_ugm.models.ergm_inference``), checked against exact answers:
+(``numpyro_ugm.models.ergm_mcmle`` and the modules beside it), checked against exact answers:
 
 * a dyad-independent model (200 dyads, a random design), sampled exactly: its MLE, standard
   errors and log-likelihood are exact by Newton on Σ_d log(1 + exp(θ·x_d));
@@ -24,7 +24,15 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from numpyro_ugm.models import ergm_inference as ei
+from numpyro_ugm.models import ErgmDegeneracyError, ErgmFit
+from numpyro_ugm.models.ergm_dyad_independent import (dyad_independent_log_likelihood,
+                                                      dyad_independent_mle)
+from numpyro_ugm.models.ergm_hotelling import _distance_to_ellipsoid_boundary
+from numpyro_ugm.models.ergm_log_likelihood import log_likelihood_bridge
+from numpyro_ugm.models.ergm_mcmle import mcmle
+from numpyro_ugm.models.ergm_mcmle_step import hummel_step_length
+from numpyro_ugm.models.ergm_standard_errors import mcmle_standard_errors
+from numpyro_ugm.models.ergm_summary import dyad_independent_fit, mcmle_fit
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 
@@ -178,7 +186,7 @@ def test_hummel_step_length_matches_a_convex_hull_bisection(observed):
     points = rng.normal(size=(300, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]]) + [5.0, 1.0]
     observed = np.asarray(observed) + [5.0, 1.0]
     expected = _hull_step_by_bisection(points, observed, 0.05)
-    gamma = ei.hummel_step_length(points[None], observed, margin=0.05)
+    gamma = hummel_step_length(points[None], observed, margin=0.05)
     assert gamma == pytest.approx(expected, abs=1e-6)
     if np.linalg.norm(observed - points.mean(0)) > 3:
         assert gamma < 0.9  # far points are out of the hull: a real restriction
@@ -186,8 +194,8 @@ def test_hummel_step_length_matches_a_convex_hull_bisection(observed):
 
 def test_hummel_step_length_is_zero_outside_a_flat_sample():
     points = np.column_stack([np.arange(10.0), 2 * np.arange(10.0)])  # a segment
-    assert ei.hummel_step_length(points, [4.0, 9.0]) == 0.0
-    assert ei.hummel_step_length(points, [4.0, 8.0]) == 1.0
+    assert hummel_step_length(points, [4.0, 9.0]) == 0.0
+    assert hummel_step_length(points, [4.0, 8.0]) == 1.0
 
 
 def test_distance_to_the_tolerance_boundary_matches_a_dense_search():
@@ -202,10 +210,10 @@ def test_distance_to_the_tolerance_boundary_matches_a_dense_search():
         boundary = (np.linalg.cholesky(shape) @ np.stack([np.cos(angles), np.sin(angles)])).T
         diff = boundary - point
         brute = np.min(np.einsum("ni,ij,nj->n", diff, np.linalg.inv(cov), diff))
-        got = ei._distance_to_ellipsoid_boundary(point, cov, np.linalg.inv(shape))
+        got = _distance_to_ellipsoid_boundary(point, cov, np.linalg.inv(shape))
         assert got == pytest.approx(brute, rel=1e-6)
     # at the centre: the smallest boundary distance along the ellipse's principal axes
-    got = ei._distance_to_ellipsoid_boundary(np.zeros(2), np.eye(2), np.diag([1 / 4, 1]))
+    got = _distance_to_ellipsoid_boundary(np.zeros(2), np.eye(2), np.diag([1 / 4, 1]))
     assert got == pytest.approx(1.0)
 
 
@@ -214,11 +222,11 @@ def test_distance_to_the_tolerance_boundary_matches_a_dense_search():
 
 def test_dyad_independent_mle_is_the_maximum_with_exact_standard_errors():
     x, observed = _design()
-    mle = ei.dyad_independent_mle(x, observed)
+    mle = dyad_independent_mle(x, observed)
     assert mle.converged
 
     def negative(theta):
-        return -ei.dyad_independent_log_likelihood(theta, x, observed)
+        return -dyad_independent_log_likelihood(theta, x, observed)
 
     reference = optimize.minimize(negative, np.zeros(2), method="Nelder-Mead",
                                   options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 5000})
@@ -249,7 +257,7 @@ def test_dyad_independent_fit_matches_r_ergm_on_flomarriage():
     adjacency[data["edges"][:, 0], data["edges"][:, 1]] = True
     adjacency |= adjacency.T
     observed = x.T @ adjacency[i, j]
-    fit = ei.dyad_independent_fit(x, observed, ["edges", "nodecov.wealth"])
+    fit = dyad_independent_fit(x, observed, ["edges", "nodecov.wealth"])
     # R: summary(ergm(flomarriage ~ edges + nodecov("wealth"))) (ergm 4)
     np.testing.assert_allclose(fit.estimates, [-2.594929, 0.010546], rtol=1e-4)
     np.testing.assert_allclose(fit.stderr, [0.536056, 0.004674], rtol=1e-3)
@@ -268,8 +276,8 @@ def test_dyad_independent_fit_matches_r_ergm_on_flomarriage():
 
 def test_mcmle_from_a_poor_start_reaches_the_exact_mle():
     x, observed = _design()
-    exact = ei.dyad_independent_mle(x, observed)
-    fit = ei.mcmle_fit(_bernoulli_simulator(x), observed, [2.0, -2.0],
+    exact = dyad_independent_mle(x, observed)
+    fit = mcmle_fit(_bernoulli_simulator(x), observed, [2.0, -2.0],
                       key=jax.random.PRNGKey(0), num_dyads=x.shape[0], names=["edges", "x"])
     record = fit.mcmle
     assert fit.converged and record.converged
@@ -292,7 +300,7 @@ def test_mcmle_from_a_poor_start_reaches_the_exact_mle():
     np.testing.assert_allclose(np.sqrt(np.diag(fit.cov_model)), exact.stderr, rtol=0.1)
     np.testing.assert_allclose(fit.stderr, exact.stderr, rtol=0.1)
     assert fit.log_likelihood_se < 0.2
-    exact_ll = ei.dyad_independent_log_likelihood(fit.estimates, x, observed)
+    exact_ll = dyad_independent_log_likelihood(fit.estimates, x, observed)
     assert abs(fit.log_likelihood - exact_ll) < 4 * fit.log_likelihood_se + 1e-3
     assert fit.aic == pytest.approx(-2 * fit.log_likelihood + 4)
     assert fit.bic == pytest.approx(-2 * fit.log_likelihood + 2 * math.log(200))
@@ -300,8 +308,8 @@ def test_mcmle_from_a_poor_start_reaches_the_exact_mle():
 
 def test_mcmle_hotelling_termination():
     x, observed = _design()
-    exact = ei.dyad_independent_mle(x, observed)
-    record = ei.mcmle(_bernoulli_simulator(x, seed=5), observed, [0.0, 0.0],
+    exact = dyad_independent_mle(x, observed)
+    record = mcmle(_bernoulli_simulator(x, seed=5), observed, [0.0, 0.0],
                       key=jax.random.PRNGKey(1), termination="hotelling")
     assert record.converged
     assert np.all(record.hotelling_p_values[-2:] >= 1 - math.sqrt(0.5))
@@ -313,7 +321,7 @@ def test_mcmle_hotelling_termination():
 
 
 def test_fit_with_exact_draws_matches_the_enumeration():
-    fit = ei.mcmle_fit(_exact_simulator(seed=4), OBSERVED5, [-2.0, 2.0],
+    fit = mcmle_fit(_exact_simulator(seed=4), OBSERVED5, [-2.0, 2.0],
                       key=jax.random.PRNGKey(2), num_dyads=10, names=["edges", "triangle"])
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
@@ -328,7 +336,7 @@ def test_fit_with_exact_draws_matches_the_enumeration():
 
 
 def test_fit_with_gibbs_draws_matches_the_enumeration():
-    fit = ei.mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
+    fit = mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
                       [-2.0, 2.0], key=jax.random.PRNGKey(7), num_dyads=10, num_bridges=8)
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
@@ -349,7 +357,7 @@ def test_gibbs_draws_have_more_monte_carlo_error_than_exact_draws():
     errors = {}
     for name, simulate in [("gibbs", gibbs), ("exact", _exact_simulator(4, 100, seed=1))]:
         stats = simulate(THETA5, None)
-        errors[name] = ei.mcmle_standard_errors(stats, OBSERVED5, THETA5)
+        errors[name] = mcmle_standard_errors(stats, OBSERVED5, THETA5)
     exact_se = np.sqrt(np.diag(COV5))
     ratio = np.diag(errors["gibbs"].cov_mcmc) / np.diag(errors["exact"].cov_mcmc)
     assert np.all(ratio > 3), ratio
@@ -370,14 +378,14 @@ def test_gibbs_draws_have_more_monte_carlo_error_than_exact_draws():
 
 def test_bridge_log_likelihood_matches_the_enumeration():
     theta = np.array([-0.4, 0.6])
-    bridge = ei.log_likelihood_bridge(_exact_simulator(2, 500, seed=2), theta, OBSERVED5, 10,
+    bridge = log_likelihood_bridge(_exact_simulator(2, 500, seed=2), theta, OBSERVED5, 10,
                                       key=jax.random.PRNGKey(3))
     assert abs(bridge.log_likelihood - _exact_log_likelihood(theta)) < 4 * bridge.stderr
     assert 0 < bridge.stderr < 0.05
     assert bridge.log_normalizer == pytest.approx(_exact_moments(theta)[2],
                                                   abs=4 * bridge.stderr)
     # θ = 0: log Z(0) = N log 2 exactly
-    zero = ei.log_likelihood_bridge(_exact_simulator(1, 50), np.zeros(2), OBSERVED5, 10,
+    zero = log_likelihood_bridge(_exact_simulator(1, 50), np.zeros(2), OBSERVED5, 10,
                                     key=jax.random.PRNGKey(3), num_bridges=2)
     assert zero.log_likelihood == pytest.approx(-10 * math.log(2)) and zero.stderr == 0
 
@@ -386,7 +394,7 @@ def test_bridge_log_likelihood_matches_the_enumeration():
 
 
 def test_summary_prints_the_coefficient_table_and_fit_statistics():
-    fit = ei.mcmle_fit(_exact_simulator(seed=6), OBSERVED5, [-1.0, 1.0],
+    fit = mcmle_fit(_exact_simulator(seed=6), OBSERVED5, [-1.0, 1.0],
                       key=jax.random.PRNGKey(4), num_dyads=10,
                       names=["edges", "gwesp.fixed.0.5"])
     text = str(fit)
@@ -415,7 +423,7 @@ def test_summary_prints_the_coefficient_table_and_fit_statistics():
 
 
 def test_summary_stars_and_small_p_values():
-    fit = ei.ErgmFit(names=["a", "bb"], estimates=np.array([5.0, 0.1]),
+    fit = ErgmFit(names=["a", "bb"], estimates=np.array([5.0, 0.1]),
                      stderr=np.array([1.0, 1.0]), cov=np.eye(2), cov_model=np.eye(2),
                      cov_mcmc=np.zeros((2, 2)), mcmc_percent=np.array([3.0, 0.0]),
                      z=np.array([5.0, 0.1]), p_values=np.array([5.7e-7, 0.92]),
@@ -437,8 +445,8 @@ def test_summary_stars_and_small_p_values():
 def test_zero_variance_term_stops_naming_it():
     """A triangle-free observed graph has no MLE: θ_triangle runs off to −∞ until the draws
     have no triangles at all."""
-    with pytest.raises(ei.ErgmDegeneracyError, match="triangle") as info:
-        ei.mcmle(_exact_simulator(seed=7), [3.0, 0.0], [0.0, 0.0],
+    with pytest.raises(ErgmDegeneracyError, match="triangle") as info:
+        mcmle(_exact_simulator(seed=7), [3.0, 0.0], [0.0, 0.0],
                  key=jax.random.PRNGKey(5), names=["edges", "triangle"])
     assert info.value.terms == ["triangle"]
     assert "zero variance" in str(info.value)
@@ -455,8 +463,8 @@ def test_stalled_step_length_stops_naming_the_term():
     def simulate(theta, key):
         return points[None]
 
-    with pytest.raises(ei.ErgmDegeneracyError, match="outside the convex hull") as info:
-        ei.mcmle(simulate, [0.5, 1.0], [0.0, 0.0], key=jax.random.PRNGKey(0),
+    with pytest.raises(ErgmDegeneracyError, match="outside the convex hull") as info:
+        mcmle(simulate, [0.5, 1.0], [0.0, 0.0], key=jax.random.PRNGKey(0),
                  names=["edges", "triangle"])
     assert info.value.terms == ["triangle"]
     assert "triangle: observed 1" in str(info.value)
@@ -472,8 +480,8 @@ def test_linearly_dependent_terms_are_named():
         e = rng.integers(0, 10, size=(1, 200)).astype(float)
         return np.stack([e, 2 * e, rng.normal(size=(1, 200))], axis=-1)
 
-    with pytest.raises(ei.ErgmDegeneracyError, match="linearly dependent") as info:
-        ei.mcmle(simulate, [4.0, 8.0, 0.0], np.zeros(3), key=jax.random.PRNGKey(0),
+    with pytest.raises(ErgmDegeneracyError, match="linearly dependent") as info:
+        mcmle(simulate, [4.0, 8.0, 0.0], np.zeros(3), key=jax.random.PRNGKey(0),
                  names=["edges", "twice", "noise"])
     assert info.value.terms == ["edges", "twice"]
 
@@ -485,25 +493,25 @@ def test_bad_arguments_raise_clear_errors():
     simulate = _exact_simulator()
     key = jax.random.PRNGKey(0)
     with pytest.raises(TypeError, match="simulate must be a callable"):
-        ei.mcmle(None, OBSERVED5, [0.0, 0.0], key=key)
+        mcmle(None, OBSERVED5, [0.0, 0.0], key=key)
     with pytest.raises(ValueError, match=r"theta0 must have shape \(2,\)"):
-        ei.mcmle(simulate, OBSERVED5, [0.0], key=key)
+        mcmle(simulate, OBSERVED5, [0.0], key=key)
     with pytest.raises(ValueError, match="observed holds non-finite"):
-        ei.mcmle(simulate, [1.0, np.nan], [0.0, 0.0], key=key)
+        mcmle(simulate, [1.0, np.nan], [0.0, 0.0], key=key)
     with pytest.raises(ValueError, match="termination must be one of"):
-        ei.mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, termination="Hummel")
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, termination="Hummel")
     with pytest.raises(ValueError, match="names must be 2 strings"):
-        ei.mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, names=["edges"])
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, names=["edges"])
     with pytest.raises(TypeError, match="rng_key must be one JAX PRNG key"):
-        ei.mcmle(simulate, OBSERVED5, [0.0, 0.0], key=3)
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=3)
     with pytest.raises(ValueError, match=r"must return an array \(num_chains, num_draws, 2\)"):
-        ei.mcmle(lambda theta, key: np.zeros((10, 2)), OBSERVED5, [0.0, 0.0], key=key)
+        mcmle(lambda theta, key: np.zeros((10, 2)), OBSERVED5, [0.0, 0.0], key=key)
     with pytest.raises(ValueError, match="confidence must lie in"):
-        ei.mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, confidence=1.5)
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, confidence=1.5)
     with pytest.raises(ValueError, match="num_dyads must be an integer"):
-        ei.log_likelihood_bridge(simulate, [0.0, 0.0], OBSERVED5, 10.0, key=key)
+        log_likelihood_bridge(simulate, [0.0, 0.0], OBSERVED5, 10.0, key=key)
     with pytest.raises(ValueError, match="change_statistics has 3 columns"):
-        ei.dyad_independent_mle(np.ones((5, 3)), [1.0, 2.0])
+        dyad_independent_mle(np.ones((5, 3)), [1.0, 2.0])
 
 
 # --- slow statistical checks ----------------------------------------------------------------
@@ -516,7 +524,7 @@ def test_monte_carlo_errors_are_calibrated_under_gibbs_sampling():
     the bridge log-likelihood's error matches its standard error."""
     errors, reported, ll_z = [], [], []
     for seed in range(30):
-        fit = ei.mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=500, seed=100 + seed),
+        fit = mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=500, seed=100 + seed),
                           OBSERVED5, [-2.0, 2.0], key=jax.random.PRNGKey(seed),
                           num_dyads=10, num_bridges=8)
         assert fit.converged
@@ -581,7 +589,7 @@ def test_flomarriage_edges_triangle_agrees_with_ergmx():
     reference = ergmx.ergm(graph, "edges + triangle", seed=1)
     adjacency = nx.to_numpy_array(graph, nodelist=range(n))
     observed = np.array([adjacency.sum() / 2, np.trace(adjacency @ adjacency @ adjacency) / 6])
-    fit = ei.mcmle_fit(_triangle_gibbs(n, num_draws=500), observed, [-1.5, 0.0],
+    fit = mcmle_fit(_triangle_gibbs(n, num_draws=500), observed, [-1.5, 0.0],
                       key=jax.random.PRNGKey(0), num_dyads=n * (n - 1) // 2,
                       names=["edges", "triangle"])
     print(fit)

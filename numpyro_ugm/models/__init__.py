@@ -17,7 +17,11 @@ a module:
   :func:`edges_to_graph`) and estimation helpers
   (:mod:`~numpyro_ugm.models.graph_estimation`: :func:`mple`, :func:`check_degeneracy`);
   statnet's analysis in one call: :func:`fit_ergm` (:mod:`~numpyro_ugm.models.ergm_fit`,
-  on :mod:`~numpyro_ugm.models.ergm_inference` and the samplers of
+  on the Monte Carlo MLE of :mod:`~numpyro_ugm.models.ergm_mcmle` with
+  :mod:`~numpyro_ugm.models.ergm_standard_errors`,
+  :mod:`~numpyro_ugm.models.ergm_log_likelihood`,
+  :mod:`~numpyro_ugm.models.ergm_dyad_independent` and the summary of
+  :mod:`~numpyro_ugm.models.ergm_summary`, and the samplers of
   :mod:`~numpyro_ugm.models.network_simulation` /
   :mod:`~numpyro_ugm.models.network_sampler`) and :func:`gof_ergm`
   (:mod:`~numpyro_ugm.models.network_goodness_of_fit`);
@@ -33,7 +37,8 @@ from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, latt
                        lattice_gmrf, lattice_log_likelihood, lattice_mle, lattice_moments,
                        sparse_gmrf)
 from .ergm_fit import fit_ergm, gof_ergm
-from .ergm_inference import ErgmDegeneracyError, ErgmFit
+from .ergm_sampled_statistics import ErgmDegeneracyError
+from .ergm_summary import ErgmFit
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit, mcmc_diagnostics
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, TERMS, change_statistics, ergm_statistics, term_names

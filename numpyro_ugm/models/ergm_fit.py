@@ -9,7 +9,7 @@ the terms (:mod:`~numpyro_ugm.models.graph_terms`), starts at the MPLE
 * for dyad-independent terms (covariates, edges), stops there: it is the exact MLE, with
   exact standard errors and log-likelihood;
 * otherwise runs Monte Carlo maximum likelihood to ergm's convergence criterion
-  (:func:`~numpyro_ugm.models.ergm_inference.mcmle`) with persistent chains of a
+  (:func:`~numpyro_ugm.models.ergm_mcmle.mcmle`) with persistent chains of a
   :class:`~numpyro_ugm.models.network_simulation.NetworkSimulator` (sparse tie / no-tie
   Metropolis–Hastings or dense block Gibbs), or, given ``estimator=`` (any of the
   package's estimators: ``ugm.PCD(...)``, ``ugm.PSMC(...)``, ...), learns θ with
@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_key, check_count
-from .ergm_inference import (ErgmFit, dyad_independent_fit, dyad_independent_mle, fit_at,
-                             mcmle_fit)
+from .ergm_dyad_independent import dyad_independent_mle
+from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
 from .network_goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics, resolve_terms,
@@ -120,7 +120,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     max_degree : int, optional
         Degree capacity of the sparse sampler's neighbour lists.
     **mcmle_options
-        Passed to :func:`~numpyro_ugm.models.ergm_inference.mcmle`
+        Passed to :func:`~numpyro_ugm.models.ergm_mcmle.mcmle`
         (``max_iterations``, ``termination``, ``confidence``, ...).
 
     Returns

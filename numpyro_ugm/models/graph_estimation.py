@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..evaluate.pseudo import PseudoFitResult
-from .ergm_inference import dyad_independent_mle
+from .ergm_dyad_independent import dyad_independent_mle
 from .graph_statistics import DEFAULT_DECAY, change_statistics
 from .graph_terms import Network, as_network
 from .graphs import _is_networkx, as_edge_data, num_nodes_of
@@ -52,7 +52,7 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
         Maximum Newton steps.
     tol : float
         Stop when the gradient's largest entry, relative to the statistics' scale, is
-        below ``tol`` (:func:`~numpyro_ugm.models.ergm_inference.dyad_independent_mle`).
+        below ``tol`` (:func:`~numpyro_ugm.models.ergm_dyad_independent.dyad_independent_mle`).
 
     Returns
     -------

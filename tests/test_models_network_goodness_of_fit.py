@@ -1,4 +1,5 @@
-"""ERGM goodness of fit (models/goodness_of_fit.py): the distributions against networkx
+"""ERGM goodness of fit (models/network_distributions.py, network_goodness_of_fit.py,
+network_gof_plot.py, network_diagnostics.py): the distributions against networkx
 on small random graphs (degrees, shared partners per edge by their definitions, all-pairs
 shortest paths with the unreachable pairs), ergm's Monte Carlo p-values and intervals on
 cases with a known answer, the figures (Agg), the MCMC diagnostics against the closed
@@ -12,11 +13,13 @@ import numpy as np
 import pytest
 
 from numpyro_ugm.models import DegeneracyWarning, graph_to_edges
-from numpyro_ugm.models import network_goodness_of_fit as gof_module
-from numpyro_ugm.models.network_goodness_of_fit import (
-    check_ergm_degeneracy, degree_distribution, edgewise_shared_partners,
-    geodesic_distance_distribution, goodness_of_fit, indicators_to_edge_lists,
-    mcmc_diagnostics, monte_carlo_p_values, network_densities, shared_partner_distribution)
+from numpyro_ugm.models import network_distributions
+from numpyro_ugm.models.network_diagnostics import check_ergm_degeneracy, mcmc_diagnostics
+from numpyro_ugm.models.network_distributions import (
+    degree_distribution, edgewise_shared_partners, geodesic_distance_distribution,
+    indicators_to_edge_lists, network_densities, shared_partner_distribution)
+from numpyro_ugm.models.network_gof_plot import _shown_columns
+from numpyro_ugm.models.network_goodness_of_fit import goodness_of_fit, monte_carlo_p_values
 
 NETWORKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 
@@ -127,7 +130,7 @@ def test_shared_partners_match_their_definition(directed):
 @pytest.mark.parametrize("block", [64, 4096])
 def test_geodesic_distances_match_networkx(directed, block, monkeypatch):
     # 64: sources searched in two blocks (the graph has over 64 nodes with edges)
-    monkeypatch.setattr(gof_module, "_SOURCE_BLOCK", block)
+    monkeypatch.setattr(network_distributions, "_SOURCE_BLOCK", block)
     n = 120
     graphs = [random_graph(n, p, seed, directed) for seed, p in ((5, 0.012), (6, 0.03))]
     got = geodesic_distance_distribution([e for _, e in graphs], n, directed=directed)
@@ -251,8 +254,8 @@ def test_gof_finds_an_observed_network_outside_the_simulations():
                                                                   "Inf")
     assert result["espartners"].outside_interval() == ()  # no partners anywhere
     # ergm's plotted values: up to 3 past the last p-value below 1, and "Inf"
-    assert gof_module._shown_columns(degree) == (list(range(9)), False)
-    assert gof_module._shown_columns(result["distance"]) == (list(range(8)) + [12], True)
+    assert _shown_columns(degree) == (list(range(9)), False)
+    assert _shown_columns(result["distance"]) == (list(range(8)) + [12], True)
     model = result["model"]
     assert model.labels == ("edges", "noise")
     np.testing.assert_allclose(model.p_values[0], 0.0)
@@ -281,13 +284,13 @@ def test_gof_directed_defaults_and_figures():
             "minimum geodesic distance"]
         for ax, name in zip(panels, ["model", "odegree", "idegree", "espartners",
                                      "distance"]):
-            cols, _ = gof_module._shown_columns(result[name])
+            cols, _ = _shown_columns(result[name])
             assert len(ax.patches) == len(cols)  # one box per value shown
             assert len(ax.get_xticks()) == len(cols)
         assert panels[-1].get_xticklabels()[-1].get_text() == "NR"
         # the observed network as the thick line (proportions, or their log-odds)
         stat = result["idegree"]
-        cols, _ = gof_module._shown_columns(stat)
+        cols, _ = _shown_columns(stat)
         thick = [line for line in panels[2].get_lines() if line.get_linewidth() > 2]
         expected = stat.observed_proportions[cols]
         if log_odds:

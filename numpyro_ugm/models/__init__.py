@@ -24,7 +24,9 @@ a module:
   :mod:`~numpyro_ugm.models.ergm_summary`, and the samplers of
   :mod:`~numpyro_ugm.models.network_simulation` /
   :mod:`~numpyro_ugm.models.network_sampler`) and :func:`gof_ergm`
-  (:mod:`~numpyro_ugm.models.network_goodness_of_fit`);
+  (:mod:`~numpyro_ugm.models.network_goodness_of_fit`, on the distributions of
+  :mod:`~numpyro_ugm.models.network_distributions`; MCMC diagnostics in
+  :mod:`~numpyro_ugm.models.network_diagnostics`);
 * Gaussian MRFs (:mod:`~numpyro_ugm.models.gaussian`): :func:`sparse_gmrf` (the graphical
   lasso by MAP, :func:`glasso_objective`) and :func:`lattice_gmrf` (a CAR model on a
   torus, with its exact moments, likelihood, MLE and draws).
@@ -39,7 +41,8 @@ from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, latt
 from .ergm_fit import fit_ergm, gof_ergm
 from .ergm_sampled_statistics import ErgmDegeneracyError
 from .ergm_summary import ErgmFit
-from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit, mcmc_diagnostics
+from .network_diagnostics import mcmc_diagnostics
+from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .graph_estimation import DegeneracyWarning, check_degeneracy, mple
 from .graph_statistics import STATISTICS, TERMS, change_statistics, ergm_statistics, term_names
 from .graph_terms import Network, term

@@ -31,7 +31,8 @@ import numpy as np
 from .._checks import as_key, check_count
 from .ergm_dyad_independent import dyad_independent_mle
 from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
-from .network_goodness_of_fit import GoodnessOfFit, check_ergm_degeneracy, goodness_of_fit
+from .network_diagnostics import check_ergm_degeneracy
+from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics, resolve_terms,
                                term_names)

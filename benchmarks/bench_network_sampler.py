@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from numpyro_ugm.models import network_chains as nc
 from numpyro_ugm.models import network_sampler as ns
 
 try:
@@ -156,7 +157,7 @@ def ergmx_rate(edges, n, theta, model, burnins):
 def our_rate(edges, n, theta, model, num_chains, num_proposals):
     """(proposals per second, compile seconds, mean acceptance, mean final edges)."""
     change = edges_gwesp if model == "gwesp" else edges_triangles
-    state = ns.init_network_chains(edges, n, num_chains, directed=False,
+    state = nc.init_network_chains(edges, n, num_chains, directed=False,
                                    statistics0=statistics_of(edges, n, model))
     theta = jnp.asarray(theta, jnp.float32)
     key = jax.random.PRNGKey(0)

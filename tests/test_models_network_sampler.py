@@ -1,4 +1,5 @@
-"""The sparse-network TNT sampler (models/network_sampler.py).
+"""The sparse-network TNT sampler (models/network_chains.py, network_dyad_views.py,
+network_sampler.py).
 
 * The dyad views against brute force on dense adjacency matrices (random graphs, every
   ordered pair, so dyads both on and off), undirected and directed, and the change
@@ -27,6 +28,8 @@ import numpy as np
 import pytest
 
 from numpyro_ugm.models import ergm_statistics, graph_to_edges
+from numpyro_ugm.models import network_chains as nc
+from numpyro_ugm.models import network_dyad_views as nv
 from numpyro_ugm.models import network_sampler as ns
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
@@ -128,7 +131,7 @@ def views_of(state, chain, i, j):
         change = directed_change if directed else undirected_change
 
         def one(state, chain, i, j):
-            view = ns.dyad_view(state, i, j, chain)
+            view = nv.dyad_view(state, i, j, chain)
             out = {name: getattr(view, name) for name in names}
             out["partner"] = (view.otp_partner_terms(R) if directed
                               else view.partner_terms(R))
@@ -144,7 +147,7 @@ def check_views(state, chain, i, j, check_change=False):
     """Views (and, with ``check_change``, the change function against s(on) − s(off)
     by definition) of pairs (i[k], j[k]) against brute force."""
     directed, n = state.directed, state.num_nodes
-    A = adjacency(ns.network_edges(state)[chain], n, directed)
+    A = adjacency(nc.network_edges(state)[chain], n, directed)
     got = views_of(state, chain, i, j)
     np.testing.assert_array_equal(got["i"], i)
     np.testing.assert_array_equal(got["j"], j)
@@ -201,7 +204,7 @@ def test_views_and_change_functions_match_brute_force(directed):
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     for density in (0.25, 0.6):
         edges = random_edges(rng, n, density, directed)
-        state = ns.init_network_chains(edges, n, 1, directed=directed, statistics0=[0.0])
+        state = nc.init_network_chains(edges, n, 1, directed=directed, statistics0=[0.0])
         check_consistent(state)
         check_views(state, 0, i, j, check_change=density > 0.5)
 
@@ -254,7 +257,7 @@ def distribution_run(case, num_chains=64, num_samples=300, interval=8, key=0,
     settings = (case, num_chains, num_samples, interval, key, ratio_weight)
     if settings not in _RUNS:
         directed, n, D, change, stats, theta, _ = CASES[case]
-        state = ns.init_network_chains(np.zeros((0, 2), int), n, num_chains,
+        state = nc.init_network_chains(np.zeros((0, 2), int), n, num_chains,
                                        directed=directed, statistics0=np.zeros(len(theta)),
                                        max_degree=D)
         key = jax.random.PRNGKey(key)
@@ -292,7 +295,7 @@ def test_running_statistics_and_state_after_sampling(case):
     directed, n, _, _, stats, _, _ = CASES[case]
     state, _ = distribution_run(case)
     check_consistent(state)
-    edges = ns.network_edges(state)
+    edges = nc.network_edges(state)
     recomputed = np.array([stats(adjacency(e, n, directed)) for e in edges])
     np.testing.assert_allclose(np.asarray(state.statistics), recomputed, rtol=1e-5,
                                atol=1e-4)
@@ -303,7 +306,7 @@ def test_running_statistics_and_state_after_sampling(case):
 def test_undirected_statistics_match_package_statistics():
     """The running statistics use the package's conventions (ergm_statistics)."""
     state, _ = distribution_run("undirected")
-    for e in ns.network_edges(state)[:8]:
+    for e in nc.network_edges(state)[:8]:
         A = adjacency(e, 5, False)
         np.testing.assert_allclose(
             np.asarray(ergm_statistics(graph_to_edges(A), ["edges", "triangles",
@@ -317,7 +320,7 @@ def test_undirected_statistics_match_package_statistics():
 def test_overflow_raises():
     # a star's centre has degree 2 = max_degree; strong edges push it over
     edges = np.array([[0, 1], [0, 2]])
-    state = ns.init_network_chains(edges, 6, 1, directed=False, statistics0=[2.0],
+    state = nc.init_network_chains(edges, 6, 1, directed=False, statistics0=[2.0],
                                    max_degree=2)
     with pytest.raises(ValueError, match="max_degree=2"):
         ns.network_mh_step(jax.random.PRNGKey(0), state, jnp.array([3.0]), edges_only, 200)
@@ -326,11 +329,11 @@ def test_overflow_raises():
                           1.0)
     assert np.asarray(state.overflow).all()
     with pytest.raises(ValueError, match="larger max_degree"):
-        ns.check_overflow(state)
+        nc.check_overflow(state)
 
 
 def test_bad_input_raises():
-    init = ns.init_network_chains
+    init = nc.init_network_chains
     with pytest.raises(ValueError, match="self-loops"):
         init([[0, 0]], 3, 1, directed=False, statistics0=[1.0])
     with pytest.raises(ValueError, match="repeated edges"):
@@ -351,7 +354,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="statistics0"):
         init([[0, 1]], 3, 1, directed=False, statistics0=1.0)
     state = init([[0, 1]], 3, 2, directed=False, statistics0=[1.0])
-    assert state.max_degree == 16 and ns.default_max_degree([[0, 1]] * 9, 3, False) == 18
+    assert state.max_degree == 16 and nc.default_max_degree([[0, 1]] * 9, 3, False) == 18
     with pytest.raises(ValueError, match="theta"):
         ns.network_mh_step(jax.random.PRNGKey(0), state, jnp.zeros(2), edges_only, 5)
     with pytest.raises(ValueError, match="num_proposals"):
@@ -405,17 +408,17 @@ def test_running_statistics_on_a_real_sparse_network():
         return np.array([len(e), triangles, gwesp])
 
     s0 = statistics(edges)
-    state = ns.init_network_chains(edges, n, 4, directed=False, statistics0=s0)
+    state = nc.init_network_chains(edges, n, 4, directed=False, statistics0=s0)
     theta = jnp.array([-6.5, 0.2, 0.8])
     state, info = ns.network_mh_step(jax.random.PRNGKey(0), state, theta,
                                      undirected_change, 100_000)
     assert np.all(np.asarray(info["acceptance_rate"]) > 0.05)
     check_consistent(state)
-    for c, e in enumerate(ns.network_edges(state)):
+    for c, e in enumerate(nc.network_edges(state)):
         np.testing.assert_allclose(np.asarray(state.statistics[c]), statistics(e),
                                    rtol=1e-4, atol=1e-2)
     # views of the final state: every tie (both orientations) and random dyads
-    e = ns.network_edges(state)[0]
+    e = nc.network_edges(state)[0]
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, n, 300), rng.integers(0, n, 300)
     i = np.concatenate([e[:, 0], e[:, 1], a[a != b]])
@@ -451,7 +454,7 @@ def test_matches_ergmx_simulation():
     A = adjacency(edges, n, False)
     sp = A @ A
     s0 = [A.sum() / 2, math.exp(decay) * np.sum(A * (1 - (-math.expm1(-decay)) ** sp)) / 2]
-    state = ns.init_network_chains(edges, n, 128, directed=False, statistics0=s0)
+    state = nc.init_network_chains(edges, n, 128, directed=False, statistics0=s0)
     state, _ = ns.network_mh_step(jax.random.PRNGKey(0), state, theta, change, 5000)
     _, draws = ns.simulate_statistics(jax.random.PRNGKey(1), state, theta, change, 400, 50)
     means = np.asarray(draws).mean(1)

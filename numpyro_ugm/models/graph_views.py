@@ -5,8 +5,9 @@ Every term's change statistic (:mod:`numpyro_ugm.models.graph_statistics`,
 :mod:`numpyro_ugm.models.graph_covariates`) is written once against these quantities;
 the dense block-Gibbs path builds them here (from the adjacency rows of a block's nodes,
 or from matrix products for every dyad at once) and the sparse Metropolis–Hastings
-sampler (:mod:`numpyro_ugm.models.network_sampler`) from neighbour lists. All counts
-are taken with the dyad itself **off**.
+sampler (:mod:`numpyro_ugm.models.network_sampler`) from neighbour lists
+(:mod:`numpyro_ugm.models.network_dyad_views`). All counts are taken with the dyad
+itself **off**.
 
 Both kinds: ``i``, ``j`` (the dyad's nodes; directed: the tie i → j), ``value`` (y_ij).
 

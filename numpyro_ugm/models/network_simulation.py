@@ -26,8 +26,8 @@ from ..model import UGM
 from .exponential_random_graph import ergm
 from .graph_statistics import statistics_of
 from .graphs import pair_tables
-from .network_sampler import (DegreeOverflowError, init_network_chains, network_edges, network_mh_step,
-                              simulate_statistics)
+from .network_chains import DegreeOverflowError, init_network_chains, network_edges
+from .network_sampler import network_mh_step, simulate_statistics
 
 __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function"]
 

@@ -106,3 +106,48 @@ def test_bad_networks_are_refused():
         fit_ergm(ugm.models.Network(4), "edges")
     with pytest.raises(ValueError, match="self-loops"):
         fit_ergm(ugm.models.Network(4), "edges", edges=[[0, 1], [2, 2]])
+
+
+class _AutocorrelatedChains:
+    """A stand-in simulator whose draws, ``interval`` steps apart, are AR(1) with lag-one
+    correlation 0.99 ** interval (2 chains, 256 draws, 2 statistics); records the calls."""
+
+    def __init__(self):
+        self.calls, self.rng = [], np.random.default_rng(0)
+
+    def simulate(self, theta, key, num_draws, interval, burnin):
+        self.calls.append((num_draws, interval, burnin))
+        rho = 0.99 ** interval
+        x = np.zeros((2, num_draws, 2))
+        x[:, 0] = self.rng.normal(size=(2, 2))
+        for t in range(1, num_draws):
+            x[:, t] = rho * x[:, t - 1] + np.sqrt(1 - rho ** 2) * self.rng.normal(size=(2, 2))
+        return x
+
+
+def test_the_interval_grows_until_the_sample_is_effective_enough():
+    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+    from numpyro_ugm.models.ergm_sampled_statistics import _moments
+
+    chains = _AutocorrelatedChains()
+    simulate, current = _adaptive_simulate(chains, 256, 1, 16, 64, 1024, False)
+    stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
+    # at interval 1 the effective size is about 512 * 0.01 / 1.99 = 2.6: the interval
+    # jumps by a power of two at least as large as 64 / ESS, the burn-in with it
+    intervals = [c[1] for c in chains.calls]
+    assert intervals[0] == 1 and len(intervals) >= 2 and intervals[1] >= 16
+    assert all(np.log2(i).is_integer() for i in intervals)
+    assert [c[2] for c in chains.calls] == [16 * i for i in intervals]
+    assert _moments(stats).effective_size >= 64
+    assert current["interval"] == intervals[-1]
+    # later samples start at the interval reached; the cap ends the growth
+    simulate(np.zeros(2), jax.random.PRNGKey(1))
+    assert chains.calls[len(intervals)][1] == intervals[-1]
+    capped = _AutocorrelatedChains()
+    simulate, current = _adaptive_simulate(capped, 256, 1, 16, 64, 4, False)
+    simulate(np.zeros(2), jax.random.PRNGKey(0))
+    assert [c[1] for c in capped.calls] == [1, 4] and current["burnin"] == 64
+    fixed = _AutocorrelatedChains()
+    simulate, _ = _adaptive_simulate(fixed, 256, 1, 16, None, 1024, False)
+    simulate(np.zeros(2), jax.random.PRNGKey(0))
+    assert len(fixed.calls) == 1

@@ -22,6 +22,7 @@ shared partner and geodesic distance distributions with the observed network's
 """
 
 import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -30,6 +31,7 @@ import numpy as np
 
 from .._checks import as_key, check_count
 from .ergm_dyad_independent import dyad_independent_mle
+from .ergm_sampled_statistics import _moments
 from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
@@ -57,6 +59,7 @@ class NetworkFit:
     observed: np.ndarray
     simulator: NetworkSimulator | None
     interval: int
+    burnin: int = 0
 
 
 def _observed_network(network, edges):
@@ -83,7 +86,8 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
              estimator: Any = None, sampler: str = "auto", num_chains: int = 4,
              num_draws: int = 256, interval: int | None = None, burnin: int | None = None,
              decay: float = DEFAULT_DECAY, rng_key: Any = None, log_likelihood: bool = True,
-             max_degree: int | None = None, num_steps: int = 2000, optimizer: Any = None,
+             max_degree: int | None = None, effective_size: float | None = 64,
+             max_interval: int | None = None, num_steps: int = 2000, optimizer: Any = None,
              **mcmle_options) -> ErgmFit:
     """Fit an ERGM to one observed network, as statnet's ``ergm()``.
 
@@ -111,7 +115,14 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Steps between draws: proposals (sparse; default 1024, ergm's ``MCMC.interval``)
         or sweeps (Gibbs; default enough sweeps for about 1024 dyad updates).
     burnin : int, optional
-        Steps run after each change of θ before drawing (default 16 intervals, ergm's).
+        Steps run after each change of θ before drawing (default 16 intervals, ergm's;
+        it grows with the interval).
+    effective_size : float or None
+        ergm's ``MCMC.effectiveSize`` (64): a sample whose effective size (that of the
+        MCMLE's Hotelling test) falls short is drawn again, the chains continued, with
+        the interval (and burn-in) multiplied by a power of two, up to ``max_interval``
+        steps (default 1024 intervals); later samples keep the longer interval. ``None``:
+        a fixed interval.
     decay : float
         Default decay of the geometrically weighted terms.
     rng_key : jax PRNG key, optional
@@ -164,13 +175,18 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         simulator = dense_simulator(net, statistics, terms, y, num_chains, burnin=burnin,
                                     decay=decay)
 
-    def simulate(theta, k):
-        return simulator.simulate(theta, k, num_draws, interval)
-
+    if effective_size is not None and not effective_size > 0:
+        raise ValueError(f"fit_ergm: effective_size must be > 0 or None, got {effective_size!r}")
+    max_interval = (1024 * interval if max_interval is None
+                    else max(interval, check_count("fit_ergm", "max_interval", max_interval)))
+    simulate, current = _adaptive_simulate(simulator, num_draws, interval, burnin,
+                                           effective_size, max_interval,
+                                           bool(mcmle_options.get("verbose")))
     bridge_draws = max(num_draws // 4, -(-256 // num_chains), 2)
 
     def bridge_simulate(theta, k):  # a quarter of the draws per bridge (16 of them)
-        return simulator.simulate(theta, k, min(bridge_draws, num_draws), interval)
+        return simulator.simulate(theta, k, min(bridge_draws, num_draws), current["interval"],
+                                  current["burnin"])
 
     if estimator is None:
         fit = mcmle_fit(simulate, observed, start, key=key, num_dyads=N, names=names,
@@ -182,8 +198,38 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
                                   log_likelihood, num_steps, optimizer)
     check_ergm_degeneracy(fit.final_statistics, observed, names) if (
         fit.final_statistics is not None) else None
-    fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator, interval)
+    fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator,
+                                 current["interval"], current["burnin"])
     return fit
+
+
+def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, max_interval,
+                       verbose):
+    """``simulate(theta, key)`` for :func:`~numpyro_ugm.models.ergm_mcmle.mcmle` that
+    draws again, with a longer interval, while the sample's effective size is below
+    ``effective_size`` (ergm's adaptive ``MCMC.effectiveSize``), and the interval and
+    burn-in it reached (shared, so later samples start there)."""
+    current = {"interval": interval, "burnin": burnin}
+
+    def simulate(theta, key):
+        while True:
+            key, sub = jax.random.split(key)
+            stats = simulator.simulate(theta, sub, num_draws, current["interval"],
+                                       current["burnin"])
+            if effective_size is None or current["interval"] >= max_interval:
+                return stats
+            ess = _moments(stats.astype(np.float64)).effective_size
+            if ess >= effective_size:
+                return stats
+            factor = 2 ** max(1, math.ceil(math.log2(effective_size / max(ess, 1.0))))
+            longer = min(max_interval, current["interval"] * factor)
+            current["burnin"] = current["burnin"] * longer // current["interval"]
+            current["interval"] = longer
+            if verbose:
+                print(f"effective sample size {ess:.1f} < {effective_size:g}: interval "
+                      f"{longer}, burn-in {current['burnin']}")
+
+    return simulate, current
 
 
 def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, bridge,
@@ -255,7 +301,7 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
         simulated, stats = [], []
         chains = None
         for k in jax.random.split(key, -(-num_sims // _num_chains(simulator))):
-            stats.append(simulator.simulate(fit.estimates, k, 1, step))
+            stats.append(simulator.simulate(fit.estimates, k, 1, step, info.burnin))
             chains = simulator.networks()
             simulated.extend(chains)
         simulated = simulated[:num_sims]

@@ -33,16 +33,20 @@ __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_fu
 
 
 class NetworkSimulator:
-    """Persistent chains of an ERGM; ``simulate(theta, key, num_draws, interval)`` ->
-    statistics (num_chains, num_draws, k) and the chains moved on; ``networks()`` the
-    chains' current networks as edge arrays (m, 2)."""
+    """Persistent chains of an ERGM; ``simulate(theta, key, num_draws, interval,
+    burnin=None)`` -> statistics (num_chains, num_draws, k) and the chains moved on (first
+    ``burnin`` steps at the new θ, default the simulator's); ``networks()`` the chains'
+    current networks as edge arrays (m, 2)."""
 
-    def __init__(self, simulate, networks, name):
+    def __init__(self, simulate, networks, name, burnin):
         self._simulate, self._networks, self.name = simulate, networks, name
+        self.burnin = int(burnin)
 
-    def simulate(self, theta, key, num_draws: int, interval: int) -> np.ndarray:
+    def simulate(self, theta, key, num_draws: int, interval: int,
+                 burnin: int | None = None) -> np.ndarray:
+        burnin = self.burnin if burnin is None else int(burnin)
         return np.asarray(self._simulate(jnp.asarray(theta, jnp.float32), key, int(num_draws),
-                                         int(interval)))
+                                         int(interval), burnin))
 
     def networks(self) -> list[np.ndarray]:
         return self._networks()
@@ -52,14 +56,15 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
                     decay: float) -> NetworkSimulator:
     """A :class:`NetworkSimulator` of block-Gibbs chains (one step: a sweep over every
     block) started at ``y_start`` (E,), the observed network; each call first runs
-    ``burnin`` sweeps at the new θ, then records a draw every ``interval`` sweeps."""
+    ``burnin`` sweeps (by default) at the new θ, then records a draw every ``interval``
+    sweeps."""
     m = UGM(ergm, net, statistics, decay=decay)
     kernel = gibbs().build(m.target())
     y = {"now": jnp.broadcast_to(jnp.asarray(y_start, jnp.float32),
                                  (num_chains, len(y_start)))}
     compiled = {}
 
-    def program(num_draws, interval):
+    def program(num_draws, interval, burnin):
         @jax.jit
         def run(theta, key, y0):
             f = m.logdensity_fn({"theta": theta})
@@ -78,10 +83,11 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
             return states.position["y"], jnp.swapaxes(stats, 0, 1)
         return run
 
-    def simulate(theta, key, num_draws, interval):
-        if (num_draws, interval) not in compiled:
-            compiled[num_draws, interval] = program(num_draws, interval)
-        run = compiled[num_draws, interval]
+    def simulate(theta, key, num_draws, interval, burnin):
+        shape = (num_draws, interval, burnin)
+        if shape not in compiled:
+            compiled[shape] = program(*shape)
+        run = compiled[shape]
         y["now"], stats = run(theta, key, y["now"])
         return stats
 
@@ -89,7 +95,7 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
         _, i, j = pair_tables(net.num_nodes, net.directed)
         return [np.stack([i[row > 0], j[row > 0]], 1) for row in np.asarray(y["now"])]
 
-    return NetworkSimulator(simulate, networks, "gibbs")
+    return NetworkSimulator(simulate, networks, "gibbs", burnin)
 
 
 def change_function(terms):
@@ -105,8 +111,8 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                      max_degree: int | None = None) -> NetworkSimulator:
     """A :class:`NetworkSimulator` of tie / no-tie Metropolis–Hastings chains
     (:mod:`~numpyro_ugm.models.network_sampler`) started at the observed ties ``edges``
-    (m, 2) with statistics ``observed``; each call first runs ``burnin`` proposals at the
-    new θ, then records a draw every ``interval`` proposals."""
+    (m, 2) with statistics ``observed``; each call first runs ``burnin`` proposals (by
+    default) at the new θ, then records a draw every ``interval`` proposals."""
     change_fn = change_function(terms)
 
     def start(capacity):
@@ -115,7 +121,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
 
     chains = {"now": start(max_degree)}
 
-    def simulate(theta, key, num_draws, interval):
+    def simulate(theta, key, num_draws, interval, burnin):
         first, second = jax.random.split(key)
         while True:
             state = chains["now"]
@@ -133,4 +139,4 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                     raise
                 chains["now"] = start(min(2 * capacity, net.num_nodes - 1))
 
-    return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse")
+    return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse", burnin)

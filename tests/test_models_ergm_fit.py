@@ -127,7 +127,7 @@ class _AutocorrelatedChains:
 
 def test_the_interval_grows_until_the_sample_is_effective_enough():
     from numpyro_ugm.models.ergm_fit import _adaptive_simulate
-    from numpyro_ugm.models.ergm_sampled_statistics import _moments
+    from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
     simulate, current = _adaptive_simulate(chains, 256, 1, 16, 64, 1024, False)
@@ -138,7 +138,7 @@ def test_the_interval_grows_until_the_sample_is_effective_enough():
     assert intervals[0] == 1 and len(intervals) >= 2 and intervals[1] >= 16
     assert all(np.log2(i).is_integer() for i in intervals)
     assert [c[2] for c in chains.calls] == [16 * i for i in intervals]
-    assert _moments(stats).effective_size >= 64
+    assert multivariate_effective_size(stats) >= 64
     assert current["interval"] == intervals[-1]
     # later samples start at the interval reached; the cap ends the growth
     simulate(np.zeros(2), jax.random.PRNGKey(1))
@@ -151,3 +151,20 @@ def test_the_interval_grows_until_the_sample_is_effective_enough():
     simulate, _ = _adaptive_simulate(fixed, 256, 1, 16, None, 1024, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert len(fixed.calls) == 1
+
+
+def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
+    from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
+
+    rng = np.random.default_rng(1)
+    iid = rng.normal(size=(4, 2048, 3))
+    assert 0.8 * 8192 < multivariate_effective_size(iid) <= 8192
+    # one statistic of three made 64 times slower (each value repeated 64 times): about
+    # 8192 / 64^(1/3) = 2048, where the per-direction minimum would say 128
+    slow = iid.copy()
+    slow[..., 0] = np.repeat(iid[:, ::64, 0], 64, axis=1)
+    got = multivariate_effective_size(slow)
+    assert 1200 < got < 3000, got
+    constant = iid.copy()
+    constant[..., 2] = 1.0
+    assert 0.8 * 8192 < multivariate_effective_size(constant) <= 8192

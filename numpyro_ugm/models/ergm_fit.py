@@ -31,7 +31,7 @@ import numpy as np
 
 from .._checks import as_key, check_count
 from .ergm_dyad_independent import dyad_independent_mle
-from .ergm_sampled_statistics import _moments
+from .ergm_sampled_statistics import multivariate_effective_size
 from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
@@ -118,8 +118,9 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Steps run after each change of θ before drawing (default 16 intervals, ergm's;
         it grows with the interval).
     effective_size : float or None
-        ergm's ``MCMC.effectiveSize`` (64): a sample whose effective size (that of the
-        MCMLE's Hotelling test) falls short is drawn again, the chains continued, with
+        ergm's ``MCMC.effectiveSize`` (64): a sample whose multivariate effective size
+        (:func:`~numpyro_ugm.models.ergm_sampled_statistics.multivariate_effective_size`)
+        falls short is drawn again, the chains continued, with
         the interval (and burn-in) multiplied by a power of two, up to ``max_interval``
         steps (default 1024 intervals); later samples keep the longer interval. ``None``:
         a fixed interval.
@@ -218,7 +219,7 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
                                        current["burnin"])
             if effective_size is None or current["interval"] >= max_interval:
                 return stats
-            ess = _moments(stats.astype(np.float64)).effective_size
+            ess = multivariate_effective_size(stats.astype(np.float64))
             if ess >= effective_size:
                 return stats
             factor = 2 ** max(1, math.ceil(math.log2(effective_size / max(ess, 1.0))))

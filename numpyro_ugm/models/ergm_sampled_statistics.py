@@ -32,7 +32,7 @@ import numpy as np
 from numpyro.diagnostics import effective_sample_size
 from scipy import special
 
-__all__ = ["ErgmDegeneracyError"]
+__all__ = ["ErgmDegeneracyError", "multivariate_effective_size"]
 
 
 class ErgmDegeneracyError(RuntimeError):
@@ -189,6 +189,26 @@ def _moments(stats, log_weights=None):
     trace = np.trace(mean_cov)
     effective = float(np.trace(cov) / trace) if trace > 0 else float("inf")
     return _Moments(mean, cov, mean_cov, effective)
+
+
+def multivariate_effective_size(stats: np.ndarray) -> float:
+    """Multivariate effective sample size of statistics (C, D, k) (Vats, Flegal & Jones
+    2019, the measure of ergm's ``MCMC.effectiveSize``): n (det Σ / det(n Var ŝ))^{1/k},
+    Var ŝ the autocorrelation-adjusted Monte Carlo covariance of the mean
+    (:func:`_moments`), over the statistics that vary; the geometric mean of the
+    effective sizes along the principal axes, so a slowly mixing direction does not hide
+    the others."""
+    c, d, k = stats.shape
+    n = c * d
+    varying = np.std(stats.reshape(n, k), axis=0) > 0
+    if not varying.any():
+        return float(n)
+    moments = _moments(stats[..., varying])
+    sign_cov, log_cov = np.linalg.slogdet(moments.cov)
+    sign_mean, log_mean = np.linalg.slogdet(n * moments.mean_cov)
+    if sign_cov <= 0 or sign_mean <= 0:  # linearly dependent statistics
+        return moments.effective_size
+    return float(n * np.exp((log_cov - log_mean) / int(varying.sum())))
 
 
 def _check_degenerate(owner, stats, names, observed, theta):

@@ -110,6 +110,7 @@ def main():
     parser.add_argument("--ours-only", action="store_true", help="skip ergmx (e.g. on a GPU)")
     parser.add_argument("--num-chains", type=int, default=4)
     parser.add_argument("--num-draws", type=int, default=256)
+    parser.add_argument("--verbose", action="store_true", help="print each MCMLE iteration")
     args = parser.parse_args()
     options = {"num_chains": args.num_chains, "num_draws": args.num_draws}
     import jax
@@ -120,7 +121,7 @@ def main():
         path = out / f"{name}.json"
         record = {} if args.fresh or not path.exists() else json.loads(path.read_text())
         if "ours" not in record:
-            record["ours"] = ours(name, **options)
+            record["ours"] = ours(name, verbose=args.verbose, **options)
             record["ours"]["options"] = options
             path.write_text(json.dumps(record, indent=1))
         if args.ours_only:

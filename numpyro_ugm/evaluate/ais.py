@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import distributed
 from .._checks import as_key, check_count
 from ..compile_cache import cached
 from ..conditionals import LogDensity, linear_combination, sum_out
@@ -351,7 +352,11 @@ def _anneal(target: Target, prepared: Setup, params: dict, rng_key: jax.Array,
         return run(*args)
     with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
             jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
-        return run(*args)
+        log_w = run(*args)
+    if log_w.is_fully_addressable:
+        return log_w
+    # chains on several processes (jax.distributed): every process gets all the weights
+    return jnp.asarray(distributed.to_host(log_w))
 
 
 def _cached_run(target: Target, spec: KernelSpec, summed: tuple, num_chains: int,

@@ -44,7 +44,7 @@ from ..compile_cache import cached
 from ..conditionals import LogDensity, linear_combination, sum_out
 from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, step_chains
 from ..model import UGM
-from ..sharding import shard_particles
+from ..sharding import shard_particles, use_mesh
 from ..target import Target
 from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
@@ -348,10 +348,7 @@ def _anneal(target: Target, prepared: Setup, params: dict, rng_key: jax.Array,
                       None if inputs is None else tuple(sorted(inputs)), shape)
     args = (params, prepared.logq, rng_key, jnp.asarray(betas, jnp.result_type(float)),
             start, inputs)
-    if mesh is None:
-        return run(*args)
-    with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
-            jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
+    with use_mesh(mesh):
         log_w = run(*args)
     if log_w.is_fully_addressable:
         return log_w

@@ -67,7 +67,7 @@ def launches(tmp_path_factory):
 #: the largest difference allowed between 2 x 2 and 1 x 4 (measured: none, bit-identical)
 TOLERANCE = {"learn_W": 1e-5, "learn_grad_norm": 1e-4, "learn_particles": 0,
              "smc_log_z": 1e-4, "smc_W": 1e-5, "ais_log_z": 1e-4, "ais_log_w": 1e-4,
-             "sample_x": 0}
+             "sample_x": 0, "sample_unsplit_x": 0}
 
 
 @pytest.mark.slow
@@ -81,6 +81,8 @@ def test_two_processes_give_the_numbers_of_one(launches):
         diff = float(np.max(np.abs(a.astype(np.float64) - c.astype(np.float64))))
         print(f"{name}: largest difference 2x2 vs 1x4 {diff:.3g}")
         assert diff <= tolerance, (name, diff)
+    np.testing.assert_array_equal(two[0].results["sample_x"],
+                                  two[0].results["sample_unsplit_x"])
 
 
 @pytest.mark.slow

@@ -74,11 +74,12 @@ def anneal(mesh, out):
     out.update(ais_log_z=result.log_z, ais_log_w=result.log_weights)
 
 
-def sample(out):
+def sample(mesh, out):
+    """Chains split over the mesh, and (the same draws) not split."""
     m = ugm.UGM(ugm.models.vbm, UNITS)
     params = m.init_params(KEY)
-    draws = ugm.sample(m, params, KEY, 20, num_chains=8)
-    out.update(sample_x=draws["x"])
+    out.update(sample_x=ugm.sample(m, params, KEY, 20, num_chains=8, mesh=mesh)["x"],
+               sample_unsplit_x=ugm.sample(m, params, KEY, 20, num_chains=8)["x"])
 
 
 def host(mesh, out):
@@ -132,7 +133,8 @@ def main(args):
     source = args[args.index("--from") + 1] if "--from" in args else None
     assert len(jax.devices()) == 4, jax.devices()
     mesh = jax.make_mesh((4,), ("particles",))
-    _, train, _ = vbm_problem(jax.random.PRNGKey(0), UNITS, 100, 10)
+    if set(cases) & {"wait", "raise", "learn", "resume", "smc"}:
+        _, train, _ = vbm_problem(jax.random.PRNGKey(0), UNITS, 100, 10)
     out = {}
     if "host" in cases:
         host(mesh, out)
@@ -149,7 +151,7 @@ def main(args):
     if "ais" in cases:
         anneal(mesh, out)
     if "sample" in cases:
-        sample(out)
+        sample(mesh, out)
     multiprocess.write(**to_host(out))
 
 

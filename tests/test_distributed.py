@@ -23,7 +23,7 @@ import multiprocess
 import numpyro_ugm as ugm
 
 WORKER = Path(__file__).parent / "scripts" / "distributed_worker.py"
-CASES = ["learn", "smc", "ais", "sample"]
+CASES = ["learn", "steps", "smc", "ais", "sample"]
 
 
 def test_host_pieces_one_process():
@@ -42,15 +42,17 @@ def test_host_pieces_one_process():
 
 def test_host_pieces_across_two_processes(tmp_path):
     """A state split over 2 processes: one checkpoint file, restored onto the same
-    devices; an error seen on one process raised on both; data that differ refused."""
+    devices; an error seen on one process raised on both; data that differ, or that
+    each process loaded in part, refused on both."""
     runs = multiprocess.launch(WORKER, ["host"], out_dir=tmp_path, timeout=90)
     for run in runs:
         r = run.results
         np.testing.assert_array_equal(r["host_particles"], np.arange(32.0).reshape(8, 4))
-        assert r["host_sharded"] and int(r["host_errors"]) == 2
+        assert r["host_sharded"] and int(r["host_errors"]) == 3
         np.testing.assert_array_equal(r["host_diagnostics"], np.arange(7.0))
         assert "a check failed (on process(es) 1 of 2)" in run.stdout
         assert "the data differ between processes: process(es) 1" in run.stdout
+        assert "data is a jax.Array split over several processes" in run.stdout
     assert [p.name for p in tmp_path.glob("host*")] == ["host.npz"]
 
 
@@ -66,14 +68,16 @@ def launches(tmp_path_factory):
 
 #: the largest difference allowed between 2 x 2 and 1 x 4 (measured: none, bit-identical)
 TOLERANCE = {"learn_W": 1e-5, "learn_grad_norm": 1e-4, "learn_particles": 0,
+             "steps_W": 1e-5, "steps_grad_norm": 1e-4, "predict_x": 0,
              "smc_log_z": 1e-4, "smc_W": 1e-5, "ais_log_z": 1e-4, "ais_log_w": 1e-4,
              "sample_x": 0, "sample_unsplit_x": 0}
 
 
 @pytest.mark.slow
 def test_two_processes_give_the_numbers_of_one(launches):
-    """PCD learning with minibatches, SMC's log Z, AIS and sampling: the same numbers on
-    both processes, and those of one process with the same 4 devices."""
+    """PCD learning with minibatches (``run``, and ``update`` on given batches), SMC's
+    log Z, AIS, sampling and prediction: the same numbers on both processes, and those
+    of one process with the same 4 devices."""
     two, one = launches
     for name, tolerance in TOLERANCE.items():
         a, b, c = (r.results[name] for r in (two[0], two[1], one[0]))

@@ -5,7 +5,8 @@ to compare.
 
 Cases (command-line arguments): ``learn`` (PCD with minibatches, checkpoints every 5
 steps, progress bar on), ``resume`` (restores the step-5 checkpoint from ``--from DIR``
-and runs to step 10), ``smc`` (the running log Z of SMC), ``ais`` (AIS log Z with the
+and runs to step 10), ``steps`` (``MLE.update`` on given and own minibatches, then
+``ugm.predict``), ``smc`` (the running log Z of SMC), ``ais`` (AIS log Z with the
 chains over the mesh), ``sample`` (``ugm.sample``); ``host`` (the host-side pieces
 alone, no learning: a sharded state's checkpoint round trip, an error seen on one process
 raised on both, data that differ between processes refused), ``wait`` (a learning loop
@@ -110,6 +111,12 @@ def host(mesh, out):
         ugm.distributed.check_identical(data, "the data")
     except ValueError as error:
         errors.append(str(error))
+    split = jax.make_array_from_process_local_data(S(mesh, P("particles")),
+                                                  np.ones((4, 2), np.int8))
+    try:  # data loaded per process: refused with a clear error
+        learner(mesh).init(KEY, {"x": split}, 2)
+    except TypeError as error:
+        errors.append(str(error))
     print("\n".join(["errors:"] + errors), flush=True)
     out.update(host_errors=len(errors))
 
@@ -128,12 +135,28 @@ def wait(mesh, train, fail_at=None):
             (Path(multiprocess.out_dir()) / f"stepping_{jax.process_index()}").touch()
 
 
+def steps(mesh, train, out):
+    """The step API with batches of one's own and of the learner, then predictions of
+    the learned model (every process computes all of them)."""
+    import numpy as np
+
+    mle = learner(mesh)
+    state = mle.init(KEY, train, UNITS, batch_size=20)
+    for i in range(3):
+        state, info = mle.update(state, {"x": train["x"][20 * i:20 * (i + 1)]})
+        state, info = mle.update(state)
+    params = mle.get_params(state)
+    prediction = ugm.predict(mle.ugm, params, method="map")
+    out.update(steps_W=params["W"], steps_grad_norm=np.asarray(info.grad_norm),
+               predict_x=prediction.labels["x"])
+
+
 def main(args):
     cases = [a for a in args if not a.startswith("--")]
     source = args[args.index("--from") + 1] if "--from" in args else None
     assert len(jax.devices()) == 4, jax.devices()
     mesh = jax.make_mesh((4,), ("particles",))
-    if set(cases) & {"wait", "raise", "learn", "resume", "smc"}:
+    if set(cases) & {"wait", "raise", "learn", "resume", "smc", "steps"}:
         _, train, _ = vbm_problem(jax.random.PRNGKey(0), UNITS, 100, 10)
     out = {}
     if "host" in cases:
@@ -146,6 +169,8 @@ def main(args):
         learn(mesh, train, out)
     if "resume" in cases:
         resume(mesh, train, out, source)
+    if "steps" in cases:
+        steps(mesh, train, out)
     if "smc" in cases:
         smc(mesh, train, out)
     if "ais" in cases:

@@ -15,7 +15,6 @@ every process sees (a shared file system) to restore on several hosts.
 
 import os
 import re
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -184,8 +183,8 @@ def latest(directory):
         try:
             _read(path)
         except CheckpointError as error:
-            warnings.warn(f"skipping an unreadable checkpoint: {error}", RuntimeWarning,
-                          stacklevel=2)
+            distributed.warn(f"skipping an unreadable checkpoint: {error}",
+                             RuntimeWarning, stacklevel=2)
             continue
         return path
     return None

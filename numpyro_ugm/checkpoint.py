@@ -4,16 +4,24 @@ A :class:`~numpyro_ugm.learn.LearnState` (parameters, optimizer state, the estim
 particles and weights, PRNG keys, step) is flattened into arrays named by their pytree
 paths; loading needs a template state of the same structure (``learner.init(...)``), so
 nothing but arrays is ever read back. Diagnostics recorded so far travel with it.
+
+Under ``jax.distributed`` (several processes over one global mesh) a checkpoint is still
+one file: every process takes part in gathering the arrays split over processes, the
+primary process writes the file, and the others wait for it
+(:mod:`numpyro_ugm.distributed`); :func:`load` reads it on every process and puts each
+array back on the devices its template's array lives on. The directory must be one that
+every process sees (a shared file system) to restore on several hosts.
 """
 
 import os
 import re
-import warnings
 import zipfile
 from pathlib import Path
 
 import jax
 import numpy as np
+
+from . import distributed
 
 __all__ = ["save", "load", "latest", "CheckpointError"]
 
@@ -29,17 +37,35 @@ class CheckpointError(ValueError):
 
 
 def _flatten(tree):
+    """The leaves of ``tree`` as whole host arrays named by their paths (leaves split over
+    several processes are gathered: every process must call this)."""
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return {jax.tree_util.keystr(path): np.asarray(leaf) for path, leaf in leaves}
+    values = distributed.to_host([leaf for _, leaf in leaves])
+    return {jax.tree_util.keystr(path): v for (path, _), v in zip(leaves, values)}
 
 
 def save(path, state, diagnostics=None, meta=None):
     """Write ``state`` (and per-step ``diagnostics``, and ``meta``: strings describing
     what wrote it, checked by :func:`load`) to ``path`` atomically: the file appears
-    whole or not at all, and no temporary file is left behind."""
+    whole or not at all, and no temporary file is left behind. Under ``jax.distributed``
+    every process calls it; the primary writes, and all return once the file is there
+    (or all raise if the primary could not write it)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {_STATE + k: v for k, v in _flatten(state).items()}
+    error = None
+    if distributed.is_primary():
+        try:
+            _write(path, arrays, diagnostics, meta)
+        except OSError as failure:
+            error = failure
+    distributed.agree(error is None, error if error is not None else OSError(
+        f"checkpoint {path} could not be written by the primary process"))
+    return path
+
+
+def _write(path, arrays, diagnostics, meta):
+    """:func:`save`'s file, written atomically by one process."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     for k, v in (diagnostics or {}).items():
         arrays[_DIAG + k] = np.asarray(v)
     for k, v in (meta or {}).items():
@@ -52,7 +78,6 @@ def save(path, state, diagnostics=None, meta=None):
         os.replace(tmp, path)
     finally:  # an interrupted save leaves no partial file
         tmp.unlink(missing_ok=True)
-    return path
 
 
 def _read(path):
@@ -82,7 +107,7 @@ def load(path, template, meta=None):
     path : str or Path
     template : LearnState
         A state of the same structure (e.g. from ``learner.init``); its leaves give the
-        shapes and dtypes to check against.
+        shapes and dtypes to check against, and the devices (mesh) the arrays go to.
     meta : dict of str -> str, optional
         What the reader is (model, estimator, optimizer, ...): each entry the checkpoint
         also holds must be equal.
@@ -98,7 +123,13 @@ def load(path, template, meta=None):
         An unreadable file, or one written for another model, estimator, optimizer or
         setting (a leaf missing, extra, of another shape or dtype, or other ``meta``).
     """
-    arrays = _read(path)
+    try:
+        arrays, error = _read(path), None
+    except CheckpointError as failure:
+        arrays, error = None, failure
+    # a file that some hosts cannot see stops every process, not only those
+    distributed.agree(error is None, error if error is not None else CheckpointError(
+        f"checkpoint {path} cannot be read by every process"))
     for k, v in (meta or {}).items():
         saved = arrays.get(_META + k)
         if saved is not None and str(saved) != str(v):
@@ -119,14 +150,24 @@ def load(path, template, meta=None):
             raise CheckpointError(f"checkpoint {path} lacks {name[len(_STATE):]}: it was "
                                   "written for another model, estimator or optimizer")
         value = arrays[name]
-        if value.shape != np.shape(leaf) or value.dtype != np.asarray(leaf).dtype:
+        dtype = np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.asarray(leaf).dtype
+        if value.shape != np.shape(leaf) or value.dtype != dtype:
             raise CheckpointError(f"checkpoint {path}: {name[len(_STATE):]} has shape "
                                   f"{value.shape} and dtype {value.dtype}, expected "
-                                  f"{np.shape(leaf)} and {np.asarray(leaf).dtype}")
-        values.append(jax.numpy.asarray(value))
+                                  f"{np.shape(leaf)} and {dtype}")
+        values.append(_placed_like(value, leaf))
     state = jax.tree_util.tree_unflatten(treedef, values)
     diagnostics = {k[len(_DIAG):]: v for k, v in arrays.items() if k.startswith(_DIAG)}
     return state, diagnostics
+
+
+def _placed_like(value, leaf):
+    """``value`` on the devices of the template's ``leaf`` when it spans several (a mesh,
+    possibly over several processes: each takes its part of the whole array read from
+    the file); else an array where JAX puts it."""
+    if isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1:
+        return jax.device_put(value, leaf.sharding)
+    return jax.numpy.asarray(value)
 
 
 def latest(directory):
@@ -142,8 +183,8 @@ def latest(directory):
         try:
             _read(path)
         except CheckpointError as error:
-            warnings.warn(f"skipping an unreadable checkpoint: {error}", RuntimeWarning,
-                          stacklevel=2)
+            distributed.warn(f"skipping an unreadable checkpoint: {error}",
+                             RuntimeWarning, stacklevel=2)
             continue
         return path
     return None

@@ -29,6 +29,8 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
+from .distributed import is_primary
+
 __all__ = ["run_loop", "Interrupted", "chunk_size", "capacity", "nan_filled", "fill_rows",
            "minimize", "MinimizeResult"]
 
@@ -117,7 +119,7 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
     chunk : int
         Largest number of steps per call of ``advance``.
     progress_bar : bool
-        Show a tqdm bar.
+        Show a tqdm bar (on the primary process only, under ``jax.distributed``).
     desc : str
         The bar's label.
     stop : callable, optional
@@ -156,7 +158,9 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
     # before or after it, never between a chunk's state and its diagnostics
     done = (state, 0, 0)  # (state, chunks, steps)
     saved_at, stopped = 0, False
-    with tqdm(total=num_steps, disable=not progress_bar, desc=desc) as bar:
+    # one bar for a run of several processes (jax.distributed): the primary's
+    with tqdm(total=num_steps, disable=not (progress_bar and is_primary()),
+              desc=desc) as bar:
         try:
             while done[2] < num_steps:
                 steps = done[2]

@@ -20,7 +20,9 @@ from .diagnose import check_diverged, check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model import UGM
+from .distributed import to_host
 from .runloop import capacity
+from .sharding import shard_particles, use_mesh
 from .target import Target
 
 __all__ = ["sample"]
@@ -28,7 +30,7 @@ __all__ = ["sample"]
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
            num_chains: int = 1, num_warmup: int = 0, thinning: int = 1, kernel: Any = None,
-           init_state: dict | None = None) -> dict:
+           init_state: dict | None = None, mesh: jax.sharding.Mesh | None = None) -> dict:
     """Draw samples of every state site by MCMC.
 
     Parameters
@@ -52,6 +54,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         is not quadratic).
     init_state : dict, optional
         Starting positions (model representation, leading axis ``num_chains``).
+    mesh : jax.sharding.Mesh, optional
+        Split the chains over the mesh's first axis (several devices, or several
+        processes under ``jax.distributed``: every process gets all the draws); the same
+        draws. The chains are split when the mesh axis divides ``num_chains`` rounded up
+        to a power of two.
 
     Returns
     -------
@@ -84,20 +91,23 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     target = m.target()
     m.param_space.check(params)
     return _sample(target, params, rng_key, as_spec(kernel, gibbs()), num_samples,
-                   num_chains, num_warmup, thinning, init_state)
+                   num_chains, num_warmup, thinning, init_state, mesh)
 
 
 def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_warmup,
-            thinning, init_state):
+            thinning, init_state, mesh=None):
     """:func:`sample` on a target, arguments checked."""
     size = (capacity(num_samples), capacity(num_chains))
     start = None if init_state is None else _padded_start(target, init_state, num_chains,
                                                           size[1])
-    run = cached(target.cache_key, ("sample", spec, size, start is None), lambda: jax.jit(
-        functools.partial(_run, target, bound_kernel(spec, target), size)))
-    draws, ok = run(params, rng_key, start, num_samples, num_warmup, thinning)
-    ok = np.asarray(ok)[:num_samples, :num_chains]
-    draws = {n: np.asarray(v)[:num_chains, :num_samples] for n, v in draws.items()}
+    run = cached(target.cache_key, ("sample", spec, size, start is None, mesh),
+                 lambda: jax.jit(functools.partial(_run, target, bound_kernel(spec, target),
+                                                   size)))
+    with use_mesh(mesh):
+        draws, ok = run(params, rng_key, start, num_samples, num_warmup, thinning)
+    draws, ok = to_host((draws, ok))  # chains split over processes are gathered
+    ok = ok[:num_samples, :num_chains]
+    draws = {n: v[:num_chains, :num_samples] for n, v in draws.items()}
     if target.real_sites:
         check_diverged(target, "sample", params,
                        {n: draws[n].reshape((-1,) + draws[n].shape[2:])
@@ -139,7 +149,8 @@ def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thin
     log-odds). Entries past ``num_samples`` are padding."""
     samples, chains = size
     init_key, key = jax.random.split(key)
-    position = target.random_state(init_key, (chains,)) if start is None else start
+    position = shard_particles(target.random_state(init_key, (chains,)) if start is None
+                               else start)
     logdensity = target.logdensity_fn(params)
     states = init_chains(kernel, position, logdensity)
 

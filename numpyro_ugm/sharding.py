@@ -1,18 +1,33 @@
-"""Placement of particles on a device mesh: the one helper that the estimators and AIS
-share, below both layers.
+"""Placement of particles on a device mesh: the helpers that the estimators, AIS and
+sampling share, below those layers.
 
-The learner (``MLE(..., mesh=...)``) and AIS (``mesh=``) set a mesh around their
-compiled programs; inside them, :func:`shard_particles` asks XLA to split the leading
-(particle or chain) axis of an array over the mesh's first axis. Without a mesh it does
-nothing, so the same code runs on one device.
+The learner (``MLE(..., mesh=...)``), AIS and :func:`~numpyro_ugm.sample` (``mesh=``) set
+a mesh around their compiled programs (:func:`use_mesh`); inside them,
+:func:`shard_particles` asks XLA to split the leading (particle or chain) axis of an
+array over the mesh's first axis. Without a mesh neither does anything, so the same code
+runs on one device.
 """
 
-from typing import Any
+import contextlib
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["shard_particles"]
+__all__ = ["shard_particles", "auto_axes", "use_mesh"]
+
+
+def auto_axes(mesh: jax.sharding.Mesh) -> jax.sharding.Mesh:
+    """``mesh`` with every axis left to XLA's automatic sharding propagation (what the
+    compiled programs are written for)."""
+    return jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
+        jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+
+
+def use_mesh(mesh: Optional[jax.sharding.Mesh]):
+    """A context that sets ``mesh`` (its axes automatic) for the programs run in it; one
+    that does nothing for ``None``."""
+    return contextlib.nullcontext() if mesh is None else jax.set_mesh(auto_axes(mesh))
 
 
 def shard_particles(tree: Any) -> Any:

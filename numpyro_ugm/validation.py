@@ -59,6 +59,11 @@ def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
     out, num_examples = {}, None
     for name, value in data.items():
         domain = state_sites[name]
+        if isinstance(value, jax.Array) and not value.is_fully_addressable:
+            raise TypeError(
+                f"site {name!r}: data is a jax.Array split over several processes; pass "
+                "the whole data set as a NumPy array on every process (the mesh then "
+                "gives each device its part): data loaded per process is not supported")
         value = np.asarray(value)
         expected = tuple(domain.shape_)
         if value.ndim != len(expected) + 1 or value.shape[1:] != expected:

@@ -38,12 +38,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import distributed
 from .._checks import as_key, check_count
 from ..compile_cache import cached
 from ..conditionals import LogDensity, linear_combination, sum_out
 from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, step_chains
 from ..model import UGM
-from ..sharding import shard_particles
+from ..sharding import shard_particles, use_mesh
 from ..target import Target
 from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
@@ -347,11 +348,12 @@ def _anneal(target: Target, prepared: Setup, params: dict, rng_key: jax.Array,
                       None if inputs is None else tuple(sorted(inputs)), shape)
     args = (params, prepared.logq, rng_key, jnp.asarray(betas, jnp.result_type(float)),
             start, inputs)
-    if mesh is None:
-        return run(*args)
-    with jax.set_mesh(jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
-            jax.sharding.AxisType.Auto,) * len(mesh.axis_names))):
-        return run(*args)
+    with use_mesh(mesh):
+        log_w = run(*args)
+    if log_w.is_fully_addressable:
+        return log_w
+    # chains on several processes (jax.distributed): every process gets all the weights
+    return jnp.asarray(distributed.to_host(log_w))
 
 
 def _cached_run(target: Target, spec: KernelSpec, summed: tuple, num_chains: int,

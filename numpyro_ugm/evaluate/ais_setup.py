@@ -14,7 +14,6 @@ and checks what the user supplies — the schedule, the base log-probabilities, 
 to sum out, the starting draws, the tolerance — with errors that name the argument.
 """
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -22,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import distributed
 from .._checks import check_count
 from ..kernels import gibbs
 from ..kernels.base import KernelSpec, as_spec, gaussian_from_uniforms
@@ -292,7 +292,7 @@ def warn_if_degenerate(owner, log_w):
     ess = np.sum(w, -1) ** 2 / np.sum(w ** 2, -1)
     num_chains = w.shape[-1]
     if np.min(ess) < 2.0:
-        warnings.warn(
+        distributed.warn(
             f"{owner}: the AIS weights are degenerate (effective number of chains "
             f"{np.min(ess):.3g} of {num_chains}): the estimate and its standard error are "
             "unreliable (log Z is likely too low); use more betas, or bracket it with the "
@@ -306,13 +306,13 @@ def warn_if_wide(owner, result, tolerance, what):
     ends = (f"(lower {float(result.lower):.6g} ± {float(result.lower_stderr):.2g}, "
             f"upper {float(result.upper):.6g} ± {float(result.upper_stderr):.2g})")
     if not width <= tolerance:
-        warnings.warn(
+        distributed.warn(
             f"{owner}: the forward and reverse estimates of {what} disagree by {width:.3g} "
             f"nats {ends}, more than the tolerance {tolerance:g}: the schedule is too "
             "short for this model; use more betas (the true value may lie anywhere in the "
             "bracket)", RuntimeWarning, stacklevel=3)
     elif width < -tolerance:
-        warnings.warn(
+        distributed.warn(
             f"{owner}: the bracket of {what} is inverted by {-width:.3g} nats {ends}, more "
             f"than the tolerance {tolerance:g}: at least one direction is biased (reverse "
             "AIS from real data bounds the annealing chain's likelihood, which a short "

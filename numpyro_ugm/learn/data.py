@@ -7,6 +7,7 @@ import jax
 import numpy as np
 
 from .._checks import check_inputs as checked_inputs
+from ..sharding import auto_axes
 
 
 def check_inputs(inputs, data):
@@ -48,10 +49,8 @@ class Placement:
     def __init__(self, mesh: Optional[jax.sharding.Mesh]):
         if mesh is not None and not isinstance(mesh, jax.sharding.Mesh):
             raise TypeError(f"mesh must be a jax.sharding.Mesh, got {mesh!r}")
-        if mesh is not None:  # XLA partitions the steps (automatic sharding propagation)
-            mesh = jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(
-                jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
-        self.mesh = mesh
+        # XLA partitions the steps (automatic sharding propagation)
+        self.mesh = None if mesh is None else auto_axes(mesh)
 
     def run(self, fn):
         """``fn`` run with the mesh set (estimators then split particles they create

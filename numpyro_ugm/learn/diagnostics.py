@@ -9,13 +9,12 @@ A trace is a dict of per-step arrays keyed by name (the fields of
 updates it recorded; the others read NaN, as do updates the learner never saw.
 """
 
-import warnings
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from .. import checkpoint
+from .. import checkpoint, distributed
 from .averaging import AveragedState
 
 #: standard error (nats) of a running log Z beyond which MLE.run warns that the running
@@ -157,7 +156,7 @@ def warn_if_log_z_unreliable(piece: Piece):
     impossible = np.flatnonzero(log_likelihood > 0)
     if impossible.size:
         worst = impossible[np.argmax(log_likelihood[impossible])]
-        warnings.warn(
+        distributed.warn(
             f"the running log-likelihood was positive on {impossible.size} of "
             f"{len(log_likelihood)} steps, first at step {step(impossible[0])} and up to "
             f"{log_likelihood[worst]:+.3g} nats per case at step {step(worst)}: "
@@ -170,7 +169,7 @@ def warn_if_log_z_unreliable(piece: Piece):
         return
     beyond = np.flatnonzero(np.asarray(se) > LOG_Z_SE_TOLERANCE)
     if beyond.size:
-        warnings.warn(
+        distributed.warn(
             f"the running log Z's standard error exceeded {LOG_Z_SE_TOLERANCE} nat from "
             f"step {step(beyond[0])} on (up to {float(np.nanmax(se)):.3g}; diagnostics "
             "'log_z_se'): from there the running log-likelihood is too uncertain to "
@@ -188,7 +187,7 @@ def warn_if_collapsed(piece: Piece, estimator):
     collapsed = np.flatnonzero(np.asarray(ess) < 1.5)
     if collapsed.size:
         first = piece.first + (collapsed[0] + 1) * piece.stride - 1
-        warnings.warn(
+        distributed.warn(
             f"the importance weights collapsed to about one particle (ESS < 1.5) on "
             f"{collapsed.size} of {len(ess)} steps, first at step {first}: the particle "
             "approximation was poor there. Lower the learning rate, use more particles, a "

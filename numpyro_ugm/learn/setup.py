@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import numpy as np
 
+from .. import distributed
 from .._checks import check_count
 from ..estimators.per_example import PerExample
 from ..model import UGM, as_ugm
@@ -84,6 +85,7 @@ def set_up(previous: Optional[Setup], model, estimator, optimizer, core_class,
                                          checked.batch_size)
         steps = Steps(core, batches, placement)
     num_examples = steps.batches.num_examples
+    distributed.check_identical((data, checked.inputs), "the data (and inputs)")
     return Setup(core, steps, placement.shard(data, num_examples),
                  placement.shard(checked.inputs, num_examples), checked.key)
 

@@ -161,10 +161,13 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
                                        rtol=1e-4, atol=1e-4)
 
 
+# -m slow (14 s, mostly compiling): by default the change-statistic conditionals are
+# checked against brute force above and the sampled negative phase against the exact
+# gradient (test_estimator_gradients_match_exact[PCD])
+@pytest.mark.slow
 @pytest.mark.parametrize("statistics,theta", [
     (TRIAD, (-0.4, 0.15, 0.3)),  # matchings of several dyads
-    pytest.param(("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3),  # single dyads
-                 marks=pytest.mark.slow),
+    (("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)),  # single dyads
 ])
 def test_gibbs_with_change_statistics_samples_the_exact_distribution(statistics, theta):
     n = 5  # 10 dyads, 1024 graphs

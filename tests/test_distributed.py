@@ -23,7 +23,7 @@ import multiprocess
 import numpyro_ugm as ugm
 
 WORKER = Path(__file__).parent / "scripts" / "distributed_worker.py"
-CASES = ["learn", "steps", "smc", "ais", "sample"]
+CASES = ["learn", "steps", "smc", "pf", "psmc", "ais", "sample"]
 
 
 def test_host_pieces_one_process():
@@ -69,15 +69,22 @@ def launches(tmp_path_factory):
 #: the largest difference allowed between 2 x 2 and 1 x 4 (measured: none, bit-identical)
 TOLERANCE = {"learn_W": 1e-5, "learn_grad_norm": 1e-4, "learn_particles": 0,
              "steps_W": 1e-5, "steps_grad_norm": 1e-4, "predict_x": 0,
-             "smc_log_z": 1e-4, "smc_W": 1e-5, "ais_log_z": 1e-4, "ais_log_w": 1e-4,
+             "smc_log_z": 1e-4, "smc_W": 1e-5,
+             **{f"{name}_{quantity}": tolerance for name in ("pf", "psmc")
+                for quantity, tolerance in [("W", 1e-5), ("grad_norm", 1e-4),
+                                            ("log_z", 1e-4), ("log_weights", 1e-4),
+                                            ("particles", 0)]},
+             "ais_log_z": 1e-4, "ais_log_w": 1e-4,
              "sample_x": 0, "sample_unsplit_x": 0}
 
 
 @pytest.mark.slow
 def test_two_processes_give_the_numbers_of_one(launches):
     """PCD learning with minibatches (``run``, and ``update`` on given batches), SMC's
-    log Z, AIS, sampling and prediction: the same numbers on both processes, and those
-    of one process with the same 4 devices."""
+    log Z, PF and PSMC learning (their running log Z, particles and log-weights, the
+    particles split over both processes and PF resampling them), AIS, sampling and
+    prediction: the same numbers on both processes, and those of one process with the
+    same 4 devices."""
     two, one = launches
     for name, tolerance in TOLERANCE.items():
         a, b, c = (r.results[name] for r in (two[0], two[1], one[0]))
@@ -85,6 +92,9 @@ def test_two_processes_give_the_numbers_of_one(launches):
         diff = float(np.max(np.abs(a.astype(np.float64) - c.astype(np.float64))))
         print(f"{name}: largest difference 2x2 vs 1x4 {diff:.3g}")
         assert diff <= tolerance, (name, diff)
+    for name in ("pf", "psmc"):
+        assert [int(r.results[f"{name}_processes"]) for r in (two[0], one[0])] == [2, 1]
+    assert np.sum(two[0].results["pf_resampled"]) > 0
     np.testing.assert_array_equal(two[0].results["sample_x"],
                                   two[0].results["sample_unsplit_x"])
 

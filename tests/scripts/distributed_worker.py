@@ -6,11 +6,12 @@ to compare.
 Cases (command-line arguments): ``learn`` (PCD with minibatches, checkpoints every 5
 steps, progress bar on), ``resume`` (restores the step-5 checkpoint from ``--from DIR``
 and runs to step 10), ``steps`` (``MLE.update`` on given and own minibatches, then
-``ugm.predict``), ``smc`` (the running log Z of SMC), ``ais`` (AIS log Z with the
-chains over the mesh), ``sample`` (``ugm.sample``); ``host`` (the host-side pieces
-alone, no learning: a sharded state's checkpoint round trip, an error seen on one process
-raised on both, data that differ between processes refused), ``wait`` (a learning loop
-that runs until the test kills a process).
+``ugm.predict``), ``smc`` (the running log Z of SMC), ``pf`` and ``psmc`` (learning
+with PF and PSMC: parameters, running log Z, particles and log-weights), ``ais`` (AIS
+log Z with the chains over the mesh), ``sample`` (``ugm.sample``); ``host`` (the
+host-side pieces alone, no learning: a sharded state's checkpoint round trip, an error
+seen on one process raised on both, data that differ between processes refused),
+``wait`` (a learning loop that runs until the test kills a process).
 """
 
 import sys
@@ -65,6 +66,21 @@ def resume(mesh, train, out, source):
 def smc(mesh, train, out):
     run = learner(mesh, ugm.SMC(64)).run(KEY, 3, train, UNITS, progress_bar=False)
     out.update(smc_log_z=run.diagnostics["log_z"], smc_W=run.params["W"])
+
+
+def reweighted(mesh, train, out, name, estimator):
+    """A weighted estimator's run (PF: particle-filtered MCMC-MLE; PSMC: persistent
+    tempered SMC): its parameters, running log Z and its particles and log-weights (split
+    over the mesh, gathered)."""
+    run = learner(mesh, estimator).run(KEY, 5, train, UNITS, progress_bar=False)
+    devices = run.state.estimator_state.position["x"].sharding.device_set
+    particles = to_host(run.state.estimator_state)
+    out.update({f"{name}_W": run.params["W"], f"{name}_log_z": run.diagnostics["log_z"],
+                f"{name}_processes": len({d.process_index for d in devices}),
+                f"{name}_resampled": run.diagnostics.get("resampled", 0.0),
+                f"{name}_grad_norm": run.diagnostics["grad_norm"],
+                f"{name}_particles": particles.position["x"],
+                f"{name}_log_weights": particles.log_weights})
 
 
 def anneal(mesh, out):
@@ -156,7 +172,8 @@ def main(args):
     source = args[args.index("--from") + 1] if "--from" in args else None
     assert len(jax.devices()) == 4, jax.devices()
     mesh = jax.make_mesh((4,), ("particles",))
-    if set(cases) & {"wait", "raise", "learn", "resume", "smc", "steps"}:
+    if set(cases) & {"wait", "raise", "learn", "resume", "smc", "pf", "psmc",
+                      "steps"}:
         _, train, _ = vbm_problem(jax.random.PRNGKey(0), UNITS, 100, 10)
     out = {}
     if "host" in cases:
@@ -173,6 +190,10 @@ def main(args):
         steps(mesh, train, out)
     if "smc" in cases:
         smc(mesh, train, out)
+    if "pf" in cases:
+        reweighted(mesh, train, out, "pf", ugm.PF(64))
+    if "psmc" in cases:
+        reweighted(mesh, train, out, "psmc", ugm.PSMC(64))
     if "ais" in cases:
         anneal(mesh, out)
     if "sample" in cases:

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numpyro_ugm"
 LAYERS = [
     ["_checks", "domains"],
     ["conditionals"],
-    ["structure", "sharding"],
+    ["structure", "sharding", "distributed"],
     ["target"],
     ["model", "sites", "params", "factors", "analysis", "inputs", "validation", "diagnose",
      "compile_cache"],

@@ -143,8 +143,8 @@ def run_estimator(name, model="vbm8"):
         num_still - 1, num_still - 1 + PATH_STEPS)
 
 
-@pytest.mark.parametrize("name", [  # PF, SMC: also against exact log Z below; slow: MCMC-MLE
-    pytest.param(n, marks=pytest.mark.slow) if n in ("PF", "SMC", "MCMCMLE") else n
+@pytest.mark.parametrize("name", [  # PF, SMC, PSMC: also against exact below; slow: MCMC-MLE
+    pytest.param(n, marks=pytest.mark.slow) if n in ("PF", "SMC", "PSMC", "MCMCMLE") else n
     for n in ESTIMATORS])
 def test_negative_phase_matches_exact_at_fixed_params(name):
     m, start, end = vbm8()

@@ -47,6 +47,9 @@ def test_ais_without_latent_sites_and_its_standard_error_is_honest():
     assert np.mean(errors) > 1e-3
 
 
+# -m slow (16 s): the default suite checks ais.log_likelihood against exact in
+# test_evaluate_inputs.py (per-example inputs; the same code path without them)
+@pytest.mark.slow
 def test_ais_log_likelihood_matches_exact():
     m, params, data = small_rbm()
     truth = float(exact.log_likelihood(m, params, data))

@@ -99,12 +99,14 @@ def test_large_models_run_no_analysis(monkeypatch):
         raise AssertionError("the structure analysis ran")
 
     monkeypatch.setattr(numpyro_ugm.analysis, "analyze", refuse)
-    m = ugm.UGM(models.rbm, 600, 400)
+    # sizes where the analysis would take seconds; the refusal above is what is checked
+    # (the 600 x 400 RBM of the docstring took 10 s of the default suite to build)
+    m = ugm.UGM(models.rbm, 120, 80)
     assert m.blocks == [{"v": None}, {"h": None}]
     assert m.structure.independent(["h"]) and not m.structure.independent(["v", "h"])
-    assert len(ugm.UGM(models.vbm, 300).blocks) == 300
-    node, edge = image_features(np.zeros((30, 40), np.float32))
+    assert len(ugm.UGM(models.vbm, 60).blocks) == 60
+    node, edge = image_features(np.zeros((12, 16), np.float32))
     blocks = ugm.UGM(models.grid_crf, node, edge).blocks
-    rows, cols = np.divmod(np.arange(1200), 40)
+    rows, cols = np.divmod(np.arange(192), 16)
     np.testing.assert_array_equal(blocks[0]["x"], np.flatnonzero((rows + cols) % 2 == 0))
     np.testing.assert_array_equal(blocks[1]["x"], np.flatnonzero((rows + cols) % 2 == 1))

@@ -214,11 +214,13 @@ def test_psmc_with_change_statistics_estimates_log_z():
 # --- exact evaluation against brute force ------------------------------------------------
 
 
+# -m slow (13 s of compiling): the statistics are checked against brute force by
+# default in test_models_graph_terms.py, exact enumeration in test_evaluate_enumeration.py
+@pytest.mark.slow
 @pytest.mark.parametrize("statistics,theta", [
     (TRIAD, (-0.5, 0.2, 0.3)),
-    pytest.param(("edges", "threestars", "triangles", "isolates"), (0.3, -0.4, 0.5, 0.7),
-                 marks=pytest.mark.slow),
-    pytest.param(("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3), marks=pytest.mark.slow),
+    (("edges", "threestars", "triangles", "isolates"), (0.3, -0.4, 0.5, 0.7)),
+    (("edges", "gwesp", "gwdegree"), (-0.8, 0.6, -0.3)),
 ])
 def test_log_partition_and_expectations_match_brute_force(statistics, theta):
     m = model(4, statistics)

@@ -263,6 +263,7 @@ def test_gof_finds_an_observed_network_outside_the_simulations():
     assert "Goodness-of-fit for model statistics" in result.table().splitlines()[0]
 
 
+@pytest.mark.slow  # 8 s; the directed distributions are checked by default above
 def test_gof_directed_defaults_and_figures():
     plt = pyplot_agg()
 

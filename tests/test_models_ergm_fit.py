@@ -109,48 +109,91 @@ def test_bad_networks_are_refused():
 
 
 class _AutocorrelatedChains:
-    """A stand-in simulator whose draws, ``interval`` steps apart, are AR(1) with lag-one
-    correlation 0.99 ** interval (2 chains, 256 draws, 2 statistics); records the calls."""
+    """A stand-in simulator: persistent AR(1) chains (lag-one correlation 0.99 per step,
+    stationary N(0, 1)) of 2 statistics, started at ``start``; records the calls."""
 
-    def __init__(self):
+    def __init__(self, start=None, num_chains=4):
         self.calls, self.rng = [], np.random.default_rng(0)
+        shape = (num_chains, 2)
+        self.x = self.rng.normal(size=shape) if start is None else np.full(shape, start)
+
+    def _run(self, steps):
+        rho = 0.99 ** steps
+        self.x = rho * self.x + np.sqrt(1 - rho ** 2) * self.rng.normal(size=self.x.shape)
 
     def simulate(self, theta, key, num_draws, interval, burnin):
         self.calls.append((num_draws, interval, burnin))
-        rho = 0.99 ** interval
-        x = np.zeros((2, num_draws, 2))
-        x[:, 0] = self.rng.normal(size=(2, 2))
-        for t in range(1, num_draws):
-            x[:, t] = rho * x[:, t - 1] + np.sqrt(1 - rho ** 2) * self.rng.normal(size=(2, 2))
-        return x
+        self._run(burnin)
+        draws = []
+        for _ in range(num_draws):
+            self._run(interval)
+            draws.append(self.x)
+        return np.stack(draws, axis=1)
 
 
-def test_the_interval_grows_until_the_sample_is_effective_enough():
+def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
     from numpyro_ugm.models.ergm_fit import _adaptive_simulate
     from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
-    simulate, current = _adaptive_simulate(chains, 256, 1, 16, 64, 1024, False)
+    simulate, current = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
-    # at interval 1 the effective size is about 512 * 0.01 / 1.99 = 2.6: the interval
-    # jumps by a power of two at least as large as 64 / ESS, the burn-in with it
+    # 256 draws at interval 1 have an effective size of about 256 * 0.01 / 1.99 = 1.3:
+    # the chains are continued (no burn-in again) and thinned, the interval doubling
     intervals = [c[1] for c in chains.calls]
-    assert intervals[0] == 1 and len(intervals) >= 2 and intervals[1] >= 16
-    assert all(np.log2(i).is_integer() for i in intervals)
-    assert [c[2] for c in chains.calls] == [16 * i for i in intervals]
+    assert intervals[0] == 1 and intervals[-1] >= 32, intervals
+    assert all(b == a or b == 2 * a for a, b in zip(intervals, intervals[1:]))
+    assert [c[2] for c in chains.calls] == [16] + [0] * (len(intervals) - 1)
     assert multivariate_effective_size(stats) >= 64
-    assert current["interval"] == intervals[-1]
-    # later samples start at the interval reached; the cap ends the growth
+    assert current["interval"] in (intervals[-1], 2 * intervals[-1])
+    assert current["burnin"] == 16 * current["interval"]
+    # the next sample starts at the interval reached, after its burn-in
+    reached = current["interval"]
     simulate(np.zeros(2), jax.random.PRNGKey(1))
-    assert chains.calls[len(intervals)][1] == intervals[-1]
+    assert chains.calls[len(intervals)][1:] == (reached, 16 * reached)
+    # the cap ends the growth; without a target one call
     capped = _AutocorrelatedChains()
-    simulate, current = _adaptive_simulate(capped, 256, 1, 16, 64, 4, False)
+    simulate, current = _adaptive_simulate(capped, 64, 1, 16, 64, 4, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
-    assert [c[1] for c in capped.calls] == [1, 4] and current["burnin"] == 64
+    assert max(c[1] for c in capped.calls) <= 4
+    assert current["interval"] == 4 and current["burnin"] == 64
     fixed = _AutocorrelatedChains()
-    simulate, _ = _adaptive_simulate(fixed, 256, 1, 16, None, 1024, False)
+    simulate, _ = _adaptive_simulate(fixed, 64, 1, 16, None, 1024, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert len(fixed.calls) == 1
+
+
+def test_a_start_that_is_not_stationary_is_dropped():
+    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+    from numpyro_ugm.models.ergm_sampled_statistics import geweke_p_value
+
+    # chains 30 standard deviations from equilibrium, a burn-in far too short (0.99^16):
+    # the decay is found and cut, and the rest is centred on the equilibrium
+    chains = _AutocorrelatedChains(start=30.0, num_chains=8)
+    simulate, _ = _adaptive_simulate(chains, 64, 4, 16, 64, 1024, False)
+    stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
+    drawn = sum(c[0] for c in chains.calls)
+    assert stats.shape[1] < drawn  # something was dropped (the thinning halves too)
+    assert geweke_p_value(stats) > 0.2
+    assert np.all(np.abs(stats.mean(axis=(0, 1))) < 0.5), stats.mean(axis=(0, 1))
+    # without the check, the sample of the first call is far off
+    fixed = _AutocorrelatedChains(start=30.0, num_chains=8)
+    simulate, _ = _adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
+    assert np.all(simulate(np.zeros(2), jax.random.PRNGKey(0)).mean(axis=(0, 1)) > 3)
+
+
+def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
+    from numpyro_ugm.models.ergm_sampled_statistics import geweke_p_value, stationary_start
+
+    rng = np.random.default_rng(3)
+    p_values = [geweke_p_value(rng.normal(size=(4, 200, 3))) for _ in range(200)]
+    # uniform under stationarity: about 20 % below 0.2
+    assert 0.1 < np.mean(np.less(p_values, 0.2)) < 0.3, np.mean(np.less(p_values, 0.2))
+    trend = rng.normal(size=(4, 200, 3))
+    trend[:, :40, 0] += np.linspace(3, 0, 40)
+    assert geweke_p_value(trend) < 1e-3
+    assert stationary_start(trend) in (40, 60)  # the cuts 0.2 and 0.3 of 200 draws
+    assert geweke_p_value(rng.normal(size=(4, 7, 3))) == 1.0  # too short to test
 
 
 def test_multivariate_effective_size_is_the_geometric_mean_over_directions():

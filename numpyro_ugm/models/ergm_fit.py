@@ -31,7 +31,7 @@ import numpy as np
 
 from .._checks import as_key, check_count
 from .ergm_dyad_independent import dyad_independent_mle
-from .ergm_sampled_statistics import multivariate_effective_size
+from .ergm_sampled_statistics import multivariate_effective_size, stationary_start
 from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
@@ -206,29 +206,48 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
 
 def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, max_interval,
                        verbose):
-    """``simulate(theta, key)`` for :func:`~numpyro_ugm.models.ergm_mcmle.mcmle` that
-    draws again, with a longer interval, while the sample's effective size is below
-    ``effective_size`` (ergm's adaptive ``MCMC.effectiveSize``), and the interval and
-    burn-in it reached (shared, so later samples start there)."""
+    """``simulate(theta, key)`` for :func:`~numpyro_ugm.models.ergm_mcmle.mcmle`, ergm 4's
+    adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
+    ``num_draws`` per chain; drop the start that the Geweke test finds not yet
+    stationary (:func:`~numpyro_ugm.models.ergm_sampled_statistics.stationary_start`, at
+    most half); while the chains still move, or the rest's multivariate effective size is
+    below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
+    (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
+    ``max_interval``. Also returns the interval and burn-in reached (shared: later samples
+    start there)."""
     current = {"interval": interval, "burnin": burnin}
 
+    def report(message):
+        if verbose:
+            print(message)
+
     def simulate(theta, key):
+        key, sub = jax.random.split(key)
+        stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
+                                              current["burnin"]), np.float64)
+        if effective_size is None:
+            return stats
         while True:
-            key, sub = jax.random.split(key)
-            stats = simulator.simulate(theta, sub, num_draws, current["interval"],
-                                       current["burnin"])
-            if effective_size is None or current["interval"] >= max_interval:
-                return stats
-            ess = multivariate_effective_size(stats.astype(np.float64))
+            cut = stationary_start(stats)
+            if cut:
+                stats = stats[:, cut:]
+            ess = 0.0 if cut is None else multivariate_effective_size(stats)
             if ess >= effective_size:
                 return stats
-            factor = 2 ** max(1, math.ceil(math.log2(effective_size / max(ess, 1.0))))
-            longer = min(max_interval, current["interval"] * factor)
-            current["burnin"] = current["burnin"] * longer // current["interval"]
-            current["interval"] = longer
-            if verbose:
-                print(f"effective sample size {ess:.1f} < {effective_size:g}: interval "
-                      f"{longer}, burn-in {current['burnin']}")
+            if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
+                report(f"interval {current['interval']} (the largest): effective sample "
+                       f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
+                return stats
+            key, sub = jax.random.split(key)
+            more = simulator.simulate(theta, sub, num_draws, current["interval"], 0)
+            stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
+            if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:
+                stats = stats[:, 1::2]
+                current["interval"] *= 2
+                current["burnin"] *= 2
+                report(("chains not stationary" if cut is None else
+                        f"effective sample size {ess:.1f} < {effective_size:g}")
+                       + f": interval {current['interval']}, burn-in {current['burnin']}")
 
     return simulate, current
 

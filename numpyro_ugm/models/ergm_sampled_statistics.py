@@ -30,9 +30,10 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 from numpyro.diagnostics import effective_sample_size
-from scipy import special
+from scipy import special, stats as scipy_stats
 
-__all__ = ["ErgmDegeneracyError", "multivariate_effective_size"]
+__all__ = ["ErgmDegeneracyError", "multivariate_effective_size", "geweke_p_value",
+           "stationary_start"]
 
 
 class ErgmDegeneracyError(RuntimeError):
@@ -209,6 +210,44 @@ def multivariate_effective_size(stats: np.ndarray) -> float:
     if sign_cov <= 0 or sign_mean <= 0:  # linearly dependent statistics
         return moments.effective_size
     return float(n * np.exp((log_cov - log_mean) / int(varying.sum())))
+
+
+def geweke_p_value(stats: np.ndarray, first: float = 0.1, last: float = 0.5) -> float:
+    """Multivariate Geweke test that statistics (C, D, k) are stationary: the mean of the
+    first ``first`` of every chain's draws (at least 4) against the mean of the last
+    ``last``, T² = dᵀ (V₁ + V₂)⁻¹ d with V the autocorrelation-adjusted Monte Carlo
+    covariances of the two means (:func:`_moments`), referred to χ²_k (over the
+    statistics that vary). Chains of fewer than 8 draws, or statistics without variance:
+    1 (nothing to test)."""
+    c, d, k = stats.shape
+    n_first, n_last = max(math.ceil(first * d), 4), max(math.ceil(last * d), 4)
+    varying = np.std(stats.reshape(c * d, k), axis=0) > 0
+    if d < 8 or n_first + n_last > d or not varying.any():
+        return 1.0
+    head, tail = stats[:, :n_first][..., varying], stats[:, d - n_last:][..., varying]
+    start, end = _moments(head), _moments(tail)
+    difference = start.mean - end.mean
+    variance = start.mean_cov + end.mean_cov
+    try:
+        t2 = float(difference @ np.linalg.solve(variance, difference))
+    except np.linalg.LinAlgError:
+        return 1.0
+    return float(scipy_stats.chi2.sf(t2, int(varying.sum())))
+
+
+def stationary_start(stats: np.ndarray, p_value: float = 0.2,
+                     fractions: Sequence[float] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+                     ) -> int | None:
+    """The first draw of a stationary-looking part of statistics (C, D, k), as ergm 4's
+    adaptive burn-in (``MCMC.effectiveSize.burnin.pval = 0.2``, at most half the sample):
+    the smallest cut, among ``fractions`` of D, after which :func:`geweke_p_value`
+    exceeds ``p_value``; None when no cut passes (the chains are still moving: run
+    them longer)."""
+    d = stats.shape[1]
+    for cut in sorted({int(f * d) for f in fractions}):
+        if geweke_p_value(stats[:, cut:]) > p_value:
+            return cut
+    return None
 
 
 def _check_degenerate(owner, stats, names, observed, theta):

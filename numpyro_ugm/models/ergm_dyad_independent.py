@@ -1,11 +1,13 @@
 """Dyad-independent ERGMs, exactly: for s(y) = Σ_d y_d x_d (x_d the change statistics of
 dyad d), Z(θ) = Π_d (1 + exp(θ·x_d)), so the log-likelihood
 (:func:`dyad_independent_log_likelihood`) and the MLE with exact standard errors
-(:func:`dyad_independent_mle`, Newton) need no sampling.
+(:func:`dyad_independent_mle`, Newton; :func:`newton_mle` from sums over the dyads,
+for designs too large to hold) need no sampling.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -15,7 +17,8 @@ from scipy import special
 from .._checks import check_count
 from .ergm_sampled_statistics import _as_vector
 
-__all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "DyadIndependentMLE"]
+__all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_mle",
+           "DyadIndependentMLE"]
 
 
 def _as_design(owner, change_statistics, k=None):
@@ -68,8 +71,8 @@ class DyadIndependentMLE(NamedTuple):
 
 def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
                          theta0: ArrayLike | None = None, max_iterations: int = 100,
-                         tol: float = 1e-10,
-                         prior_scale: float | None = None) -> DyadIndependentMLE:
+                         tol: float = 1e-10, prior_scale: float | None = None,
+                         weights: ArrayLike | None = None) -> DyadIndependentMLE:
     """Exact MLE of a dyad-independent ERGM (a logistic regression of the dyads on their
     change statistics, from the sufficient statistics alone) by damped Newton, with
     exact standard errors from the exact Hessian.
@@ -90,6 +93,10 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         With it, the maximum of the log-likelihood − θ·θ / (2 prior_scale²) (MAP under
         independent Normal(0, prior_scale) priors); ``log_likelihood`` stays the
         unpenalized one.
+    weights : array (N,), optional
+        Each row stands for ``weights[d]`` dyads (a case-control sample of dyads:
+        ``observed`` is then the weighted Σ_d w_d y_d x_d); the log-likelihood, its
+        gradient and the information are weighted sums.
 
     Returns
     -------
@@ -101,27 +108,63 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
     observed = _as_vector(owner, "observed", observed)
     k = observed.size
     x = _as_design(owner, change_statistics, k)
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, np.float64)
+    if w.shape != (len(x),) or not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError(f"{owner}: weights must be {len(x)} finite values >= 0, one per row "
+                         f"of change_statistics, got shape {w.shape}")
+    scale = np.maximum(w @ np.abs(x), 1.0)
+
+    def sums(t, full):
+        eta = x @ t
+        total = w @ np.logaddexp(0.0, eta)
+        if not full:
+            return total, None, None
+        p = special.expit(eta)
+        return total, (w * p) @ x, (x * (w * p * (1 - p))[:, None]).T @ x
+
+    return newton_mle(sums, observed, scale, theta0=theta0, max_iterations=max_iterations,
+                      tol=tol, prior_scale=prior_scale)
+
+
+def newton_mle(sums: Callable, observed: ArrayLike, scale: ArrayLike, *,
+               theta0: ArrayLike | None = None, max_iterations: int = 100,
+               tol: float = 1e-10, prior_scale: float | None = None) -> DyadIndependentMLE:
+    """The damped Newton of :func:`dyad_independent_mle` from sums over the dyads, for
+    designs too large to hold (e.g. every dyad of a large network, summed in blocks).
+
+    Parameters
+    ----------
+    sums : callable
+        ``sums(theta, full)`` -> (Σ_d w_d log(1 + exp(θ·x_d)), and with ``full``
+        Σ_d w_d p_d x_d and Σ_d w_d p_d (1 − p_d) x_d x_dᵀ, else None, None), p_d the
+        logistic function of θ·x_d.
+    observed : array (k,)
+        Σ_d w_d y_d x_d.
+    scale : array (k,)
+        The statistics' scale for the tolerance (Σ_d w_d |x_d|, at least 1).
+    theta0, max_iterations, tol, prior_scale
+        As in :func:`dyad_independent_mle`.
+    """
+    owner = "newton_mle"
+    observed = _as_vector(owner, "observed", observed)
+    k = observed.size
     theta = np.zeros(k) if theta0 is None else _as_vector(owner, "theta0", theta0, k)
     max_iterations = check_count(owner, "max_iterations", max_iterations)
-    scale = np.maximum(np.abs(x).sum(axis=0), 1.0)
     penalty = 0.0 if prior_scale is None else 1.0 / float(prior_scale) ** 2
 
-    def log_likelihood(t):
-        return t @ observed - np.sum(np.logaddexp(0.0, x @ t))
+    def value(t, total):
+        return t @ observed - total - 0.5 * penalty * (t @ t)
 
-    def value(t):
-        return log_likelihood(t) - 0.5 * penalty * (t @ t)
-
-    current = value(theta)
+    total, first, second = sums(theta, True)
+    current = value(theta, total)
     converged = False
     iteration = 0
     for iteration in range(1, max_iterations + 1):
-        p = special.expit(x @ theta)
-        gradient = observed - p @ x - penalty * theta
+        gradient = observed - first - penalty * theta
         if np.max(np.abs(gradient) / scale) < tol:
             converged = True
             break
-        hessian = (x * (p * (1 - p))[:, None]).T @ x + penalty * np.eye(k)
+        hessian = second + penalty * np.eye(k)
         try:
             direction = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
@@ -129,13 +172,12 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         step = 1.0
         while step > 1e-12:
             candidate = theta + step * direction
-            new = value(candidate)
+            new = value(candidate, sums(candidate, False)[0])
             if np.isfinite(new) and new >= current - 1e-12 * abs(current):
                 break
             step *= 0.5
         theta, current = candidate, new
-    p = special.expit(x @ theta)
-    information = (x * (p * (1 - p))[:, None]).T @ x + penalty * np.eye(k)
-    cov = np.linalg.pinv(information, hermitian=True)
-    return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), float(log_likelihood(theta)),
+        total, first, second = sums(theta, True)
+    cov = np.linalg.pinv(second + penalty * np.eye(k), hermitian=True)
+    return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), float(theta @ observed - total),
                               converged, iteration)

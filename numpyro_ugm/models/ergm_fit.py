@@ -16,6 +16,13 @@ the terms (:mod:`~numpyro_ugm.models.graph_terms`), starts at the MPLE
   :class:`~numpyro_ugm.learn.MLE` instead; then standard errors from a final sample at
   the estimate and the log-likelihood by bridge sampling.
 
+Networks of more than :data:`SPARSE_LIMIT` dyads never hold an O(N) array: the observed
+statistics come from the edge list
+(:func:`~numpyro_ugm.models.network_sparse_statistics.sparse_statistics`), the MPLE from
+every tie and a weighted sample of non-ties, as R ergm's ``init.MPLE.samplesize``
+(:mod:`~numpyro_ugm.models.ergm_sampled_mple`), the log-likelihood's reference log Z by
+exact sums over the dyads in blocks; see ``mple_samplesize``.
+
 :func:`gof_ergm` simulates networks from a fit and compares their degree, edgewise
 shared partner and geodesic distance distributions with the observed network's
 (:mod:`~numpyro_ugm.models.network_goodness_of_fit`).
@@ -30,22 +37,32 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_key, check_count
-from .ergm_dyad_independent import dyad_independent_mle
+from .ergm_dyad_independent import dyad_independent_mle, newton_mle
+from .ergm_sampled_mple import mple_samplesize as mple_samplesize_rule
+from .ergm_sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .ergm_sampled_statistics import multivariate_effective_size, stationary_start
-from .ergm_summary import ErgmFit, dyad_independent_fit, fit_at, mcmle_fit
+from .ergm_summary import ErgmFit, dyad_independent_fit, exact_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics, resolve_terms,
                                term_names)
 from .graph_terms import Network, as_network
-from .graphs import check_edge_list, graph_to_edges, num_dyads, pair_tables
+from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
 from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
+from .network_sparse_statistics import dyadic_sums, sparse_statistics
 
 __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
 
 #: networks with at most this many dyads use dense block Gibbs under ``sampler="auto"``
 DENSE_LIMIT = 500
+#: networks with more dyads than this (about 2,050 nodes undirected) get their observed
+#: statistics, MPLE and log-likelihood reference from the edge list and neighbour lists
+#: under ``mple_samplesize="auto"``, not from (n, n) matrices: the dense path's O(n³)
+#: work (edges + 2 covariates + gwesp, 1.5 ties per node, 2-core CPU: 20 s at 1,500
+#: nodes, 82 s at 2,900, against 5 s for the sparse path) and O(n²) memory outgrow it,
+#: while below it the exact MPLE costs seconds (faux.magnolia.high: 1.07·10⁶ dyads)
+SPARSE_LIMIT = 2 ** 21
 
 
 @dataclasses.dataclass
@@ -63,23 +80,34 @@ class NetworkFit:
 
 
 def _observed_network(network, edges):
-    """(Network, ties (m, 2), dyad indicators (E,)) from a networkx graph or a Network
-    with ``edges``."""
+    """(Network, ties (m, 2)) from a networkx graph (ties in the order of the dyads), or
+    a Network with ``edges``; no (n, n) array."""
     if isinstance(network, Network):
         if edges is None:
             raise ValueError("fit_ergm: with a Network, give its ties as edges=(m, 2)")
-        net = network
-        ties = check_edge_list("fit_ergm", "edges", edges, net.num_nodes, net.directed)
-        y = np.zeros(num_dyads(net.num_nodes, net.directed), np.float32)
-        y[pair_tables(net.num_nodes, net.directed)[0][ties[:, 0], ties[:, 1]]] = 1
-        return net, ties, y
+        return network, check_edge_list("fit_ergm", "edges", edges, network.num_nodes,
+                                        network.directed)
     if edges is not None:
         raise ValueError("fit_ergm: edges= is for a Network; a graph carries its own ties")
-    net = as_network(network)
-    y = graph_to_edges(network).astype(np.float32)
-    _, i, j = pair_tables(net.num_nodes, net.directed)
-    on = np.flatnonzero(y)
-    return net, np.stack([i[on], j[on]], 1).astype(np.int64), y
+    return as_network(network), graph_edge_list(network)
+
+
+def _dense_dyads(net, ties):
+    """The dyad indicators y (N,) of the ties (the dense path)."""
+    y = np.zeros(num_dyads(net.num_nodes, net.directed), np.float32)
+    y[pair_tables(net.num_nodes, net.directed)[0][ties[:, 0], ties[:, 1]]] = 1
+    return y
+
+
+def _sample_size(mple_samplesize, N, m):
+    """Non-ties of the sampled MPLE, or None for the dense path (every dyad)."""
+    if isinstance(mple_samplesize, str):
+        if mple_samplesize != "auto":
+            raise ValueError(f"fit_ergm: mple_samplesize must be 'auto', a count or None, got "
+                             f"{mple_samplesize!r}")
+        return None if N <= SPARSE_LIMIT else mple_samplesize_rule(N, m)
+    return None if mple_samplesize is None else check_count(
+        "fit_ergm", "mple_samplesize", mple_samplesize)
 
 
 def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
@@ -88,7 +116,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
              decay: float = DEFAULT_DECAY, rng_key: Any = None, log_likelihood: bool = True,
              max_degree: int | None = None, effective_size: float | None = 64,
              max_interval: int | None = None, num_steps: int = 2000, optimizer: Any = None,
-             **mcmle_options) -> ErgmFit:
+             mple_samplesize: int | str | None = "auto", **mcmle_options) -> ErgmFit:
     """Fit an ERGM to one observed network, as statnet's ``ergm()``.
 
     Parameters
@@ -132,6 +160,17 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Estimate the log-likelihood (bridge sampling) for AIC/BIC.
     max_degree : int, optional
         Degree capacity of the sparse sampler's neighbour lists.
+    mple_samplesize : "auto", int or None
+        None: the observed statistics, the MPLE and the log-likelihood's reference come
+        from every dyad, by (n, n) matrices (O(n²) memory; O(n³) work with triangle or
+        gwesp terms). An int: from the edge list and neighbour lists, no O(N) array,
+        as R ergm does for large networks (``init.MPLE.samplesize``): the MPLE from
+        every tie and that many uniform non-ties, weighted (case-control;
+        :mod:`~numpyro_ugm.models.ergm_sampled_mple`; every dyad when it reaches their
+        number); the reference's log Z summed exactly over every dyad in blocks; a
+        dyad-independent model's exact MLE by Newton on such sums, from the sampled
+        one. ``"auto"``: None up to :data:`SPARSE_LIMIT` dyads, else ergm's
+        max(√N, m, 40) · 8 (N dyads, m ties).
     **mcmle_options
         Passed to :func:`~numpyro_ugm.models.ergm_mcmle.mcmle`
         (``max_iterations``, ``termination``, ``confidence``, ...).
@@ -145,18 +184,34 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         terms and chains in ``fit.network_fit`` (for :func:`gof_ergm`).
     """
     key = as_key(jax.random.PRNGKey(0) if rng_key is None else rng_key, "fit_ergm")
-    net, ties, y = _observed_network(network, edges)
+    net, ties = _observed_network(network, edges)
     terms = resolve_terms(statistics, net, decay)
     names = term_names(terms)
-    observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net), np.float64)
     N = num_dyads(net.num_nodes, net.directed)
+    size = _sample_size(mple_samplesize, N, len(ties))
+    y = None if size is not None else _dense_dyads(net, ties)
+    if size is None:
+        observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net),
+                              np.float64)
+    else:
+        observed = sparse_statistics(net, terms, ties)
     if all(t.dependence == "dyadic" for t in terms):
-        X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
-        fit = dyad_independent_fit(X, observed, names)
+        if size is None:
+            X = np.asarray(change_statistics(y, statistics, decay=decay, network=net),
+                           np.float64)
+            fit = dyad_independent_fit(X, observed, names)
+        else:
+            fit = _large_dyad_independent_fit(net, terms, ties, observed, names, size, key)
         fit.network_fit = NetworkFit(net, ties, statistics, observed, None, 0)
         return fit
-    start = np.asarray(mple(y, statistics, network=net, decay=decay).params["theta"], np.float64)
-    reference = _dyad_independent_reference(terms, y, statistics, net, decay, observed)
+    if size is None:
+        start = np.asarray(mple(y, statistics, network=net, decay=decay).params["theta"],
+                           np.float64)
+        reference = _dyad_independent_reference(terms, y, statistics, net, decay, observed)
+    else:
+        sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))
+        start = sampled_mple(sample).theta
+        reference = sampled_reference(net, terms, sample) if log_likelihood else None
     if sampler not in ("auto", "sparse", "gibbs"):
         raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
                          f"{sampler!r}")
@@ -173,6 +228,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         interval = (max(1, round(1024 / N)) if interval is None
                     else check_count("fit_ergm", "interval", interval))
         burnin = 16 * interval if burnin is None else int(burnin)
+        y = _dense_dyads(net, ties) if y is None else y
         simulator = dense_simulator(net, statistics, terms, y, num_chains, burnin=burnin,
                                     decay=decay)
 
@@ -194,6 +250,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
                         log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
                         bridge_reference=reference, **mcmle_options)
     else:
+        y = _dense_dyads(net, ties) if y is None else y
         fit = _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
                                   (bridge_simulate, reference), observed, names, N, key,
                                   log_likelihood, num_steps, optimizer)
@@ -274,6 +331,27 @@ def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, b
                   bridge_reference=bridge[1],
                   method=f"MLE with {type(estimator).__name__}",
                   message=f"{num_steps} optimizer steps, iterates averaged over the second half")
+
+
+def _numpy_rng(key):
+    """A numpy generator for the dyad sample, from ``key`` (which stays unused)."""
+    return np.random.default_rng(np.asarray(jax.random.fold_in(key, 0x5A3D)))
+
+
+def _large_dyad_independent_fit(net, terms, ties, observed, names, size, key):
+    """The exact MLE of a dyad-independent model of a large network: Newton on sums over
+    every dyad (:func:`~numpyro_ugm.models.network_sparse_statistics.dyadic_sums`, a
+    pass of O(N) work each), started at the MLE of a case-control sample of dyads."""
+    start = sampled_mple(sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))).theta
+    first = dyadic_sums(net, terms, start, True)  # also Σ |x_d|, the tolerance's scale
+
+    def sums(theta, full):
+        out = first if full and np.array_equal(theta, start) else dyadic_sums(
+            net, terms, theta, full)
+        return out[:3] if full else (out[0], None, None)
+
+    mle = newton_mle(sums, observed, np.maximum(first[3], 1.0), theta0=start)
+    return exact_fit(mle, names, num_dyads(net.num_nodes, net.directed))
 
 
 def _dyad_independent_reference(terms, y, statistics, net, decay, observed):

@@ -21,13 +21,13 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
-from .ergm_dyad_independent import _as_design, dyad_independent_mle
+from .ergm_dyad_independent import DyadIndependentMLE, _as_design, dyad_independent_mle
 from .ergm_log_likelihood import BridgeLogLikelihood, log_likelihood_bridge
 from .ergm_mcmle import MCMLEResult, mcmle
 from .ergm_sampled_statistics import _as_names, _as_vector, _check_simulate, _simulate, _split
 from .ergm_standard_errors import _wald, mcmle_standard_errors
 
-__all__ = ["ErgmFit", "mcmle_fit", "fit_at", "dyad_independent_fit"]
+__all__ = ["ErgmFit", "mcmle_fit", "fit_at", "dyad_independent_fit", "exact_fit"]
 
 
 def _stars(p):
@@ -229,13 +229,21 @@ def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
     k = observed.size
     x = _as_design(owner, change_statistics, k)
     names = _as_names(owner, names, k)
-    mle = dyad_independent_mle(x, observed, **options)
+    return exact_fit(dyad_independent_mle(x, observed, **options), names, x.shape[0])
+
+
+def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int) -> ErgmFit:
+    """An :class:`ErgmFit` from the exact MLE of a dyad-independent model (of
+    :func:`~numpyro_ugm.models.ergm_dyad_independent.dyad_independent_mle` or
+    :func:`~numpyro_ugm.models.ergm_dyad_independent.newton_mle`) on ``num_dyads``
+    dyads."""
+    k = len(mle.theta)
     z, p = _wald(mle.theta, mle.stderr)
-    aic, bic = _information_criteria(mle.log_likelihood, k, x.shape[0])
-    return ErgmFit(names=names, estimates=mle.theta, stderr=mle.stderr, cov=mle.cov,
+    aic, bic = _information_criteria(mle.log_likelihood, k, num_dyads)
+    return ErgmFit(names=list(names), estimates=mle.theta, stderr=mle.stderr, cov=mle.cov,
                    cov_model=mle.cov, cov_mcmc=np.zeros((k, k)), mcmc_percent=np.zeros(k),
                    z=z, p_values=p, log_likelihood=mle.log_likelihood, log_likelihood_se=0.0,
-                   aic=aic, bic=bic, num_dyads=x.shape[0], converged=mle.converged,
+                   aic=aic, bic=bic, num_dyads=num_dyads, converged=mle.converged,
                    iterations=0, method="MLE",
                    message="exact Newton" if mle.converged else "Newton did not converge "
                    "(the MLE may not exist)")

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-__all__ = ["graph_to_edges", "edges_to_adjacency", "edges_to_graph", "num_pairs",
-           "num_dyads", "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency",
+__all__ = ["graph_to_edges", "graph_edge_list", "edges_to_adjacency", "edges_to_graph",
+           "num_pairs", "num_dyads", "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency",
            "as_edge_data", "check_edge_list"]
 
 # --- the graph as a site -------------------------------------------------------------
@@ -87,7 +87,9 @@ def _is_networkx(obj):
     return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj")
 
 
-def _networkx_adjacency(graph, nodelist):
+def _check_networkx(graph, nodelist):
+    """Refuse a multigraph, self-loops or a ``nodelist`` that repeats a node (the
+    messages of :func:`graph_to_edges`)."""
     import networkx as nx
 
     if graph.is_multigraph():
@@ -102,7 +104,28 @@ def _networkx_adjacency(graph, nodelist):
                          "(graph.remove_edges_from(networkx.selfloop_edges(graph)))")
     if len(set(nodelist)) != len(nodelist):
         raise ValueError("graph_to_edges: nodelist repeats a node")
+
+
+def _networkx_adjacency(graph, nodelist):
+    import networkx as nx
+
+    _check_networkx(graph, nodelist)
     return nx.to_numpy_array(graph, nodelist=nodelist, weight=None, dtype=np.int8)
+
+
+def graph_edge_list(graph: Any, nodelist: Sequence | None = None) -> np.ndarray:
+    """The ties of a networkx graph as an edge list (m, 2) of node indices (in
+    ``nodelist`` order, default ``list(graph.nodes)``), rows in the order of
+    :func:`pair_tables` (undirected: i < j), without the dense (n, n) adjacency of
+    :func:`graph_to_edges`; the same checks (no multigraph, no self-loops)."""
+    nodes = list(graph.nodes) if nodelist is None else list(nodelist)
+    _check_networkx(graph, nodes)
+    index = {v: k for k, v in enumerate(nodes)}
+    e = np.array([(index[u], index[v]) for u, v in graph.edges() if u in index and v in index],
+                 np.int64).reshape(-1, 2)
+    if not graph.is_directed():
+        e = np.sort(e, 1)
+    return e[np.lexsort((e[:, 1], e[:, 0]))]
 
 
 def graph_to_edges(graph: Any, *, nodelist: Sequence | None = None,

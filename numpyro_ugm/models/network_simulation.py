@@ -16,6 +16,8 @@ return the sampled statistics as (num_chains, num_draws, k) arrays, one compiled
 program per shape (θ is an argument, never a constant).
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,8 +102,13 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
 
 def change_function(terms):
     """``change_fn(view) -> (k,)``: Δs of one dyad from a sparse sampler's view, every
-    term's change statistic side by side (one object per terms, so the sampler's
-    compiled programs are reused)."""
+    term's change statistic side by side (the same object for the same terms, so the
+    compiled programs that take it as a static argument are reused)."""
+    return _change_function(tuple(terms))
+
+
+@functools.lru_cache(maxsize=64)
+def _change_function(terms):
     def change_fn(view):
         return jnp.concatenate([t.change(view) for t in terms], axis=-1)
     return change_fn

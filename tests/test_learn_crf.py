@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 import warnings
+from scipy.special import logsumexp
 
 from helpers import NUM_EXAMPLES, adjacency_crf, adjacency_crf_data, all_states, crf_data
 
@@ -23,40 +24,84 @@ BURN_IN = 30
 NUM_PARTICLES = 400
 
 
-@pytest.fixture(scope="module")
-def problem():
-    """10 noisy copies (N(0, 1) noise) of TRUTH, their features, the traced model and
-    the exact conditional-ML optimum (L-BFGS on the exact conditional log-likelihood)."""
-    m, inputs, data = crf_data()
-    x = jnp.asarray(data["x"], jnp.float32)
+def exact_cll(problem):
+    """The exact mean over examples of log p(x_n | u_n; θ) as a JAX function of θ
+    (log Z by ``exact.log_partition``; for the gradient checks of the slow tests)."""
+    m, inputs = problem["m"], problem["inputs"]
+    x = jnp.asarray(problem["data"]["x"], jnp.float32)
 
     def cll(params):
-        """Exact mean over examples of log p(x_n | u_n; θ)."""
         def one(inp, xn):
             mb = m.bind(**inp)
             return mb.log_potential(params, {"x": xn}) - exact.log_partition(mb, params)
         return jnp.mean(jax.vmap(one)(inputs, x))
 
-    opt = optax.lbfgs()
-    loss = lambda p: -cll(p)  # noqa: E731
-    value_and_grad = optax.value_and_grad_from_state(loss)
+    return cll
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """10 noisy copies (N(0, 1) noise) of TRUTH, their features, the traced model and
+    the exact conditional-ML optimum, by brute force: f(x; θ) = θ·φ(x, u) is linear in θ,
+    so the statistics φ of all 512 labelings of each example (one compiled program, which
+    also checks the linearity) give the exact conditional log-likelihood in float64
+    (``cll``, a function of θ), maximized by Newton's method (it is concave)."""
+    m, inputs, data = crf_data()
+    states = {"x": jnp.asarray(all_states(m)["x"])}
+    names = sorted(THETA0)
 
     @jax.jit
-    def solve(params):
-        def body(carry, _):
-            params, state = carry
-            value, grad = value_and_grad(params, state=state)
-            updates, state = opt.update(grad, state, params, value=value, grad=grad,
-                                        value_fn=loss)
-            return (optax.apply_updates(params, updates), state), None
+    def statistics(inp, xn):
+        """φ of every labeling and of the data, and f(·; THETA0) of every labeling, for
+        one example (one program for all: a vmap over the examples too was miscompiled
+        by XLA's CPU backend, jax 0.10.2, giving wrong values for the last three)."""
+        mb = m.bind(**inp)
 
-        (params, _), _ = jax.lax.scan(body, (params, opt.init(params)), None, length=60)
-        return params, cll(params), jax.grad(cll)(params)
+        def phi(s):
+            g = jax.grad(lambda p: mb.log_potential(p, {"x": s}))(THETA0)
+            return jnp.concatenate([g[k] for k in names])
 
-    best, best_cll, best_grad = solve(THETA0)
-    assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree.leaves(best_grad)) < 1e-4
-    return dict(m=m, inputs=inputs, data=data, cll=jax.jit(cll), best=best,
-                best_cll=float(best_cll))
+        f0 = jax.vmap(lambda s: mb.log_potential(THETA0, {"x": s}))(states["x"])
+        return jax.vmap(phi)(states["x"]), phi(xn), f0
+
+    per_example = {k: np.asarray(v) for k, v in inputs.items()}
+    x = np.asarray(data["x"], np.float32)
+    phi_all, phi_data, f0 = (np.stack(a).astype(np.float64) for a in zip(*(
+        jax.device_get(statistics({k: v[n] for k, v in per_example.items()}, x[n]))
+        for n in range(len(x)))))
+    sizes = [np.size(THETA0[k]) for k in names]
+    flat = lambda p: np.concatenate([np.ravel(np.asarray(p[k], np.float64))  # noqa: E731
+                                     for k in names])
+    # the potential is θ·φ (no term free of θ): its values at THETA0 are φ·THETA0
+    np.testing.assert_allclose(phi_all @ flat(THETA0), f0, rtol=1e-5, atol=1e-5)
+
+    def objective(theta):
+        """(cll, gradient, Hessian) at the flat θ."""
+        f = phi_all @ theta  # (N, 512)
+        p = np.exp(f - logsumexp(f, axis=1, keepdims=True))
+        mean = np.einsum("ns,nsk->nk", p, phi_all)
+        centred = phi_all - mean[:, None]
+        cov = np.einsum("ns,nsk,nsl->nkl", p, centred, centred)
+        value = np.mean(np.sum(phi_data * theta, 1) - logsumexp(f, axis=1))
+        return value, np.mean(phi_data - mean, 0), -np.mean(cov, 0)
+
+    theta = flat(THETA0)
+    for _ in range(50):
+        value, grad, hess = objective(theta)
+        if np.max(np.abs(grad)) < 1e-10:
+            break
+        step, t = np.linalg.solve(hess, -grad), 1.0
+        while objective(theta + t * step)[0] < value - 1e-12:  # damped: never downhill
+            t /= 2
+        theta = theta + t * step
+    assert np.max(np.abs(objective(theta)[1])) < 1e-8
+    best = dict(zip(names, np.split(theta, np.cumsum(sizes)[:-1])))
+
+    def cll(params):
+        """The exact mean conditional log-likelihood at ``params`` (float64)."""
+        return float(objective(flat(params))[0])
+
+    return dict(m=m, inputs=inputs, data=data, cll=cll, best=best, best_cll=cll(best))
 
 
 LEARNING_RATE, NUM_STEPS = 0.03, 400
@@ -129,7 +174,7 @@ def test_first_gradient_matches_exact(problem, name):
     assert all(np.allclose(run["before"][k], THETA0[k]) for k in THETA0)
     exact_grad, se = exact_gradient_and_se(problem, THETA0)
     np.testing.assert_allclose(jax.tree.leaves(exact_grad),
-                               jax.tree.leaves(jax.grad(problem["cll"])(THETA0)),
+                               jax.tree.leaves(jax.grad(exact_cll(problem))(THETA0)),
                                rtol=1e-4, atol=1e-4)
     for k in exact_grad:
         z = np.abs(np.asarray(run["gradient"][k] - exact_grad[k])) / np.asarray(se[k])

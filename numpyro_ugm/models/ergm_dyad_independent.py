@@ -141,7 +141,7 @@ def newton_mle(sums: Callable, observed: ArrayLike, scale: ArrayLike, *,
     observed : array (k,)
         Σ_d w_d y_d x_d.
     scale : array (k,)
-        The statistics' scale for the tolerance (Σ_d w_d |x_d|, at least 1).
+        The statistics' scale for the tolerance (Σ_d w_d abs(x_d), at least 1).
     theta0, max_iterations, tol, prior_scale
         As in :func:`dyad_independent_mle`.
     """

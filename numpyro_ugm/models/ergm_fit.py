@@ -343,7 +343,7 @@ def _large_dyad_independent_fit(net, terms, ties, observed, names, size, key):
     every dyad (:func:`~numpyro_ugm.models.network_sparse_statistics.dyadic_sums`, a
     pass of O(N) work each), started at the MLE of a case-control sample of dyads."""
     start = sampled_mple(sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))).theta
-    first = dyadic_sums(net, terms, start, True)  # also Σ |x_d|, the tolerance's scale
+    first = dyadic_sums(net, terms, start, True)  # also Σ abs(x_d), the tolerance's scale
 
     def sums(theta, full):
         out = first if full and np.array_equal(theta, start) else dyadic_sums(

@@ -125,7 +125,7 @@ def _row_dyads(i, n, directed):
 @functools.partial(jax.jit, static_argnames=("change_fn", "n", "directed", "full"))
 def _block_sums(theta, change_fn, n, directed, full):
     """Per block of :data:`ROWS` rows of :func:`_row_dyads`: Σ log(1 + exp(θ·x_d)) over
-    its dyads, and with ``full`` Σ p_d x_d, Σ p_d (1 − p_d) x_d x_dᵀ and Σ |x_d|."""
+    its dyads, and with ``full`` Σ p_d x_d, Σ p_d (1 − p_d) x_d x_dᵀ and Σ abs(x_d)."""
     num_rows = n if directed else -(-n // 2)
     starts = jnp.arange(0, num_rows, ROWS, dtype=jnp.int32)
 
@@ -148,7 +148,7 @@ def _block_sums(theta, change_fn, n, directed, full):
 def dyadic_sums(net, terms, theta, full: bool = False) -> tuple:
     """Sums over every dyad d of ``net`` for the dyad-independent ``terms``
     (``dependence == "dyadic"``), exactly, in float64: (Σ log(1 + exp(θ·x_d)), and with
-    ``full`` Σ p_d x_d, Σ p_d (1 − p_d) x_d x_dᵀ, Σ |x_d|, p_d the logistic function
+    ``full`` Σ p_d x_d, Σ p_d (1 − p_d) x_d x_dᵀ, Σ abs(x_d), p_d the logistic function
     of θ·x_d), x_d read from the node ids (no dyad table), :data:`ROWS` node rows at a
     time: O(N) work, O(ROWS · n) memory. What
     :func:`~numpyro_ugm.models.ergm_dyad_independent.newton_mle` needs for the exact

@@ -347,13 +347,16 @@ def test_boundary_settings_are_accepted_and_kept():
     assert ugm.MCMCMLE(1, restart_threshold=0.0).restart_threshold == 0.0
     num = 400
     chosen, w = np.array([3, 100, 250]), np.array([0.5, 0.3, 0.2])
-    log_weights = jnp.full(num, -jnp.inf).at[chosen].set(jnp.log(jnp.asarray(w)))
-    position = {"x": jnp.arange(num)}
+    log_weights = np.full(num, -np.inf, np.float32)
+    log_weights[chosen] = np.log(w)
+    position = {"x": np.arange(num)}
+    # one compiled program per scheme, as the estimators run it (not op by op)
+    draw = jax.jit(resample, static_argnames="method")
     counts = {}
     for resampling in ("systematic", "stratified", "multinomial", "residual"):
         pf, smc = ugm.PF(2, resampling=resampling), ugm.SMC(2, resampling=resampling)
         assert pf.resampling == smc.resampling == resampling
-        drawn = resample(jax.random.PRNGKey(0), position, log_weights, pf.resampling)["x"]
+        drawn = draw(jax.random.PRNGKey(0), position, log_weights, method=pf.resampling)["x"]
         counts[resampling] = np.bincount(np.asarray(drawn), minlength=num)
         assert counts[resampling].sum() == num
         stray = np.delete(counts[resampling], chosen).sum()
@@ -364,7 +367,7 @@ def test_boundary_settings_are_accepted_and_kept():
     # not blind to the scheme: multinomial's counts are not the low-variance ones
     assert np.any(np.abs(counts["multinomial"][chosen] - num * w) > 1)
     # equal weights: the particles are kept as they are (PF with unit weights is PCD)
-    same = resample(jax.random.PRNGKey(0), position, uniform_log_weights(num), "multinomial")
+    same = draw(jax.random.PRNGKey(0), position, uniform_log_weights(num), method="multinomial")
     np.testing.assert_array_equal(same["x"], position["x"])
 
 

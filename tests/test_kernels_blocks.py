@@ -15,9 +15,16 @@ import numpyro_ugm as ugm
 
 
 @functools.lru_cache(maxsize=None)
-def vbm18():
+def vbm18_model():
+    """18 spins (18 blocks > max_unrolled) and their parameters."""
     m = ugm.UGM(ugm.models.vbm, 18)
-    params = random_params(m, 6, {"W": 0.2, "b": 0.3})
+    return m, random_params(m, 6, {"W": 0.2, "b": 0.3})
+
+
+@functools.lru_cache(maxsize=None)
+def vbm18():
+    """``vbm18_model`` with its exact moments E[x_i] and E[x_i x_j] (2^18 states)."""
+    m, params = vbm18_model()
     states = all_states(m)
     p = np.exp(exact_log_probs(m, params))
     x = states["x"].astype(np.float64)
@@ -57,7 +64,7 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
     from numpyro_ugm.kernels import blocks
     from numpyro_ugm.kernels.base import step_chains
 
-    m, params, _, _ = vbm18()  # 18 blocks > max_unrolled: padded tables
+    m, params = vbm18_model()  # 18 blocks > max_unrolled: padded tables
     start = m.target().random_state(jax.random.PRNGKey(0), (8,))
 
     def draws():

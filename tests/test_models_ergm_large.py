@@ -9,7 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from numpyro_ugm.models import change_statistics, ergm_statistics, fit_ergm, mple
+from numpyro_ugm.models import (change_statistics, ergm_fit, ergm_statistics, fit_ergm,
+                                gof_ergm, mple)
 from numpyro_ugm.models.ergm_sampled_mple import (mple_samplesize, sample_dyads,
                                                   sample_non_ties, sampled_mple,
                                                   sampled_reference)
@@ -154,11 +155,16 @@ def test_the_stated_monte_carlo_error_of_the_case_control_mple_is_its_spread():
     assert np.all((spread > 0.6 * stated) & (spread < 1.6 * stated)), (spread, stated)
 
 
-def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one():
+def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one(monkeypatch):
     graph, _, _ = _network(80, 0.05, seed=2)
     formula = "edges + nodematch('group') + nodecov('x')"
     dense = fit_ergm(graph, formula)
     sparse = fit_ergm(graph, formula, mple_samplesize=200)  # Newton from the sampled MLE
+    monkeypatch.setattr(ergm_fit, "SPARSE_LIMIT", 1000)  # "auto" takes the sparse path
+    auto = fit_ergm(graph, formula)
+    np.testing.assert_allclose(auto.estimates, sparse.estimates, rtol=1e-9)
+    with pytest.raises(NotImplementedError, match="SPARSE_LIMIT"):
+        gof_ergm(auto, 10)
     # the same MLE; the dense observed statistics are float32 sums
     np.testing.assert_allclose(sparse.estimates, dense.estimates, rtol=1e-6)
     np.testing.assert_allclose(sparse.stderr, dense.stderr, rtol=1e-6)

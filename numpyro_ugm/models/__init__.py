@@ -21,7 +21,9 @@ a module:
   :mod:`~numpyro_ugm.models.ergm_standard_errors`,
   :mod:`~numpyro_ugm.models.ergm_log_likelihood`,
   :mod:`~numpyro_ugm.models.ergm_dyad_independent` and the summary of
-  :mod:`~numpyro_ugm.models.ergm_summary`, and the samplers of
+  :mod:`~numpyro_ugm.models.ergm_summary`; large sparse networks through
+  :mod:`~numpyro_ugm.models.ergm_sampled_mple` and
+  :mod:`~numpyro_ugm.models.network_sparse_statistics`, and the samplers of
   :mod:`~numpyro_ugm.models.network_simulation` /
   :mod:`~numpyro_ugm.models.network_sampler`) and :func:`gof_ergm`
   (:mod:`~numpyro_ugm.models.network_goodness_of_fit`, on the distributions of

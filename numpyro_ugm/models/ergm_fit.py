@@ -385,6 +385,11 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
     net = info.network
     simulator = info.simulator
     if simulator is None:  # a dyad-independent fit: its dyads are independent Bernoulli
+        if num_dyads(net.num_nodes, net.directed) > SPARSE_LIMIT:
+            raise NotImplementedError(
+                f"gof_ergm: the goodness of fit of a dyad-independent fit draws every dyad "
+                f"of each simulated network, {num_dyads(net.num_nodes, net.directed)} here: "
+                f"not supported above SPARSE_LIMIT = {SPARSE_LIMIT} dyads")
         X = np.asarray(change_statistics(
             np.zeros(num_dyads(net.num_nodes, net.directed), np.float32), info.statistics,
             network=net), np.float64)

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .graph_views import DyadView
-from .network_chains import _apply_writes, _toggle_writes, init_network_chains
+from .network_chains import (_apply_writes, _largest_degree, _toggle_writes,
+                             init_network_chains)
 from .network_dyad_views import _gather, _view
 from .network_simulation import change_function
 
@@ -42,10 +43,7 @@ def one_chain(net, ties, statistics0, max_degree=None):
     degree of ``ties`` (at least 1) unless ``max_degree``."""
     ties = np.asarray(ties, np.int64).reshape(-1, 2)
     if max_degree is None:
-        counts = ([np.bincount(ties[:, 0], minlength=net.num_nodes),
-                   np.bincount(ties[:, 1], minlength=net.num_nodes)] if net.directed
-                  else [np.bincount(ties.ravel(), minlength=net.num_nodes)])
-        max_degree = max(1, max(int(c.max(initial=0)) for c in counts))
+        max_degree = max(1, _largest_degree(ties, net.num_nodes, net.directed))
     state = init_network_chains(ties, net.num_nodes, 1, directed=net.directed,
                                 statistics0=statistics0, max_degree=max_degree)
     return jax.tree.map(lambda x: x[0], state)
@@ -74,8 +72,8 @@ def sparse_statistics(net, terms, ties) -> np.ndarray:
     ties = np.asarray(ties, np.int64).reshape(-1, 2)
     if len(ties) == 0:
         return empty
-    state = one_chain(net, ties, empty)
-    start = one_chain(net, np.zeros((0, 2), np.int64), empty, state.max_degree)
+    start = one_chain(net, np.zeros((0, 2), np.int64), empty,
+                      max(1, _largest_degree(ties, net.num_nodes, net.directed)))
     deltas = _add_ties(start, jnp.asarray(ties, jnp.int32), change_function(terms))
     return empty + np.asarray(deltas, np.float64).sum(0)
 

@@ -195,16 +195,20 @@ def check_consistent(state):
 
 
 @pytest.mark.parametrize("directed", [False, True])
-def test_views_and_change_functions_match_brute_force(directed):
+@pytest.mark.parametrize("capacity", [None, 40])
+def test_views_and_change_functions_match_brute_force(directed, capacity):
     """Every ordered pair of random graphs (so dyads on and off, and for undirected
     graphs both orientations); the change functions built from the views equal
-    s(y, on) − s(y, off) by definition (so the distribution tests check the sampler)."""
+    s(y, on) − s(y, off) by definition (so the distribution tests check the sampler).
+    Capacity 40 takes the partner sums' mark-array path (D > COMPARE_MAX_DEGREE)."""
+    assert 16 <= nv.COMPARE_MAX_DEGREE < 40
     rng = np.random.default_rng(1 + directed)
     n = 9
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     for density in (0.25, 0.6):
         edges = random_edges(rng, n, density, directed)
-        state = nc.init_network_chains(edges, n, 1, directed=directed, statistics0=[0.0])
+        state = nc.init_network_chains(edges, n, 1, directed=directed, statistics0=[0.0],
+                                       max_degree=capacity)
         check_consistent(state)
         check_views(state, 0, i, j, check_change=density > 0.5)
 

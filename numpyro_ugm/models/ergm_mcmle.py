@@ -5,8 +5,8 @@ statnet's MCMLE loop (:func:`mcmle`, Hummel, Hunter & Handcock 2012) and its rec
 Simulate at θ_t (the ``simulate`` callback of
 :mod:`~numpyro_ugm.models.ergm_sampled_statistics`), find the Hummel step length
 (:func:`~numpyro_ugm.models.ergm_mcmle_step.hummel_step_length`), step to the maximum of
-the Geyer–Thompson importance-sampling approximation of the log-likelihood with the target
-moved that far towards s_obs, and stop by ergm 4's default ``"confidence"`` criterion (or
+the lognormal (ergm 4's default) or Geyer–Thompson approximation of the log-likelihood
+with the target moved that far towards s_obs, and stop by ergm 4's default ``"confidence"`` criterion (or
 ergm's ``"Hotelling"`` one, :mod:`~numpyro_ugm.models.ergm_hotelling`). Degenerate samples
 stop it with :class:`~numpyro_ugm.models.ErgmDegeneracyError`, naming the terms.
 """
@@ -24,7 +24,7 @@ from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
 from .ergm_hotelling import _distance_to_ellipsoid_boundary, _hotelling, _tsq_quantile, _tsq_sf
-from .ergm_mcmle_step import _geyer_thompson_step, _hummel
+from .ergm_mcmle_step import _geyer_thompson_step, _hummel, _lognormal_step
 from .ergm_sampled_statistics import (ErgmDegeneracyError, _as_names, _as_vector,
                                       _check_degenerate, _check_fraction, _check_simulate,
                                       _moments, _simulate)
@@ -32,6 +32,8 @@ from .ergm_sampled_statistics import (ErgmDegeneracyError, _as_names, _as_vector
 __all__ = ["mcmle", "MCMLEResult"]
 
 _TERMINATIONS = ("confidence", "hotelling", "none")
+_METRICS = {"lognormal": _lognormal_step,
+            "naive": lambda stats, target: _geyer_thompson_step(stats, target)[0]}
 
 
 @dataclasses.dataclass
@@ -67,8 +69,8 @@ class MCMLEResult:
         1 − confidence); NaN where it was not computed.
     predicted_differences : array (iterations, k)
         s_obs − Ê_{θ_{t+1}}[s], the importance-sampling estimate from iteration t's sample
-        of how far the update's expected statistics miss s_obs (0 up to the solver's
-        tolerance after a full step).
+        of how far the update's expected statistics miss s_obs (after a full step: 0 up
+        to the solver's tolerance with ``metric="naive"``, small with ``"lognormal"``).
     num_draws : array (iterations,)
         Draws (all chains) in each iteration's sample.
     effective_sizes : array (iterations,)
@@ -118,14 +120,21 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
           precision: float = 0.1, steplength_margin: float = 0.05,
           max_step: float = 1.0, min_step_length: float = 1e-4,
           stall_iterations: int = 3, max_repeats: int = 8,
-          hotelling_min_p_value: float = 0.5, verbose: bool = False) -> MCMLEResult:
+          hotelling_min_p_value: float = 0.5, metric: str = "lognormal",
+          verbose: bool = False) -> MCMLEResult:
     """Monte Carlo maximum likelihood (statnet's MCMLE: Hummel, Hunter & Handcock 2012).
 
     Iteration t: draw s_1..s_n at θ_t (``simulate``); take the Hummel step length γ
     (:func:`~numpyro_ugm.models.ergm_mcmle_step.hummel_step_length`, margin
-    ``steplength_margin``); set θ_{t+1} = θ_t + Δθ with Δθ maximizing the Geyer–Thompson
-    approximation Δθ·ξ − log mean_i exp(Δθ·s_i) of l(θ_t + Δθ) − l(θ_t) with the target
-    ξ = s̄ + γ (s_obs − s̄) (s_obs when γ = 1).
+    ``steplength_margin``); set θ_{t+1} = θ_t + Δθ with Δθ maximizing an approximation
+    of l(θ_t + Δθ) − l(θ_t) with s_obs replaced by the target ξ = s̄ + γ (s_obs − s̄)
+    (s_obs when γ = 1), by ``metric``:
+
+    * ``"lognormal"`` (ergm 4's default ``MCMLE.metric``): Δθ·(ξ − s̄) − ½ Δθᵀ Σ Δθ, Σ the
+      sample covariance, so Δθ = Σ⁻¹ (ξ − s̄), a damped Newton step;
+    * ``"naive"`` (Geyer–Thompson): Δθ·ξ − log mean_i exp(Δθ·s_i). Exact for the sample,
+      but it extrapolates its tail: far from the MLE of a near-degenerate model (gwesp on
+      faux.magnolia.high) its steps land where the chains run away.
 
     Termination (``termination``):
 
@@ -183,6 +192,9 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         Most ``simulate`` calls joined into one iteration's sample.
     hotelling_min_p_value : float
         ergm's ``MCMLE.conv.min.pval`` (for ``"hotelling"``).
+    metric : {"lognormal", "naive"}
+        The approximation each step maximizes (ergm's ``MCMLE.metric``; ergm's
+        ``"naive"`` is the Geyer–Thompson one).
     verbose : bool
         Print one line per iteration.
 
@@ -206,6 +218,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
     max_iterations = check_count(owner, "max_iterations", max_iterations)
     stall_iterations = check_count(owner, "stall_iterations", stall_iterations)
     max_repeats = check_count(owner, "max_repeats", max_repeats)
+    if metric not in _METRICS:
+        raise ValueError(f"{owner}: metric must be one of {tuple(_METRICS)}, got {metric!r}")
     if termination not in _TERMINATIONS:
         raise ValueError(f"{owner}: termination must be one of {_TERMINATIONS}, got "
                          f"{termination!r}")
@@ -259,7 +273,7 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         d2 = float(difference @ tolerance_inverse @ difference)
         gamma = _hummel(stats, observed, margin, max_step)
         target = moments.mean + gamma * difference
-        delta, _ = _geyer_thompson_step(stats, target)
+        delta = _METRICS[metric](stats, target)
         new_theta = theta + delta
         weighted = _moments(stats, stats.reshape(-1, k) @ delta)
         predicted = observed - weighted.mean

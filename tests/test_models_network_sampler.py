@@ -256,9 +256,9 @@ _RUNS = {}
 
 
 def distribution_run(case, num_chains=64, num_samples=300, interval=8, key=0,
-                     ratio_weight=1.0):
+                     ratio_weight=1.0, triadic=0.0):
     """Draws of the statistics from empty graphs (cached per settings)."""
-    settings = (case, num_chains, num_samples, interval, key, ratio_weight)
+    settings = (case, num_chains, num_samples, interval, key, ratio_weight, triadic)
     if settings not in _RUNS:
         directed, n, D, change, stats, theta, _ = CASES[case]
         state = nc.init_network_chains(np.zeros((0, 2), int), n, num_chains,
@@ -268,10 +268,10 @@ def distribution_run(case, num_chains=64, num_samples=300, interval=8, key=0,
         theta = jnp.asarray(theta, jnp.float32)
         if ratio_weight == 1.0:
             state, draws = ns.simulate_statistics(key, state, theta, change, num_samples,
-                                                  interval)
+                                                  interval, triadic=triadic)
         else:  # the same compiled sampler with the proposal ratio scaled (0: dropped)
             state, draws = ns._simulate_jit(key, state, theta, change, num_samples,
-                                            interval, ratio_weight)
+                                            interval, ratio_weight, triadic)
         _RUNS[settings] = state, np.asarray(draws)
     return _RUNS[settings]
 
@@ -287,6 +287,42 @@ def test_distribution_matches_exact_enumeration(case):
     # without the TNT proposal ratio the chains settle elsewhere
     _, biased = distribution_run(case, ratio_weight=0.0)
     assert np.max(np.abs(z_scores(biased, expectation(theta), 50))) > 8
+
+
+def test_triadic_proposals_keep_the_distribution():
+    """Half the proposals triadic (a tie k − i and a neighbour j of k): the same exact
+    moments, and the state stays consistent."""
+    directed, n, _, _, stats, theta, wrong = CASES["undirected"]
+    expectation = exact_expectations(stats, n, directed, theta)
+    state, draws = distribution_run("undirected", triadic=0.5)
+    assert np.max(np.abs(z_scores(draws, expectation(theta), 50))) < 4.5
+    assert np.max(np.abs(z_scores(draws, expectation(wrong), 50))) > 8
+    check_consistent(state)
+    with pytest.raises(ValueError, match="undirected"):
+        ns.network_mh_step(jax.random.PRNGKey(0), distribution_run("directed")[0],
+                           jnp.zeros(4), directed_change, 10, triadic=0.5)
+    with pytest.raises(ValueError, match=r"triadic must be a probability in \[0, 1\)"):
+        ns.network_mh_step(jax.random.PRNGKey(0), state, jnp.asarray(theta),
+                           undirected_change, 10, triadic=1.0)
+
+
+@pytest.mark.slow
+def test_triadic_proposals_need_their_share_of_the_ratio(monkeypatch):
+    """Counting every shared partner k alike (no 1/d_k) in the triadic part of the
+    proposal probability is detected (so the distribution test can see the ratio)."""
+    directed, n, _, _, stats, theta, _ = CASES["undirected"]
+    expectation = exact_expectations(stats, n, directed, theta)
+
+    def count(state, rows, value):
+        row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
+        return jnp.sum((row_j[:, None] == row_i[None, :]) & (row_j[:, None] >= 0)).astype(
+            value.dtype)
+
+    monkeypatch.setattr(ns, "_triadic_rate", count)
+    # another triadic weight: a new trace, which reads the patched rate
+    _, biased = distribution_run("undirected", num_chains=256, num_samples=1000,
+                                 triadic=0.75)
+    assert np.max(np.abs(z_scores(biased, expectation(theta), 100))) > 5
 
 
 # --- 3. running statistics and the state ---------------------------------------------

@@ -116,7 +116,8 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
              decay: float = DEFAULT_DECAY, rng_key: Any = None, log_likelihood: bool = True,
              max_degree: int | None = None, effective_size: float | None = 64,
              max_interval: int | None = None, num_steps: int = 2000, optimizer: Any = None,
-             mple_samplesize: int | str | None = "auto", **mcmle_options) -> ErgmFit:
+             mple_samplesize: int | str | None = "auto", triadic: float | None = None,
+             **mcmle_options) -> ErgmFit:
     """Fit an ERGM to one observed network, as statnet's ``ergm()``.
 
     Parameters
@@ -160,6 +161,11 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Estimate the log-likelihood (bridge sampling) for AIC/BIC.
     max_degree : int, optional
         Degree capacity of the sparse sampler's neighbour lists.
+    triadic : float, optional
+        Share of the sparse sampler's proposals that are triadic (a tie k − i and a
+        neighbour j of k: toggling (i, j) closes or opens a triangle). Default 0.5 for
+        undirected networks with a triangle or shared-partner term, 0 otherwise
+        (:func:`~numpyro_ugm.models.network_simulation.triadic_weight`), as ergmx.
     mple_samplesize : "auto", int or None
         None: the observed statistics, the MPLE and the log-likelihood's reference come
         from every dyad, by (n, n) matrices (O(n²) memory; O(n³) work with triangle or
@@ -223,7 +229,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         interval = 1024 if interval is None else check_count("fit_ergm", "interval", interval)
         burnin = 16 * interval if burnin is None else int(burnin)
         simulator = sparse_simulator(net, terms, ties, observed, num_chains, burnin=burnin,
-                                     max_degree=max_degree)
+                                     max_degree=max_degree, triadic=triadic)
     else:
         interval = (max(1, round(1024 / N)) if interval is None
                     else check_count("fit_ergm", "interval", interval))

@@ -60,11 +60,39 @@ def _scaled(word, count):
     return (p11 + (p01 >> 16) + (p10 >> 16) + (middle >> 16)).astype(jnp.int32)
 
 
-def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
-    """One TNT proposal and its MH accept / reject, one chain. ``words`` (5,) uint32:
-    tie-or-dyad, edge position, the dyad's two nodes, the acceptance uniform; ``live``
-    False: rejected whatever it is (the padding of a block). ``ratio_weight`` multiplies
-    the log proposal ratio: 1 (the tests use 0 to check that a missing ratio shows)."""
+def _triad(state, words, tie, m, triadic):
+    """The triadic part of the mixture: with probability ``triadic``, the tie ``tie``
+    (drawn uniformly) in a random orientation (bit 30 of ``words[0]``), its first end k
+    and second end i, and a uniform neighbour j of k (``words[3]``): the dyad (i, j)
+    closes the two-path i − k − j. Returns (use, i, j, null); ``null`` (j = i, or no
+    tie at all): a proposal of nothing, rejected."""
+    dtype = state.statistics.dtype
+    u = ((words[0] & jnp.uint32(0xFFFF)).astype(dtype) + 0.5) * (2.0 ** -16)
+    use = u < triadic
+    flip = ((words[0] >> 30) & 1) == 1
+    k = jnp.where(flip, tie[1], tie[0])
+    i = jnp.where(flip, tie[0], tie[1])
+    j = state.lists[k, _scaled(words[3], jnp.maximum(state.degree[k], 1)), 0]
+    return use, i, j, use & ((m == 0) | (j == i))
+
+
+def _triadic_rate(state, rows, value):
+    """Σ_{k ∈ N(i) ∩ N(j)} 1 / d_k for the dyad (i, j) of ``rows`` (``value``: whether
+    it is a tie): m times the probability that the triadic proposal picks it. The
+    common neighbours and their degrees do not change when (i, j) is toggled."""
+    row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
+    common = jnp.any((row_j[:, None] == row_i[None, :]) & (row_j[:, None] >= 0), -1)
+    degree = state.degree[jnp.maximum(row_j, 0)].astype(value.dtype)
+    return jnp.sum(jnp.where(common, 1.0 / jnp.maximum(degree, 1.0), 0.0))
+
+
+def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0.0):
+    """One proposal and its MH accept / reject, one chain: TNT, or with probability
+    ``triadic`` (a static float; undirected networks) a triadic one. ``words`` (5,)
+    uint32: tie-or-dyad (and the triadic choice and orientation), edge position, the
+    dyad's two nodes (the triadic neighbour), the acceptance uniform; ``live`` False:
+    rejected whatever it is (the padding of a block). ``ratio_weight`` multiplies the log
+    proposal ratio: 1 (the tests use 0 to check that a missing ratio shows)."""
     n, D = state.lists.shape[0], state.lists.shape[1]
     directed = state.in_lists is not None
     num_dyads = n * (n - 1) if directed else n * (n - 1) // 2
@@ -79,6 +107,11 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
     second = second + (second >= first)  # uniform over the n(n−1) pairs without i == j
     i = jnp.where(use_tie, ends[0, 0], first)
     j = jnp.where(use_tie, ends[0, 1], second)
+    if triadic:
+        use_triad, ti, tj, null = _triad(state, words, ends[0], m, triadic)
+        i, j = jnp.where(use_triad, ti, i), jnp.where(use_triad, tj, j)
+        live = live & ~null
+        j = jnp.where(null, (i + 1) % n, j)  # any other node: the proposal is refused
     a, b = ends[1, 0], ends[1, 1]
 
     rows = _gather(state, i, j, a, b)
@@ -91,9 +124,14 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True):
                          f"per entry of statistics0), got shape {delta.shape}")
     sign = 1 - 2 * view.value
 
-    def q(edges_now, value):  # TNT proposal probability of this dyad
+    rate = _triadic_rate(state, rows, view.value) if triadic else 0.0
+
+    def q(edges_now, value):  # the proposal probability of this dyad
         tie_part = 0.5 * value / jnp.maximum(edges_now, 1).astype(dtype)
-        return jnp.where(edges_now > 0, tie_part + 0.5 / num_dyads, 1.0 / num_dyads)
+        tnt = jnp.where(edges_now > 0, tie_part + 0.5 / num_dyads, 1.0 / num_dyads)
+        if not triadic:
+            return tnt
+        return (1.0 - triadic) * tnt + triadic * rate / jnp.maximum(edges_now, 1).astype(dtype)
 
     log_ratio = (jnp.log(q(m + 1 - 2 * on, 1 - view.value)) - jnp.log(q(m, view.value)))
     log_accept = sign * jnp.sum(theta * delta) + ratio_weight * log_ratio
@@ -118,7 +156,7 @@ def _seed(key):
     return jnp.concatenate([key, key]).astype(jnp.uint32)
 
 
-def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight):
+def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0):
     """``num_proposals`` proposals of every chain of ``state``: (rng, state, accepted
     (C,)). The random words of all chains are drawn a block of :data:`_BLOCK` proposals
     at a time by XLA's Philox generator (threefry compiles far slower on CPU); the last
@@ -132,7 +170,7 @@ def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight):
     def chain(state, words, theta, active):
         def body(state, xs):
             w, live = xs
-            return _proposal(state, w, theta, change_fn, ratio_weight, live)
+            return _proposal(state, w, theta, change_fn, ratio_weight, live, triadic)
 
         state, accepted = jax.lax.scan(body, state, (words, active))
         return state, jnp.sum(accepted, dtype=jnp.int32)
@@ -153,19 +191,21 @@ def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight):
     return jax.lax.scan(block, carry, jnp.arange(num_blocks))[0]
 
 
-def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight):
+def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0):
     _, state, accepted = _advance(_seed(key), state, theta, change_fn, num_proposals,
-                                  ratio_weight)
+                                  ratio_weight, triadic)
     return state, {"acceptance_rate": accepted / num_proposals}
 
 
-_mh_jit = jax.jit(_mh_chains, static_argnames=("change_fn", "num_proposals"))
+_mh_jit = jax.jit(_mh_chains, static_argnames=("change_fn", "num_proposals", "triadic"))
 
 
-def _simulate_chains(key, state, theta, change_fn, num_samples, interval, ratio_weight):
+def _simulate_chains(key, state, theta, change_fn, num_samples, interval, ratio_weight,
+                     triadic=0.0):
     def one(carry, _):
         rng, state = carry
-        rng, state, _ = _advance(rng, state, theta, change_fn, interval, ratio_weight)
+        rng, state, _ = _advance(rng, state, theta, change_fn, interval, ratio_weight,
+                                 triadic)
         return (rng, state), state.statistics
 
     (_, state), stats = jax.lax.scan(one, (_seed(key), state), None, length=num_samples)
@@ -173,10 +213,24 @@ def _simulate_chains(key, state, theta, change_fn, num_samples, interval, ratio_
 
 
 _simulate_jit = jax.jit(_simulate_chains,
-                        static_argnames=("change_fn", "num_samples", "interval"))
+                        static_argnames=("change_fn", "num_samples", "interval", "triadic"))
 
 
 # --- public functions ----------------------------------------------------------------
+
+
+def _check_triadic(owner, state, triadic):
+    """``triadic`` as a Python float in [0, 1); 0 for directed networks only."""
+    try:
+        value = float(triadic)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{owner}: triadic must be a probability in [0, 1), got {triadic!r}")
+    if value and state.directed:
+        raise ValueError(f"{owner}: triadic proposals are for undirected networks; this one "
+                         f"is directed (pass triadic=0)")
+    return value
 
 
 def _check_run(owner, state, theta):
@@ -192,8 +246,10 @@ def _check_run(owner, state, theta):
 
 
 def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
-                    change_fn: Callable, num_proposals: int) -> tuple[NetworkChains, dict]:
-    """``num_proposals`` TNT Metropolis–Hastings proposals on every chain.
+                    change_fn: Callable, num_proposals: int,
+                    triadic: float = 0.0) -> tuple[NetworkChains, dict]:
+    """``num_proposals`` TNT Metropolis–Hastings proposals on every chain (with
+    probability ``triadic`` each, a triadic proposal instead).
 
     Parameters
     ----------
@@ -207,6 +263,13 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
         :class:`~numpyro_ugm.models.network_dyad_views.DirectedDyadView`. Static: the same
         object reuses the compiled step.
     num_proposals : int
+    triadic : float
+        Probability of a triadic proposal (undirected networks): a uniform tie (k, i)
+        and a uniform neighbour j of k, toggling (i, j), which closes or opens the
+        triangle i − k − j. The MH ratio uses the mixture's probability of the dyad,
+        (1 − triadic) q_TNT + triadic Σ_{k ∈ N(i)∩N(j)} 1/(m d_k), in both directions.
+        Terms that count triangles (gwesp) mix far faster with it in sparse networks,
+        where a TNT dyad almost never has a shared partner.
 
     Returns
     -------
@@ -221,14 +284,16 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
     """
     count = check_count("network_mh_step", "num_proposals", num_proposals)
     theta = _check_run("network_mh_step", state, theta)
+    triadic = _check_triadic("network_mh_step", state, triadic)
     state, info = _mh_jit(as_key(key, "network_mh_step"), state, theta, change_fn, count,
-                          1.0)
+                          1.0, triadic)
     check_overflow(state)
     return state, info
 
 
 def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: Callable,
-                        num_samples: int, interval: int) -> tuple[NetworkChains, jax.Array]:
+                        num_samples: int, interval: int,
+                        triadic: float = 0.0) -> tuple[NetworkChains, jax.Array]:
     """Statistics of every chain after each of ``num_samples`` runs of ``interval``
     proposals (one ``lax.scan``; burn in with :func:`network_mh_step`).
 
@@ -243,6 +308,8 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
         Statistics recorded per chain.
     interval : int
         Proposals per chain between records (ergm's ``MCMC.interval``).
+    triadic : float
+        As in :func:`network_mh_step`.
 
     Returns
     -------
@@ -257,7 +324,8 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     samples = check_count("simulate_statistics", "num_samples", num_samples)
     steps = check_count("simulate_statistics", "interval", interval)
     theta = _check_run("simulate_statistics", state, theta)
+    triadic = _check_triadic("simulate_statistics", state, triadic)
     state, stats = _simulate_jit(as_key(key, "simulate_statistics"), state, theta,
-                                 change_fn, samples, steps, 1.0)
+                                 change_fn, samples, steps, 1.0, triadic)
     check_overflow(state)
     return state, stats

@@ -31,7 +31,8 @@ from .graphs import pair_tables
 from .network_chains import DegreeOverflowError, init_network_chains, network_edges
 from .network_sampler import network_mh_step, simulate_statistics
 
-__all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function"]
+__all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function",
+           "triadic_weight"]
 
 
 class NetworkSimulator:
@@ -114,13 +115,27 @@ def _change_function(terms):
     return change_fn
 
 
+def triadic_weight(net, terms) -> float:
+    """The share of triadic proposals that :func:`sparse_simulator` uses by default: 0.5
+    for undirected networks with a triangle or shared-partner term (gwesp), whose
+    statistics TNT proposals barely move in sparse networks (a random dyad almost never
+    closes a two-path), else 0."""
+    triadic = any(t.dependence == "partners" or t.names[0] == "triangle" for t in terms)
+    return 0.5 if triadic and not net.directed else 0.0
+
+
 def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: int,
-                     max_degree: int | None = None) -> NetworkSimulator:
+                     max_degree: int | None = None,
+                     triadic: float | None = None) -> NetworkSimulator:
     """A :class:`NetworkSimulator` of tie / no-tie Metropolis–Hastings chains
-    (:mod:`~numpyro_ugm.models.network_sampler`) started at the observed ties ``edges``
-    (m, 2) with statistics ``observed``; each call first runs ``burnin`` proposals (by
-    default) at the new θ, then records a draw every ``interval`` proposals."""
+    (:mod:`~numpyro_ugm.models.network_sampler`; a share ``triadic`` of triadic proposals,
+    default :func:`triadic_weight`) started at the observed ties ``edges`` (m, 2) with
+    statistics ``observed``; each call first runs ``burnin`` proposals (by default) at
+    the new θ, then records a draw every ``interval`` proposals. A chain that outgrows
+    the neighbour lists restarts them all at the observed network with 1.5 times the
+    capacity (unless ``max_degree`` fixes it)."""
     change_fn = change_function(terms)
+    triadic = triadic_weight(net, terms) if triadic is None else triadic
 
     def start(capacity):
         return init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,
@@ -134,16 +149,18 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
             state = chains["now"]
             try:
                 if burnin:
-                    state = network_mh_step(first, state, theta, change_fn, burnin)[0]
+                    state = network_mh_step(first, state, theta, change_fn, burnin,
+                                            triadic)[0]
                 chains["now"], stats = simulate_statistics(second, state, theta, change_fn,
-                                                           num_draws, interval)
+                                                           num_draws, interval, triadic)
                 return stats
             except DegreeOverflowError:
                 # a node outgrew the neighbour lists: the chains restart at the observed
-                # network with twice the capacity (unless the user fixed it)
+                # network with 1.5 times the capacity (unless the user fixed it); the
+                # cost per proposal grows with it (partner sums: D³ compares up to 32)
                 capacity = state.max_degree
                 if max_degree is not None or capacity >= net.num_nodes - 1:
                     raise
-                chains["now"] = start(min(2 * capacity, net.num_nodes - 1))
+                chains["now"] = start(min(-(-3 * capacity // 2), net.num_nodes - 1))
 
     return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse", burnin)

@@ -163,8 +163,9 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Degree capacity of the sparse sampler's neighbour lists.
     triadic : float, optional
         Share of the sparse sampler's proposals that are triadic (a tie k − i and a
-        neighbour j of k: toggling (i, j) closes or opens a triangle). Default 0.5 for
-        undirected networks with a triangle or shared-partner term, 0 otherwise
+        neighbour j of k: toggling (i, j) closes or opens a triangle; directed: two-paths
+        i → k → j). Default 0.5 for models with a triangle, triple or shared-partner
+        term, 0 otherwise
         (:func:`~numpyro_ugm.models.network_simulation.triadic_weight`), as ergmx.
     mple_samplesize : "auto", int or None
         None: the observed statistics, the MPLE and the log-likelihood's reference come

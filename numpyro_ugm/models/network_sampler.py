@@ -2,7 +2,10 @@
 
 R's ergm samples exponential random graph models with Metropolis–Hastings and TNT
 ("tie / no tie") proposals: with probability 1/2 toggle a uniformly chosen existing tie
-(off), otherwise toggle a uniformly chosen dyad. This module does the same in JAX
+(off), otherwise toggle a uniformly chosen dyad; for triangle and shared-partner terms
+a share ``triadic`` of the proposals may instead close or open a triangle (a uniform
+tie k − i and a uniform neighbour j of k: toggle (i, j); directed: two-paths
+i → k → j), with the mixture's probability of the dyad in the ratio. This module does the same in JAX
 (``vmap`` over chains, ``lax.scan`` over proposals), for undirected and directed
 networks, on the sparse state of :mod:`~numpyro_ugm.models.network_chains`, whose cost
 per proposal depends on the degree capacity D, not on the number of nodes n.
@@ -61,29 +64,42 @@ def _scaled(word, count):
 
 
 def _triad(state, words, tie, m, triadic):
-    """The triadic part of the mixture: with probability ``triadic``, the tie ``tie``
-    (drawn uniformly) in a random orientation (bit 30 of ``words[0]``), its first end k
-    and second end i, and a uniform neighbour j of k (``words[3]``): the dyad (i, j)
-    closes the two-path i − k − j. Returns (use, i, j, null); ``null`` (j = i, or no
+    """The triadic part of the mixture: with probability ``triadic``, a dyad that closes
+    a two-path through the uniformly drawn tie ``tie``. Undirected: the tie in a random
+    orientation (bit 30 of ``words[0]``) is k − i, and j a uniform neighbour of k
+    (``words[3]``). Directed: the tie is the first leg i → k and j a uniform
+    out-neighbour of k, or the second leg k → j and i a uniform in-neighbour of k.
+    Returns (use, i, j, null); ``null`` (j = i, k without the neighbour to draw, or no
     tie at all): a proposal of nothing, rejected."""
     dtype = state.statistics.dtype
     u = ((words[0] & jnp.uint32(0xFFFF)).astype(dtype) + 0.5) * (2.0 ** -16)
     use = u < triadic
     flip = ((words[0] >> 30) & 1) == 1
     k = jnp.where(flip, tie[1], tie[0])
-    i = jnp.where(flip, tie[0], tie[1])
-    j = state.lists[k, _scaled(words[3], jnp.maximum(state.degree[k], 1)), 0]
-    return use, i, j, use & ((m == 0) | (j == i))
+    out = state.lists[k, _scaled(words[3], jnp.maximum(state.degree[k], 1)), 0]
+    if state.in_lists is None:
+        i, j = jnp.where(flip, tie[0], tie[1]), out
+    else:
+        into = state.in_lists[k, _scaled(words[3], jnp.maximum(state.in_degree[k], 1)), 0]
+        i, j = jnp.where(flip, tie[0], into), jnp.where(flip, out, tie[1])
+    return use, i, j, use & ((m == 0) | (j == i) | (i < 0) | (j < 0))
 
 
 def _triadic_rate(state, rows, value):
-    """Σ_{k ∈ N(i) ∩ N(j)} 1 / d_k for the dyad (i, j) of ``rows`` (``value``: whether
-    it is a tie): m times the probability that the triadic proposal picks it. The
-    common neighbours and their degrees do not change when (i, j) is toggled."""
-    row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
-    common = jnp.any((row_j[:, None] == row_i[None, :]) & (row_j[:, None] >= 0), -1)
-    degree = state.degree[jnp.maximum(row_j, 0)].astype(value.dtype)
-    return jnp.sum(jnp.where(common, 1.0 / jnp.maximum(degree, 1.0), 0.0))
+    """m times the probability that the triadic proposal picks the dyad (i, j) of
+    ``rows`` (``value``: whether it is a tie): Σ_{k ∈ N(i) ∩ N(j)} 1 / d_k, directed
+    Σ_{k ∈ out(i) ∩ in(j)} (1 / outdeg k + 1 / indeg k) / 2. The two-paths and the
+    degrees of their middle nodes do not change when (i, j) is toggled."""
+    if state.in_lists is None:
+        row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
+        weight = 1.0 / jnp.maximum(state.degree[jnp.maximum(row_i, 0)], 1)
+    else:
+        row_i, row_j = rows["lists"][0, :, 0], rows["in_lists"][1, :, 0]
+        k = jnp.maximum(row_i, 0)
+        weight = 0.5 * (1.0 / jnp.maximum(state.degree[k], 1)
+                        + 1.0 / jnp.maximum(state.in_degree[k], 1))
+    common = jnp.any((row_i[:, None] == row_j[None, :]) & (row_i[:, None] >= 0), -1)
+    return jnp.sum(jnp.where(common, weight.astype(value.dtype), 0.0))
 
 
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0.0):
@@ -111,7 +127,8 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0
         use_triad, ti, tj, null = _triad(state, words, ends[0], m, triadic)
         i, j = jnp.where(use_triad, ti, i), jnp.where(use_triad, tj, j)
         live = live & ~null
-        j = jnp.where(null, (i + 1) % n, j)  # any other node: the proposal is refused
+        i = jnp.where(null, 0, i)  # any valid dyad: the proposal is refused
+        j = jnp.where(null, 1, j)
     a, b = ends[1, 0], ends[1, 1]
 
     rows = _gather(state, i, j, a, b)
@@ -219,17 +236,14 @@ _simulate_jit = jax.jit(_simulate_chains,
 # --- public functions ----------------------------------------------------------------
 
 
-def _check_triadic(owner, state, triadic):
-    """``triadic`` as a Python float in [0, 1); 0 for directed networks only."""
+def _check_triadic(owner, triadic):
+    """``triadic`` as a Python float in [0, 1)."""
     try:
         value = float(triadic)
     except (TypeError, ValueError):
         value = float("nan")
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{owner}: triadic must be a probability in [0, 1), got {triadic!r}")
-    if value and state.directed:
-        raise ValueError(f"{owner}: triadic proposals are for undirected networks; this one "
-                         f"is directed (pass triadic=0)")
     return value
 
 
@@ -264,12 +278,14 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
         object reuses the compiled step.
     num_proposals : int
     triadic : float
-        Probability of a triadic proposal (undirected networks): a uniform tie (k, i)
-        and a uniform neighbour j of k, toggling (i, j), which closes or opens the
-        triangle i − k − j. The MH ratio uses the mixture's probability of the dyad,
-        (1 − triadic) q_TNT + triadic Σ_{k ∈ N(i)∩N(j)} 1/(m d_k), in both directions.
-        Terms that count triangles (gwesp) mix far faster with it in sparse networks,
-        where a TNT dyad almost never has a shared partner.
+        Probability of a triadic proposal: a uniform tie (k, i) and a uniform neighbour
+        j of k, toggling (i, j), which closes or opens the triangle i − k − j (directed:
+        the tie is i → k or k → j of a two-path i → k → j, toggling i → j). The MH ratio
+        uses the mixture's probability of the dyad, (1 − triadic) q_TNT + triadic
+        Σ_{k ∈ N(i)∩N(j)} 1/(m d_k) (directed: the mean of 1/outdeg k and 1/indeg k over
+        the two-paths), in both directions. Terms that count triangles or shared
+        partners (gwesp) mix far faster with it in sparse networks, where a TNT dyad
+        almost never has one.
 
     Returns
     -------
@@ -284,7 +300,7 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
     """
     count = check_count("network_mh_step", "num_proposals", num_proposals)
     theta = _check_run("network_mh_step", state, theta)
-    triadic = _check_triadic("network_mh_step", state, triadic)
+    triadic = _check_triadic("network_mh_step", triadic)
     state, info = _mh_jit(as_key(key, "network_mh_step"), state, theta, change_fn, count,
                           1.0, triadic)
     check_overflow(state)
@@ -324,7 +340,7 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     samples = check_count("simulate_statistics", "num_samples", num_samples)
     steps = check_count("simulate_statistics", "interval", interval)
     theta = _check_run("simulate_statistics", state, theta)
-    triadic = _check_triadic("simulate_statistics", state, triadic)
+    triadic = _check_triadic("simulate_statistics", triadic)
     state, stats = _simulate_jit(as_key(key, "simulate_statistics"), state, theta,
                                  change_fn, samples, steps, 1.0, triadic)
     check_overflow(state)

@@ -115,13 +115,17 @@ def _change_function(terms):
     return change_fn
 
 
-def triadic_weight(net, terms) -> float:
+#: terms (by their first coefficient's name) that count closed two-paths
+_TRIADIC = ("triangle", "ttriple", "ctriple")
+
+
+def triadic_weight(terms) -> float:
     """The share of triadic proposals that :func:`sparse_simulator` uses by default: 0.5
-    for undirected networks with a triangle or shared-partner term (gwesp), whose
-    statistics TNT proposals barely move in sparse networks (a random dyad almost never
-    closes a two-path), else 0."""
-    triadic = any(t.dependence == "partners" or t.names[0] == "triangle" for t in terms)
-    return 0.5 if triadic and not net.directed else 0.0
+    for models with a triangle, transitive or cyclic triple or shared-partner term
+    (gwesp), whose statistics TNT proposals barely move in sparse networks (a random
+    dyad almost never closes a two-path), else 0."""
+    return 0.5 if any(t.dependence == "partners" or t.names[0] in _TRIADIC
+                      for t in terms) else 0.0
 
 
 def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: int,
@@ -135,7 +139,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
     the neighbour lists restarts them all at the observed network with 1.5 times the
     capacity (unless ``max_degree`` fixes it)."""
     change_fn = change_function(terms)
-    triadic = triadic_weight(net, terms) if triadic is None else triadic
+    triadic = triadic_weight(terms) if triadic is None else triadic
 
     def start(capacity):
         return init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,

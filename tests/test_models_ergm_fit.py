@@ -211,3 +211,20 @@ def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
     constant = iid.copy()
     constant[..., 2] = 1.0
     assert 0.8 * 8192 < multivariate_effective_size(constant) <= 8192
+
+
+def test_the_chains_burn_in_only_when_theta_changes():
+    """Repeated samples at one θ (an iteration's repeats, the final sample, a bridge's
+    repeats) continue the chains already there; a new θ burns in again."""
+    from numpyro_ugm.models.network_simulation import NetworkSimulator
+
+    burnins = []
+
+    def run(theta, key, num_draws, interval, burnin):
+        burnins.append(burnin)
+        return np.zeros((2, num_draws, 1))
+
+    simulator = NetworkSimulator(run, list, "stand-in", 16)
+    for theta in (0.0, 0.0, 0.5, 0.5, 0.0):
+        simulator.simulate(np.array([theta]), None, 3, 1)
+    assert burnins == [16, 0, 16, 0, 16]

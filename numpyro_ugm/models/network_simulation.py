@@ -38,18 +38,26 @@ __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_fu
 class NetworkSimulator:
     """Persistent chains of an ERGM; ``simulate(theta, key, num_draws, interval,
     burnin=None)`` -> statistics (num_chains, num_draws, k) and the chains moved on (first
-    ``burnin`` steps at the new θ, default the simulator's); ``networks()`` the chains'
-    current networks as edge arrays (m, 2)."""
+    ``burnin`` steps, default the simulator's, when θ differs from the last call's: at
+    the same θ the chains are already there, so repeated samples, the final sample and
+    the bridges' repeats burn in once); ``networks()`` the chains' current networks as
+    edge arrays (m, 2)."""
 
     def __init__(self, simulate, networks, name, burnin):
         self._simulate, self._networks, self.name = simulate, networks, name
         self.burnin = int(burnin)
+        self._theta = None
 
     def simulate(self, theta, key, num_draws: int, interval: int,
                  burnin: int | None = None) -> np.ndarray:
+        theta = np.asarray(theta, np.float32)
         burnin = self.burnin if burnin is None else int(burnin)
-        return np.asarray(self._simulate(jnp.asarray(theta, jnp.float32), key, int(num_draws),
-                                         int(interval), burnin))
+        if self._theta is not None and np.array_equal(theta, self._theta):
+            burnin = 0
+        stats = np.asarray(self._simulate(jnp.asarray(theta), key, int(num_draws),
+                                          int(interval), burnin))
+        self._theta = theta
+        return stats
 
     def networks(self) -> list[np.ndarray]:
         return self._networks()
@@ -67,9 +75,9 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
                                  (num_chains, len(y_start)))}
     compiled = {}
 
-    def program(num_draws, interval, burnin):
+    def program(num_draws, interval):
         @jax.jit
-        def run(theta, key, y0):
+        def run(theta, key, y0, burnin):
             f = m.logdensity_fn({"theta": theta})
             states = init_chains(kernel, {"y": y0}, f)
 
@@ -81,17 +89,18 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
                 return states, statistics_of(states.position["y"], net, terms)
 
             first, second = jax.random.split(key)
-            states = jax.lax.scan(sweep, states, jax.random.split(first, burnin))[0]
+            states = jax.lax.fori_loop(  # burnin is traced: one program for any burn-in
+                0, burnin, lambda t, s: sweep(s, jax.random.fold_in(first, t))[0], states)
             states, stats = jax.lax.scan(draw, states, jax.random.split(second, num_draws))
             return states.position["y"], jnp.swapaxes(stats, 0, 1)
         return run
 
     def simulate(theta, key, num_draws, interval, burnin):
-        shape = (num_draws, interval, burnin)
+        shape = (num_draws, interval)
         if shape not in compiled:
             compiled[shape] = program(*shape)
         run = compiled[shape]
-        y["now"], stats = run(theta, key, y["now"])
+        y["now"], stats = run(theta, key, y["now"], jnp.int32(burnin))
         return stats
 
     def networks():
@@ -140,6 +149,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
     capacity (unless ``max_degree`` fixes it)."""
     change_fn = change_function(terms)
     triadic = triadic_weight(terms) if triadic is None else triadic
+    default_burnin = int(burnin)
 
     def start(capacity):
         return init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,
@@ -166,5 +176,6 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                 if max_degree is not None or capacity >= net.num_nodes - 1:
                     raise
                 chains["now"] = start(min(-(-3 * capacity // 2), net.num_nodes - 1))
+                burnin = max(burnin, default_burnin)  # the restarted chains burn in
 
     return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse", burnin)

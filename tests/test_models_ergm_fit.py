@@ -106,6 +106,10 @@ def test_bad_networks_are_refused():
         fit_ergm(ugm.models.Network(4), "edges")
     with pytest.raises(ValueError, match="self-loops"):
         fit_ergm(ugm.models.Network(4), "edges", edges=[[0, 1], [2, 2]])
+    with pytest.raises(ValueError, match="triadic must be a probability"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
+    with pytest.raises(ValueError, match="sparse sampler"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", triadic=0.5)  # auto: Gibbs
 
 
 class _AutocorrelatedChains:

@@ -49,6 +49,7 @@ from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics
                                term_names)
 from .graph_terms import Network, as_network
 from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
+from .network_sampler import _check_triadic
 from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
 from .network_sparse_statistics import dyadic_sums, sparse_statistics
 
@@ -166,7 +167,8 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         neighbour j of k: toggling (i, j) closes or opens a triangle; directed: two-paths
         i → k → j). Default 0.5 for models with a triangle, triple or shared-partner
         term, 0 otherwise
-        (:func:`~numpyro_ugm.models.network_simulation.triadic_weight`), as ergmx.
+        (:func:`~numpyro_ugm.models.network_simulation.triadic_weight`), as ergmx. For
+        the sparse sampler only (an error with Gibbs).
     mple_samplesize : "auto", int or None
         None: the observed statistics, the MPLE and the log-likelihood's reference come
         from every dyad, by (n, n) matrices (O(n²) memory; O(n³) work with triangle or
@@ -196,6 +198,17 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     names = term_names(terms)
     N = num_dyads(net.num_nodes, net.directed)
     size = _sample_size(mple_samplesize, N, len(ties))
+    if sampler not in ("auto", "sparse", "gibbs"):
+        raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
+                         f"{sampler!r}")
+    if sampler == "auto":
+        sampler = "gibbs" if N <= DENSE_LIMIT else "sparse"
+    if triadic is not None:
+        if sampler != "sparse":
+            raise ValueError(f"fit_ergm: triadic= is a share of the sparse sampler's "
+                             f"proposals; this fit uses {sampler!r} (pass sampler='sparse' "
+                             f"or leave triadic unset)")
+        triadic = _check_triadic("fit_ergm", triadic)
     y = None if size is not None else _dense_dyads(net, ties)
     if size is None:
         observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net),
@@ -219,11 +232,6 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))
         start = sampled_mple(sample).theta
         reference = sampled_reference(net, terms, sample) if log_likelihood else None
-    if sampler not in ("auto", "sparse", "gibbs"):
-        raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
-                         f"{sampler!r}")
-    if sampler == "auto":
-        sampler = "gibbs" if N <= DENSE_LIMIT else "sparse"
     num_chains = check_count("fit_ergm", "num_chains", num_chains)
     num_draws = check_count("fit_ergm", "num_draws", num_draws)
     if sampler == "sparse":

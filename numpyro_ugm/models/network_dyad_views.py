@@ -42,9 +42,15 @@ def _membership(row, n):
     return lambda ids: marks[_safe(ids, n)]
 
 
+def _in_both(a, b):
+    """Which entries of the padded list ``a`` are also in ``b`` (D², no n-sized buffer;
+    padding never)."""
+    return jnp.any((a[:, None] == b[None, :]) & (a[:, None] >= 0), -1)
+
+
 def _num_common(a, b):
-    """|a ∩ b| of two padded lists without repeats (D², no n-sized buffer)."""
-    return jnp.sum((a[:, None] == b[None, :]) & (a[:, None] >= 0))
+    """|a ∩ b| of two padded lists without repeats."""
+    return jnp.sum(_in_both(a, b))
 
 
 class UndirectedDyadView:

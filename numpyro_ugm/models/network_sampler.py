@@ -39,7 +39,7 @@ from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
 from .network_chains import NetworkChains, _apply_writes, _toggle_writes, check_overflow
-from .network_dyad_views import _gather, _view
+from .network_dyad_views import _gather, _in_both, _view
 
 __all__ = ["network_mh_step", "simulate_statistics"]
 
@@ -98,13 +98,12 @@ def _triadic_rate(state, rows, value):
         k = jnp.maximum(row_i, 0)
         weight = 0.5 * (1.0 / jnp.maximum(state.degree[k], 1)
                         + 1.0 / jnp.maximum(state.in_degree[k], 1))
-    common = jnp.any((row_i[:, None] == row_j[None, :]) & (row_i[:, None] >= 0), -1)
-    return jnp.sum(jnp.where(common, weight.astype(value.dtype), 0.0))
+    return jnp.sum(jnp.where(_in_both(row_i, row_j), weight.astype(value.dtype), 0.0))
 
 
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0.0):
     """One proposal and its MH accept / reject, one chain: TNT, or with probability
-    ``triadic`` (a static float; undirected networks) a triadic one. ``words`` (5,)
+    ``triadic`` (a static float) a triadic one (:func:`_triad`). ``words`` (5,)
     uint32: tie-or-dyad (and the triadic choice and orientation), edge position, the
     dyad's two nodes (the triadic neighbour), the acceptance uniform; ``live`` False:
     rejected whatever it is (the padding of a block). ``ratio_weight`` multiplies the log

@@ -140,7 +140,7 @@ def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
     from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
-    simulate, current = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
+    simulate, current, _ = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
     # 256 draws at interval 1 have an effective size of about 256 * 0.01 / 1.99 = 1.3:
     # the chains are continued (no burn-in again) and thinned, the interval doubling
@@ -157,14 +157,37 @@ def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
     assert chains.calls[len(intervals)][1:] == (reached, 16 * reached)
     # the cap ends the growth; without a target one call
     capped = _AutocorrelatedChains()
-    simulate, current = _adaptive_simulate(capped, 64, 1, 16, 64, 4, False)
+    simulate, current, _ = _adaptive_simulate(capped, 64, 1, 16, 64, 4, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert max(c[1] for c in capped.calls) <= 4
     assert current["interval"] == 4 and current["burnin"] == 64
     fixed = _AutocorrelatedChains()
-    simulate, _ = _adaptive_simulate(fixed, 64, 1, 16, None, 1024, False)
+    simulate, _, _ = _adaptive_simulate(fixed, 64, 1, 16, None, 1024, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert len(fixed.calls) == 1
+
+
+def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it():
+    """``stop`` (the MCMLE's test that a step lost likelihood) ends the continued sampling
+    at once; ``rewind`` restores the simulator's chains and the interval reached."""
+    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+
+    chains = _AutocorrelatedChains()
+    rewound = []
+    chains.rewind = lambda: rewound.append(True)
+    simulate, current, rewind = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
+    seen = []
+
+    def stop(stats):
+        seen.append(stats.shape)
+        return True
+
+    stats = simulate(np.zeros(2), jax.random.PRNGKey(0), stop=stop)
+    assert len(chains.calls) == 1 and stats.shape[1] <= 64 and len(seen) == 1
+    simulate(np.ones(2), jax.random.PRNGKey(1))  # not stopped: the interval grows
+    assert current["interval"] > 1
+    rewind()
+    assert rewound == [True] and current == {"interval": 1, "burnin": 16}
 
 
 def test_a_start_that_is_not_stationary_is_dropped():
@@ -174,7 +197,7 @@ def test_a_start_that_is_not_stationary_is_dropped():
     # chains 30 standard deviations from equilibrium, a burn-in far too short (0.99^16):
     # the decay is found and cut, and the rest is centred on the equilibrium
     chains = _AutocorrelatedChains(start=30.0, num_chains=8)
-    simulate, _ = _adaptive_simulate(chains, 64, 4, 16, 64, 1024, False)
+    simulate, _, _ = _adaptive_simulate(chains, 64, 4, 16, 64, 1024, False)
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
     drawn = sum(c[0] for c in chains.calls)
     assert stats.shape[1] < drawn  # something was dropped (the thinning halves too)
@@ -182,7 +205,7 @@ def test_a_start_that_is_not_stationary_is_dropped():
     assert np.all(np.abs(stats.mean(axis=(0, 1))) < 0.5), stats.mean(axis=(0, 1))
     # without the check, the sample of the first call is far off
     fixed = _AutocorrelatedChains(start=30.0, num_chains=8)
-    simulate, _ = _adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
+    simulate, _, _ = _adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
     assert np.all(simulate(np.zeros(2), jax.random.PRNGKey(0)).mean(axis=(0, 1)) > 3)
 
 
@@ -228,7 +251,33 @@ def test_the_chains_burn_in_only_when_theta_changes():
         burnins.append(burnin)
         return np.zeros((2, num_draws, 1))
 
-    simulator = NetworkSimulator(run, list, "stand-in", 16)
+    simulator = NetworkSimulator(run, list, "stand-in", 16, {"now": None})
     for theta in (0.0, 0.0, 0.5, 0.5, 0.0):
         simulator.simulate(np.array([theta]), None, 3, 1)
     assert burnins == [16, 0, 16, 0, 16]
+
+
+def test_rewind_returns_the_chains_to_before_the_last_change_of_theta():
+    """The MCMLE's trust region rewinds the chains after a rejected step: their state
+    and θ go back to where the last θ change found them (so the next call burns in)."""
+    from numpyro_ugm.models.network_simulation import NetworkSimulator
+
+    chains, burnins = {"now": 0}, []
+
+    def run(theta, key, num_draws, interval, burnin):  # each call moves the chains on
+        burnins.append(burnin)
+        chains["now"] += 1
+        return np.zeros((2, num_draws, 1))
+
+    simulator = NetworkSimulator(run, list, "stand-in", 16, chains)
+    simulator.simulate(np.array([0.0]), None, 3, 1)
+    simulator.simulate(np.array([0.0]), None, 3, 1)
+    simulator.simulate(np.array([0.5]), None, 3, 1)
+    simulator.simulate(np.array([0.5]), None, 3, 1)
+    assert chains["now"] == 4
+    simulator.rewind()
+    assert chains["now"] == 2  # where θ = 0 left them
+    simulator.simulate(np.array([0.25]), None, 3, 1)
+    assert burnins == [16, 0, 16, 0, 16]
+    simulator.simulate(np.array([0.0]), None, 3, 1)
+    assert burnins[-1] == 16

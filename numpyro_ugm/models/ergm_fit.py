@@ -251,9 +251,9 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         raise ValueError(f"fit_ergm: effective_size must be > 0 or None, got {effective_size!r}")
     max_interval = (1024 * interval if max_interval is None
                     else max(interval, check_count("fit_ergm", "max_interval", max_interval)))
-    simulate, current = _adaptive_simulate(simulator, num_draws, interval, burnin,
-                                           effective_size, max_interval,
-                                           bool(mcmle_options.get("verbose")))
+    simulate, current, rewind = _adaptive_simulate(simulator, num_draws, interval, burnin,
+                                                   effective_size, max_interval,
+                                                   bool(mcmle_options.get("verbose")))
     bridge_draws = max(num_draws // 4, -(-256 // num_chains), 2)
 
     def bridge_simulate(theta, k):  # a quarter of the draws per bridge (16 of them)
@@ -263,7 +263,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     if estimator is None:
         fit = mcmle_fit(simulate, observed, start, key=key, num_dyads=N, names=names,
                         log_likelihood=log_likelihood, bridge_simulate=bridge_simulate,
-                        bridge_reference=reference, **mcmle_options)
+                        bridge_reference=reference, rewind=rewind, **mcmle_options)
     else:
         y = _dense_dyads(net, ties) if y is None else y
         fit = _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate,
@@ -285,15 +285,20 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
     most half); while the chains still move, or the rest's multivariate effective size is
     below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
     (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
-    ``max_interval``. Also returns the interval and burn-in reached (shared: later samples
-    start there)."""
+    ``max_interval``; ``stop(stats)`` (the MCMLE's trust region) ends it as soon as it is
+    true of the draws so far. Also returns the interval and burn-in reached (shared: later
+    samples start there) and ``rewind()``, which returns the chains and the interval to
+    where they were before the last change of θ."""
     current = {"interval": interval, "burnin": burnin}
+    checkpoint = {"theta": None, "current": dict(current)}
 
     def report(message):
         if verbose:
             print(message)
 
-    def simulate(theta, key):
+    def simulate(theta, key, stop=None):
+        if checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"]):
+            checkpoint.update(theta=np.array(theta), current=dict(current))
         key, sub = jax.random.split(key)
         stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
                                               current["burnin"]), np.float64)
@@ -304,7 +309,7 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
             if cut:
                 stats = stats[:, cut:]
             ess = 0.0 if cut is None else multivariate_effective_size(stats)
-            if ess >= effective_size:
+            if ess >= effective_size or (stop is not None and stop(stats)):
                 return stats
             if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
                 report(f"interval {current['interval']} (the largest): effective sample "
@@ -321,7 +326,12 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
                         f"effective sample size {ess:.1f} < {effective_size:g}")
                        + f": interval {current['interval']}, burn-in {current['burnin']}")
 
-    return simulate, current
+    def rewind():
+        simulator.rewind()
+        current.update(checkpoint["current"])
+        checkpoint["theta"] = None
+
+    return simulate, current, rewind
 
 
 def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, bridge,

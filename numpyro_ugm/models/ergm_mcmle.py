@@ -14,6 +14,8 @@ stop it with :class:`~numpyro_ugm.models.ErgmDegeneracyError`, naming the terms.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax.typing import ArrayLike
+from scipy import special
 
 from .._checks import as_key, check_count
 from .ergm_hotelling import _distance_to_ellipsoid_boundary, _hotelling, _tsq_quantile, _tsq_sf
@@ -77,6 +80,16 @@ class MCMLEResult:
         tr(Cov s) / tr(Cov s̄): the effective number of independent draws.
     last_statistics : array (num_chains, num_draws, k)
         The last iteration's sample, drawn at ``theta_history[-2]``.
+    repeats : int
+        ``simulate`` calls per sample reached.
+    rejected : array (iterations,) bool
+        Iterations whose θ the trust region rejected (its sample's estimated
+        log-likelihood change below −``max_loss``): θ_{t+1} is then the last accepted θ
+        plus a share of the rejected step, and the other diagnostics of the iteration
+        are NaN.
+    log_likelihood_gains : array (iterations,)
+        The bridge estimate of l(θ_t) − l(θ_a), θ_a the last accepted θ before
+        iteration t (NaN for the first iteration).
     """
 
     theta: np.ndarray
@@ -95,6 +108,8 @@ class MCMLEResult:
     effective_sizes: np.ndarray
     last_statistics: np.ndarray | None
     repeats: int = 1
+    rejected: np.ndarray | None = None
+    log_likelihood_gains: np.ndarray | None = None
 
 
 def _outside_terms(stats, observed, names):
@@ -114,6 +129,39 @@ def _outside_terms(stats, observed, names):
         f"{flat[:, i].mean():g}" for i in order]
 
 
+def _bridge_gain(step, observed, base_stats, stats):
+    """l(θ_a + Δθ) − l(θ_a) = Δθ·s_obs − log Z(θ_a + Δθ)/Z(θ_a), the ratio by the
+    geometric bridge between the samples at both ends: log mean_a exp(Δθ·s/2) −
+    log mean exp(−Δθ·s/2). Where the samples do not overlap (chains run away) it is
+    about the trapezoid rule Δθ·(s̄_a + s̄)/2, which it corrects for the change of
+    variance along the step."""
+    k = stats.shape[-1]
+    forward = np.asarray(base_stats, np.float64).reshape(-1, k) @ step / 2
+    backward = -np.asarray(stats, np.float64).reshape(-1, k) @ step / 2
+    log_ratio = (special.logsumexp(forward) - math.log(forward.size)
+                 - special.logsumexp(backward) + math.log(backward.size))
+    return float(step @ observed - log_ratio)
+
+
+def _shrink(step, observed, base_mean, gain):
+    """The share τ of a rejected step to try next: the maximizer of the quadratic in τ
+    with the slope Δθ·(s_obs − s̄_a) at 0 and the estimated change ``gain`` at 1, within
+    [0.01, 0.5] (0.5 when the slope is not positive)."""
+    slope = float(step @ (observed - base_mean))
+    if not slope > 0:
+        return 0.5
+    return float(np.clip(slope / (2.0 * (slope - gain)), 0.01, 0.5))
+
+
+def _takes_stop(simulate):
+    """Whether ``simulate`` accepts a keyword ``stop``."""
+    try:
+        parameters = inspect.signature(simulate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "stop" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
 def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
           names: Sequence[str] | None = None, max_iterations: int = 60,
           termination: str = "confidence", confidence: float = 0.99,
@@ -121,7 +169,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
           max_step: float = 1.0, min_step_length: float = 1e-4,
           stall_iterations: int = 3, max_repeats: int = 8,
           hotelling_min_p_value: float = 0.5, metric: str = "lognormal",
-          verbose: bool = False) -> MCMLEResult:
+          max_loss: float | None = 1.0, max_rejections: int = 8,
+          rewind: Callable[[], None] | None = None, verbose: bool = False) -> MCMLEResult:
     """Monte Carlo maximum likelihood (statnet's MCMLE: Hummel, Hunter & Handcock 2012).
 
     Iteration t: draw s_1..s_n at θ_t (``simulate``); take the Hummel step length γ
@@ -160,6 +209,25 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
       twice in a row (the sample grows 4 times after the first).
     * ``"none"``: run ``max_iterations`` iterations.
 
+    Trust region (``max_loss``): each sample at θ_{t+1} = θ_a + Δθ (θ_a the last accepted
+    θ, s̄_a its sample mean) estimates the change of log-likelihood l(θ_{t+1}) − l(θ_a) =
+    Δθ·s_obs − log Z(θ_{t+1})/Z(θ_a) with the ratio by the geometric bridge between the
+    two samples, log mean_a exp(Δθ·s/2) − log mean_{t+1} exp(−Δθ·s/2) (about
+    Δθ·(s̄_a + s̄_{t+1})/2 where the samples do not overlap). Below
+    −``max_loss`` the step overshot (typically into a degenerate region where the chains
+    run away towards the empty or a dense graph): it is rejected, the chains go back to
+    θ_a (``rewind``), and θ_{t+1} = θ_a + τ Δθ, τ in [0.01, 0.5] the maximum of the
+    quadratic in τ with the slope Δθ·(s_obs − s̄_a) at 0 and the estimated change at 1
+    (a step far too long, e.g. the lognormal step along a direction the sample barely
+    varies in, is cut in one go). The length of that share becomes the radius of the
+    trust region: later steps are shortened to it, and it doubles with each accepted
+    step. A ``simulate`` that takes a keyword
+    ``stop`` gets the same test as ``stop(stats) -> bool`` and may end its sampling early
+    when it is true (the adaptive sampler of
+    :func:`~numpyro_ugm.models.fit_ergm`, which would otherwise keep doubling its interval
+    after the runaway chains). ``max_rejections`` rejections in a row raise
+    :class:`~numpyro_ugm.models.ErgmDegeneracyError`.
+
     Every iteration records the Hotelling nonconvergence p-value, d², γ, the update's
     predicted miss s_obs − Ê_{θ_{t+1}}[s] and (where computed) the ``"confidence"``
     p-value (:class:`MCMLEResult`).
@@ -195,6 +263,15 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
     metric : {"lognormal", "naive"}
         The approximation each step maximizes (ergm's ``MCMLE.metric``; ergm's
         ``"naive"`` is the Geyer–Thompson one).
+    max_loss : float or None
+        The trust region: the largest estimated loss of log-likelihood (nats) a step may
+        make; None: every step is taken.
+    max_rejections : int
+        Rejected steps in a row before giving up.
+    rewind : callable, optional
+        ``rewind()`` returns ``simulate``'s chains to where they were before the last
+        change of θ (:meth:`~numpyro_ugm.models.network_simulation.NetworkSimulator.rewind`);
+        without it a rejected step's chains go on from where they ran.
     verbose : bool
         Print one line per iteration.
 
@@ -205,8 +282,9 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
     Raises
     ------
     ErgmDegeneracyError
-        A sampled term with zero variance, linearly dependent terms, or a stalled step
-        length; ``terms`` names them, ``record`` holds the iterations so far.
+        A sampled term with zero variance, linearly dependent terms, a stalled step
+        length, or ``max_rejections`` rejected steps in a row; ``terms`` names them,
+        ``record`` holds the iterations so far.
     """
     owner = "mcmle"
     _check_simulate(owner, simulate)
@@ -218,6 +296,13 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
     max_iterations = check_count(owner, "max_iterations", max_iterations)
     stall_iterations = check_count(owner, "stall_iterations", stall_iterations)
     max_repeats = check_count(owner, "max_repeats", max_repeats)
+    max_rejections = check_count(owner, "max_rejections", max_rejections)
+    if max_loss is not None:
+        max_loss = _check_fraction(owner, "max_loss", max_loss, high=math.inf)
+    if rewind is not None and not callable(rewind):
+        raise TypeError(f"{owner}: rewind must be a callable rewind() or None, got "
+                        f"{type(rewind).__name__}")
+    takes_stop = _takes_stop(simulate)
     if metric not in _METRICS:
         raise ValueError(f"{owner}: metric must be one of {tuple(_METRICS)}, got {metric!r}")
     if termination not in _TERMINATIONS:
@@ -236,11 +321,13 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         owner, "hotelling_min_p_value", hotelling_min_p_value))
 
     history = {name: [] for name in ("step", "t2", "p", "d2", "pconv", "n", "neff",
-                                     "predicted")}
+                                     "predicted", "rejected", "gain")}
     thetas = [theta.copy()]
     repeats, stalled, last_adequate = 1, 0, False
     previous_difference, not_improved = None, [False] * 4
     stats = None
+    anchor, rejections = None, 0  # (θ_a, s̄_a, sample) of the last accepted θ
+    radius = math.inf  # the trust region's radius ‖Δθ‖, finite after a rejected step
     converged, message = False, f"reached max_iterations = {max_iterations}"
 
     def record(final_message, done):
@@ -255,17 +342,58 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
             predicted_differences=np.asarray(history["predicted"]).reshape(-1, k),
             num_draws=np.asarray(history["n"], dtype=np.int64),
             effective_sizes=np.asarray(history["neff"]), last_statistics=stats,
-            repeats=repeats)
+            repeats=repeats, rejected=np.asarray(history["rejected"], dtype=bool),
+            log_likelihood_gains=np.asarray(history["gain"]))
 
     for iteration in range(1, max_iterations + 1):
         key, subkey = jax.random.split(key)
-        stats = _simulate(simulate, theta, subkey, repeats, k, owner)
+        gain_of = loses = None
+        if anchor is not None:
+            gain_of = functools.partial(_bridge_gain, theta - anchor[0], observed,
+                                        anchor[2])
+            if max_loss is not None:
+                def loses(s, gain_of=gain_of):
+                    return gain_of(s) < -max_loss
+        stats = _simulate(simulate, theta, subkey, repeats, k, owner,
+                          stop=loses if takes_stop else None)
+        gain = float("nan") if gain_of is None else gain_of(stats)
+        if loses is not None and gain < -max_loss:
+            rejections += 1
+            history["gain"].append(gain)
+            for name in ("step", "t2", "p", "d2", "neff", "pconv"):
+                history[name].append(float("nan"))
+            history["predicted"].append(np.full(k, np.nan))
+            history["n"].append(stats.shape[0] * stats.shape[1])
+            history["rejected"].append(True)
+            if rejections >= max_rejections:
+                thetas.append(theta.copy())
+                bad, details = _outside_terms(stats, observed, names)
+                text = (f"{owner}: {rejections} steps in a row from theta = "
+                        f"{np.round(anchor[0], 4).tolist()} lost log-likelihood (the last, "
+                        f"{np.round(theta - anchor[0], 4).tolist()}, by an estimated "
+                        f"{-gain:.3g}): the chains run away "
+                        f"from the observed statistics even this close, so the model is "
+                        f"degenerate near this theta; terms {bad} ({'; '.join(details)}).")
+                raise ErgmDegeneracyError(text, bad, record(text, False))
+            if rewind is not None:
+                rewind()
+            shrink = _shrink(theta - anchor[0], observed, anchor[1], gain)
+            theta = anchor[0] + shrink * (theta - anchor[0])
+            radius = float(np.linalg.norm(theta - anchor[0]))
+            thetas.append(theta.copy())
+            if verbose:
+                print(f"mcmle iteration {iteration}: step rejected (estimated log-likelihood "
+                      f"change {gain:.3g} < -{max_loss:g}, {history['n'][-1]} draws); "
+                      f"{shrink:.3g} of it: theta {np.round(theta, 4).tolist()}")
+            continue
+        rejections = 0
         try:
             _check_degenerate(owner, stats, names, observed, theta)
         except ErgmDegeneracyError as error:
             error.record = record(str(error), False)
             raise
         moments = _moments(stats)
+        anchor = (theta.copy(), moments.mean, stats)
         difference = observed - moments.mean
         t2 = _hotelling(difference, moments.mean_cov)
         p_nonconvergence = _tsq_sf(t2, k, moments.effective_size - 1.0)
@@ -274,6 +402,10 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         gamma = _hummel(stats, observed, margin, max_step)
         target = moments.mean + gamma * difference
         delta = _METRICS[metric](stats, target)
+        length = float(np.linalg.norm(delta))
+        if length > radius:  # within the trust region, which grows after each good step
+            delta = delta * (radius / length)
+        radius *= 2.0
         new_theta = theta + delta
         weighted = _moments(stats, stats.reshape(-1, k) @ delta)
         predicted = observed - weighted.mean
@@ -286,6 +418,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         history["n"].append(stats.shape[0] * stats.shape[1])
         history["neff"].append(moments.effective_size)
         history["predicted"].append(predicted)
+        history["rejected"].append(False)
+        history["gain"].append(gain)
         p_converged = float("nan")
 
         if stalled >= stall_iterations:

@@ -292,12 +292,18 @@ def _split(key, num):
     return keys
 
 
-def _simulate(simulate, theta, key, repeats, k, owner):
-    """``repeats`` calls at θ, joined along the draw axis (persistent chains)."""
+def _simulate(simulate, theta, key, repeats, k, owner, stop=None):
+    """``repeats`` calls at θ, joined along the draw axis (persistent chains); with
+    ``stop`` (a test of the draws so far), each call gets it as a keyword and the calls
+    end as soon as it is true."""
     keys = _split(key, repeats)
-    parts = [_as_statistics(owner, simulate(np.asarray(theta), keys[i]), k)
-             for i in range(repeats)]
-    if len({p.shape[0] for p in parts}) != 1:
-        raise ValueError(f"{owner}: simulate returned different numbers of chains across "
-                         f"calls ({[p.shape[0] for p in parts]})")
-    return parts[0] if repeats == 1 else np.concatenate(parts, axis=1)
+    parts = []
+    for i in range(repeats):
+        extra = {} if stop is None else {"stop": stop}
+        parts.append(_as_statistics(owner, simulate(np.asarray(theta), keys[i], **extra), k))
+        if len({p.shape[0] for p in parts}) != 1:
+            raise ValueError(f"{owner}: simulate returned different numbers of chains "
+                             f"across calls ({[p.shape[0] for p in parts]})")
+        if stop is not None and i + 1 < repeats and stop(np.concatenate(parts, axis=1)):
+            break
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)

@@ -145,7 +145,8 @@ class ErgmFit:
             out["mcmle"] = {name: plain(getattr(record, name)) for name in (
                 "termination", "theta_history", "step_lengths", "hotelling_statistics",
                 "hotelling_p_values", "tolerance_distances", "convergence_p_values",
-                "predicted_differences", "num_draws", "effective_sizes")}
+                "predicted_differences", "num_draws", "effective_sizes", "rejected",
+                "log_likelihood_gains")}
         return out
 
     def summary(self) -> str:
@@ -191,6 +192,10 @@ class ErgmFit:
                              f"Hotelling p-value {record.hotelling_p_values[-1]:.3g}, "
                              f"convergence p-value {record.convergence_p_values[-1]:.3g}, "
                              f"{record.num_draws[-1]} draws.")
+                rejected = 0 if record.rejected is None else int(record.rejected.sum())
+                if rejected:
+                    lines.append(f"The trust region rejected {rejected} step(s) that lost "
+                                 f"log-likelihood (the chains ran away) and shortened them.")
             if self.final_statistics is not None:
                 c, d, _ = self.final_statistics.shape
                 lines.append(f"Standard errors from a final sample of {c} chain(s) x {d} "

@@ -41,12 +41,18 @@ class NetworkSimulator:
     ``burnin`` steps, default the simulator's, when θ differs from the last call's: at
     the same θ the chains are already there, so repeated samples, the final sample and
     the bridges' repeats burn in once); ``networks()`` the chains' current networks as
-    edge arrays (m, 2)."""
+    edge arrays (m, 2); ``rewind()`` puts the chains back where they were when θ last
+    changed (the MCMLE's trust region, after a step whose chains ran away).
 
-    def __init__(self, simulate, networks, name, burnin):
+    ``chains`` is the dict whose ``"now"`` entry ``simulate`` reads and replaces (the
+    chains' state, immutable arrays: a checkpoint is a reference)."""
+
+    def __init__(self, simulate, networks, name, burnin, chains):
         self._simulate, self._networks, self.name = simulate, networks, name
         self.burnin = int(burnin)
+        self._chains = chains
         self._theta = None
+        self._checkpoint = None
 
     def simulate(self, theta, key, num_draws: int, interval: int,
                  burnin: int | None = None) -> np.ndarray:
@@ -54,10 +60,18 @@ class NetworkSimulator:
         burnin = self.burnin if burnin is None else int(burnin)
         if self._theta is not None and np.array_equal(theta, self._theta):
             burnin = 0
+        else:
+            self._checkpoint = (self._theta, self._chains["now"])
         stats = np.asarray(self._simulate(jnp.asarray(theta), key, int(num_draws),
                                           int(interval), burnin))
         self._theta = theta
         return stats
+
+    def rewind(self) -> None:
+        """Return the chains (and the θ they were at) to their state before the last
+        change of θ."""
+        if self._checkpoint is not None:
+            self._theta, self._chains["now"] = self._checkpoint
 
     def networks(self) -> list[np.ndarray]:
         return self._networks()
@@ -107,7 +121,7 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
         _, i, j = pair_tables(net.num_nodes, net.directed)
         return [np.stack([i[row > 0], j[row > 0]], 1) for row in np.asarray(y["now"])]
 
-    return NetworkSimulator(simulate, networks, "gibbs", burnin)
+    return NetworkSimulator(simulate, networks, "gibbs", burnin, y)
 
 
 def change_function(terms):
@@ -178,4 +192,5 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                 chains["now"] = start(min(-(-3 * capacity // 2), net.num_nodes - 1))
                 burnin = max(burnin, default_burnin)  # the restarted chains burn in
 
-    return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse", burnin)
+    return NetworkSimulator(simulate, lambda: network_edges(chains["now"]), "sparse", burnin,
+                            chains)

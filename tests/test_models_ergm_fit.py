@@ -168,14 +168,14 @@ def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
 
 
 def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it():
-    """``stop`` (the MCMLE's test that a step lost likelihood) ends the continued sampling
-    at once; ``rewind`` restores the simulator's chains and the interval reached."""
+    """``stop`` (the MCMLE's test that a step lost likelihood) ends the sampling at once,
+    at a new θ first screening the burn-in drawn as a sample; ``rewind`` restores the
+    simulator's chains and the interval reached before the last change of θ."""
     from numpyro_ugm.models.ergm_fit import _adaptive_simulate
 
+    # a burn-in (16 steps) shorter than a sample (64 draws): the first sample is screened
     chains = _AutocorrelatedChains()
-    rewound = []
-    chains.rewind = lambda: rewound.append(True)
-    simulate, current, rewind = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
+    simulate, _, _ = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
     seen = []
 
     def stop(stats):
@@ -183,11 +183,24 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
         return True
 
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0), stop=stop)
-    assert len(chains.calls) == 1 and stats.shape[1] <= 64 and len(seen) == 1
-    simulate(np.ones(2), jax.random.PRNGKey(1))  # not stopped: the interval grows
-    assert current["interval"] > 1
+    assert chains.calls == [(64, 1, 16)] and stats.shape[1] <= 64 and len(seen) == 1
+
+    # a longer one (64 steps): drawn as 16 draws 4 apart and screened; when it passes,
+    # the sample proper follows without a second burn-in (and the interval grows)
+    chains = _AutocorrelatedChains()
+    rewound = []
+    chains.rewind = lambda: rewound.append(True)
+    simulate, current, rewind = _adaptive_simulate(chains, 16, 1, 64, 64, 1024, False)
+    simulate(np.zeros(2), jax.random.PRNGKey(0), stop=lambda stats: False)
+    assert chains.calls[:2] == [(16, 4, 0), (16, 1, 0)]
+    reached = dict(current)
+    assert reached["interval"] > 1
+    chains.calls.clear()
+    stats = simulate(np.ones(2), jax.random.PRNGKey(1), stop=lambda stats: True)
+    assert chains.calls == [(16, reached["burnin"] // 16, 0)] and stats.shape[1] == 16
+    current.update(interval=7, burnin=7)  # as if the sample at θ = 1 had adapted
     rewind()
-    assert rewound == [True] and current == {"interval": 1, "burnin": 16}
+    assert rewound == [True] and current == reached
 
 
 def test_a_start_that_is_not_stationary_is_dropped():

@@ -286,7 +286,8 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
     below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
     (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
     ``max_interval``; ``stop(stats)`` (the MCMLE's trust region) ends it as soon as it is
-    true of the draws so far. Also returns the interval and burn-in reached (shared: later
+    true of the draws so far (at a new θ first of the burn-in, drawn as a sample of
+    ``num_draws`` draws). Also returns the interval and burn-in reached (shared: later
     samples start there) and ``rewind()``, which returns the chains and the interval to
     where they were before the last change of θ."""
     current = {"interval": interval, "burnin": burnin}
@@ -297,11 +298,22 @@ def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, m
             print(message)
 
     def simulate(theta, key, stop=None):
-        if checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"]):
+        new = checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"])
+        if new:
             checkpoint.update(theta=np.array(theta), current=dict(current))
+        burnin = current["burnin"]
+        if stop is not None and new and burnin >= num_draws:
+            # the burn-in drawn as a sample, screened: a step whose chains run away is
+            # stopped before the longer sample proper
+            key, sub = jax.random.split(key)
+            warm = np.asarray(simulator.simulate(theta, sub, num_draws, burnin // num_draws,
+                                                 0), np.float64)
+            if stop(warm):
+                return warm
+            burnin = 0
         key, sub = jax.random.split(key)
         stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
-                                              current["burnin"]), np.float64)
+                                              burnin), np.float64)
         if effective_size is None:
             return stats
         while True:

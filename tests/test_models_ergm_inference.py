@@ -514,6 +514,8 @@ def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges():
         assert 0.01 <= share <= 0.5 and np.allclose(tried, share * step)
         assert np.isnan(record.step_lengths[t]) and np.isnan(record.tolerance_distances[t])
     assert np.isnan(record.log_likelihood_gains[0])
+    assert f"The trust region rejected {record.rejected.sum()} step(s)" in str(fit)
+    assert fit.to_dict()["mcmle"]["rejected"] == record.rejected.tolist()
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
     assert np.all(np.abs(fit.estimates - THETA5) < 4.5 * mc_se + 0.02), (fit.estimates, THETA5)
 

@@ -345,6 +345,14 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
             repeats=repeats, rejected=np.asarray(history["rejected"], dtype=bool),
             log_likelihood_gains=np.asarray(history["gain"]))
 
+    def give_up(reason):
+        """Raise ErgmDegeneracyError, the terms the last sample misses named; θ not
+        updated (the record keeps its shapes)."""
+        thetas.append(theta.copy())
+        bad, details = _outside_terms(stats, observed, names)
+        text = f"{reason}; terms {bad} ({'; '.join(details)})."
+        raise ErgmDegeneracyError(text, bad, record(text, False))
+
     for iteration in range(1, max_iterations + 1):
         key, subkey = jax.random.split(key)
         gain_of = loses = None
@@ -366,15 +374,11 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
             history["n"].append(stats.shape[0] * stats.shape[1])
             history["rejected"].append(True)
             if rejections >= max_rejections:
-                thetas.append(theta.copy())
-                bad, details = _outside_terms(stats, observed, names)
-                text = (f"{owner}: {rejections} steps in a row from theta = "
+                give_up(f"{owner}: {rejections} steps in a row from theta = "
                         f"{np.round(anchor[0], 4).tolist()} lost log-likelihood (the last, "
                         f"{np.round(theta - anchor[0], 4).tolist()}, by an estimated "
-                        f"{-gain:.3g}): the chains run away "
-                        f"from the observed statistics even this close, so the model is "
-                        f"degenerate near this theta; terms {bad} ({'; '.join(details)}).")
-                raise ErgmDegeneracyError(text, bad, record(text, False))
+                        f"{-gain:.3g}): the chains run away from the observed statistics "
+                        f"even this close, so the model is degenerate near this theta")
             if rewind is not None:
                 rewind()
             shrink = _shrink(theta - anchor[0], observed, anchor[1], gain)
@@ -424,15 +428,12 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
 
         if stalled >= stall_iterations:
             history["pconv"].append(p_converged)
-            thetas.append(theta.copy())  # no update: the record keeps its shapes
-            bad, details = _outside_terms(stats, observed, names)
-            text = (f"{owner}: the observed statistics stay outside the convex hull of the "
+            give_up(f"{owner}: the observed statistics stay outside the convex hull of the "
                     f"sampled ones (Hummel step length {gamma:.2g} < {min_step_length:g} in "
                     f"{stall_iterations} successive iterations) at theta = "
-                    f"{np.round(theta, 4).tolist()}; terms {bad} ({'; '.join(details)}). The "
-                    f"MLE may not exist (an observed statistic at the edge of its possible "
-                    f"values) or the model is degenerate near this theta.")
-            raise ErgmDegeneracyError(text, bad, record(text, False))
+                    f"{np.round(theta, 4).tolist()}: the MLE may not exist (an observed "
+                    f"statistic at the edge of its possible values) or the model is "
+                    f"degenerate near this theta")
 
         if termination == "confidence":
             d2e = math.inf

@@ -254,6 +254,13 @@ def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int) -> 
                    "(the MLE may not exist)")
 
 
+#: The final sample is at least this many ``simulate`` calls (ergm's ``MCMLE.last.boost``):
+#: the standard errors invert its covariance, and a fit that converges at once (e.g.
+#: flomarriage + triangle: 32 x 29 draws) had its triangle s.e. 5 % above the value from
+#: 16,000 draws.
+LAST_BOOST = 4
+
+
 def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
              num_dyads: int, names: Sequence[str] | None = None,
              log_likelihood: bool = True, num_bridges: int = 16,
@@ -264,7 +271,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
     1. :func:`~numpyro_ugm.models.ergm_mcmle.mcmle` from ``theta0`` (e.g. the MPLE) to
        convergence;
     2. a final sample at its estimate (``final_repeats`` ``simulate`` calls, default as
-       many as the last iteration used) and
+       many as the last iteration used and at least ``LAST_BOOST`` (4)) and
        :func:`~numpyro_ugm.models.ergm_standard_errors.mcmle_standard_errors` from it (one
        last Geyer–Thompson update, Fisher information, Monte Carlo covariance, ``MCMC %``,
        z, p);
@@ -286,6 +293,8 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
         Compute the bridge log-likelihood (``num_bridges`` more simulations).
     num_bridges : int
     final_repeats : int, optional
+        ``simulate`` calls in the final sample; default max(the last iteration's,
+        ``LAST_BOOST`` (4)).
     **mcmle_options
         Passed to :func:`~numpyro_ugm.models.ergm_mcmle.mcmle` (``max_iterations``,
         ``termination``, ...).
@@ -308,7 +317,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
     key = as_key(key, owner)
     key_mcmle, key_rest = _split(key, 2)
     record = mcmle(simulate, observed, theta0, key=key_mcmle, names=names, **mcmle_options)
-    repeats = record.repeats if final_repeats is None else check_count(
+    repeats = max(record.repeats, LAST_BOOST) if final_repeats is None else check_count(
         owner, "final_repeats", final_repeats)
     return fit_at(simulate, observed, record.theta, key=key_rest, num_dyads=num_dyads,
                   names=names, record=record, repeats=repeats, log_likelihood=log_likelihood,

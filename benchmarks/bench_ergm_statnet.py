@@ -12,6 +12,7 @@ Fits (``--fits``, comma separated; default all):
 * ``mesa2``: faux.mesa.high ~ edges + nodematch(Grade) + gwesp(0.5, fixed)
 * ``magnolia``: faux.magnolia.high ~ edges + nodematch(Grade) + nodematch(Race) +
   nodematch(Sex) + gwesp(0.25, fixed) (1,461 nodes, 1.07 million dyads)
+* ``dixon0``: faux.dixon.high (directed) ~ edges + mutual + nodematch(grade)
 * ``dixon``: faux.dixon.high (directed) ~ edges + mutual + nodematch(grade) + gwesp(0.5)
   (outgoing two-paths)
 
@@ -38,6 +39,7 @@ FITS = {
     "mesa2": ("faux.mesa.high", "edges + nodematch('Grade') + gwesp(0.5, fixed=TRUE)"),
     "magnolia": ("faux.magnolia.high", "edges + nodematch('Grade') + nodematch('Race') + "
                  "nodematch('Sex') + gwesp(0.25, fixed=TRUE)"),
+    "dixon0": ("faux.dixon.high", "edges + mutual + nodematch('grade')"),
     "dixon": ("faux.dixon.high", "edges + mutual + nodematch('grade') + gwesp(0.5, fixed=TRUE)"),
 }
 

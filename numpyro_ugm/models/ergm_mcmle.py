@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,7 +22,6 @@ from typing import Any
 import jax
 import numpy as np
 from jax.typing import ArrayLike
-from scipy import special
 
 from .._checks import as_key, check_count
 from .ergm_hotelling import _distance_to_ellipsoid_boundary, _hotelling, _tsq_quantile, _tsq_sf
@@ -31,6 +29,7 @@ from .ergm_mcmle_step import _geyer_thompson_step, _hummel, _lognormal_step
 from .ergm_sampled_statistics import (ErgmDegeneracyError, _as_names, _as_vector,
                                       _check_degenerate, _check_fraction, _check_simulate,
                                       _moments, _simulate)
+from .ergm_trust_region import _bridge_gain, _shrink, _takes_stop
 
 __all__ = ["mcmle", "MCMLEResult"]
 
@@ -127,39 +126,6 @@ def _outside_terms(stats, observed, names):
     return [names[i] for i in order], [
         f"{names[i]}: observed {observed[i]:g} is {z[i]:.1f} sd from the sampled mean "
         f"{flat[:, i].mean():g}" for i in order]
-
-
-def _bridge_gain(step, observed, base_stats, stats):
-    """l(θ_a + Δθ) − l(θ_a) = Δθ·s_obs − log Z(θ_a + Δθ)/Z(θ_a), the ratio by the
-    geometric bridge between the samples at both ends: log mean_a exp(Δθ·s/2) −
-    log mean exp(−Δθ·s/2). Where the samples do not overlap (chains run away) it is
-    about the trapezoid rule Δθ·(s̄_a + s̄)/2, which it corrects for the change of
-    variance along the step."""
-    k = stats.shape[-1]
-    forward = np.asarray(base_stats, np.float64).reshape(-1, k) @ step / 2
-    backward = -np.asarray(stats, np.float64).reshape(-1, k) @ step / 2
-    log_ratio = (special.logsumexp(forward) - math.log(forward.size)
-                 - special.logsumexp(backward) + math.log(backward.size))
-    return float(step @ observed - log_ratio)
-
-
-def _shrink(step, observed, base_mean, gain):
-    """The share τ of a rejected step to try next: the maximizer of the quadratic in τ
-    with the slope Δθ·(s_obs − s̄_a) at 0 and the estimated change ``gain`` at 1, within
-    [0.01, 0.5] (0.5 when the slope is not positive)."""
-    slope = float(step @ (observed - base_mean))
-    if not slope > 0:
-        return 0.5
-    return float(np.clip(slope / (2.0 * (slope - gain)), 0.01, 0.5))
-
-
-def _takes_stop(simulate):
-    """Whether ``simulate`` accepts a keyword ``stop``."""
-    try:
-        parameters = inspect.signature(simulate).parameters
-    except (TypeError, ValueError):
-        return False
-    return "stop" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,

@@ -13,6 +13,10 @@ import pytest
 import numpyro_ugm as ugm
 from numpyro_ugm import datasets
 from numpyro_ugm.models import ergm_statistics, fit_ergm, gof_ergm
+from numpyro_ugm.models.ergm_fit import _observed_network
+from numpyro_ugm.models.graph_statistics import DEFAULT_DECAY, resolve_terms
+from numpyro_ugm.models.network_simulation import chain_groups, sparse_simulator
+from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
 
 
 def _flomarriage():
@@ -110,6 +114,28 @@ def test_bad_networks_are_refused():
         fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
     with pytest.raises(ValueError, match="sparse sampler"):
         fit_ergm(nx.path_graph(4), "edges + triangle", triadic=0.5)  # auto: Gibbs
+    with pytest.raises(ValueError, match="threads"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", threads=0)
+
+
+def test_the_sparse_simulators_threads_do_not_change_its_draws():
+    """The chains run in groups on threads; each chain draws from its own stream, so one
+    thread and three give the same statistics (4 chains: groups of 2, 1 and 1)."""
+    graph, formula, _, _, _ = _small_network()
+    net, ties = _observed_network(graph, None)
+    terms = resolve_terms(formula, net, DEFAULT_DECAY)
+    observed = sparse_statistics(net, terms, ties)
+    assert chain_groups(4, 3) == [(0, 2), (2, 1), (3, 1)]
+    draws = []
+    for threads in (1, 3):
+        simulator = sparse_simulator(net, terms, ties, observed, 4, burnin=50,
+                                     threads=threads)
+        first = simulator.simulate(np.array([-1.0, 0.2, 0.3]), jax.random.PRNGKey(5), 6, 20)
+        draws.append(np.concatenate([first, simulator.simulate(
+            np.array([-1.5, 0.1, 0.3]), jax.random.PRNGKey(6), 6, 20)], axis=1))
+        assert len(simulator.networks()) == 4
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert np.ptp(draws[0][:, :, 0]) > 0
 
 
 class _AutocorrelatedChains:

@@ -340,6 +340,32 @@ def test_running_statistics_and_state_after_sampling(case):
     assert len({e.tobytes() for e in edges}) > 10  # the chains went different ways
 
 
+def test_chains_split_into_groups_move_as_in_one_call():
+    """Chain c draws from fold_in(key, first_chain + c) alone: 5 chains run as groups of
+    2 and 3 (first_chain 0 and 2) end exactly where the 5 run in one call do, and the
+    simulator's threads do not change its draws."""
+    directed, n, D, change, _, theta, _ = CASES["undirected"]
+
+    def start(num_chains):
+        return nc.init_network_chains(np.zeros((0, 2), int), n, num_chains,
+                                      directed=directed, statistics0=np.zeros(len(theta)),
+                                      max_degree=D)
+
+    key, theta = jax.random.PRNGKey(3), jnp.asarray(theta, jnp.float32)
+    whole, draws = ns.simulate_statistics(key, start(5), theta, change, 4, 25, triadic=0.5)
+    first, draws_a = ns.simulate_statistics(key, start(2), theta, change, 4, 25,
+                                            triadic=0.5, first_chain=0)
+    second, draws_b = ns.simulate_statistics(key, start(3), theta, change, 4, 25,
+                                             triadic=0.5, first_chain=2)
+    np.testing.assert_array_equal(np.asarray(draws), np.concatenate([draws_a, draws_b]))
+    for name in ("lists", "edges", "degree", "statistics"):
+        np.testing.assert_array_equal(np.asarray(getattr(whole, name)), np.concatenate(
+            [getattr(first, name), getattr(second, name)]))
+    assert len({e.tobytes() for e in nc.network_edges(whole)}) > 1
+    with pytest.raises(ValueError, match="first_chain"):
+        ns.network_mh_step(key, whole, theta, change, 10, first_chain=-1)
+
+
 @pytest.mark.slow
 def test_undirected_statistics_match_package_statistics():
     """The running statistics use the package's conventions (ergm_statistics)."""

@@ -118,7 +118,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
              max_degree: int | None = None, effective_size: float | None = 64,
              max_interval: int | None = None, num_steps: int = 2000, optimizer: Any = None,
              mple_samplesize: int | str | None = "auto", triadic: float | None = None,
-             **mcmle_options) -> ErgmFit:
+             threads: int | None = None, **mcmle_options) -> ErgmFit:
     """Fit an ERGM to one observed network, as statnet's ``ergm()``.
 
     Parameters
@@ -169,6 +169,10 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         term, 0 otherwise
         (:func:`~numpyro_ugm.models.network_simulation.triadic_weight`), as ergmx. For
         the sparse sampler only (an error with Gibbs).
+    threads : int, optional
+        Threads that run the sparse sampler's chains in groups, side by side (default:
+        the CPU's cores; :func:`~numpyro_ugm.models.network_simulation.chain_groups`).
+        The fit does not depend on it. Gibbs runs its chains in one program.
     mple_samplesize : "auto", int or None
         None: the observed statistics, the MPLE and the log-likelihood's reference come
         from every dyad, by (n, n) matrices (O(n²) memory; O(n³) work with triangle or
@@ -209,6 +213,8 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
                              f"proposals; this fit uses {sampler!r} (pass sampler='sparse' "
                              f"or leave triadic unset)")
         triadic = _check_triadic("fit_ergm", triadic)
+    if threads is not None:
+        threads = check_count("fit_ergm", "threads", threads)
     y = None if size is not None else _dense_dyads(net, ties)
     if size is None:
         observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net),
@@ -238,7 +244,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         interval = 1024 if interval is None else check_count("fit_ergm", "interval", interval)
         burnin = 16 * interval if burnin is None else int(burnin)
         simulator = sparse_simulator(net, terms, ties, observed, num_chains, burnin=burnin,
-                                     max_degree=max_degree, triadic=triadic)
+                                     max_degree=max_degree, triadic=triadic, threads=threads)
     else:
         interval = (max(1, round(1024 / N)) if interval is None
                     else check_count("fit_ergm", "interval", interval))

@@ -166,17 +166,24 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0
     return state._replace(statistics=statistics, overflow=overflow), accept
 
 
-def _seed(key):
-    """The 128-bit state of XLA's Philox generator (``lax.rng_bit_generator``) from a
-    raw PRNG key (2 words): key words = the PRNG key, counter = the PRNG key."""
-    return jnp.concatenate([key, key]).astype(jnp.uint32)
+def _seed(key, first_chain, num_chains):
+    """The 128-bit states of XLA's Philox generator (``lax.rng_bit_generator``), one per
+    chain: chain c's from ``fold_in(key, first_chain + c)`` (its key words twice), so
+    that a chain's random numbers do not depend on the other chains and chains split
+    into groups (``first_chain`` their offset) sample as they would in one call."""
+    def one(c):
+        words = jax.random.fold_in(key, c).astype(jnp.uint32)
+        return jnp.concatenate([words, words])[:4]
+
+    return jax.vmap(one)(first_chain + jnp.arange(num_chains, dtype=jnp.int32))
 
 
 def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0):
     """``num_proposals`` proposals of every chain of ``state``: (rng, state, accepted
-    (C,)). The random words of all chains are drawn a block of :data:`_BLOCK` proposals
-    at a time by XLA's Philox generator (threefry compiles far slower on CPU); the last
-    block is shortened so no proposal is wasted (all blocks have one size)."""
+    (C,)), ``rng`` the chains' generator states (C, 4) (:func:`_seed`). Each chain's
+    random words are drawn a block of :data:`_BLOCK` proposals at a time by XLA's Philox
+    generator (threefry compiles far slower on CPU); the last block is shortened so no
+    proposal is wasted (all blocks have one size)."""
     C = state.num_edges.shape[0]
     num_blocks = -(-num_proposals // _BLOCK)
     size = -(-num_proposals // num_blocks)
@@ -193,8 +200,10 @@ def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight, triadic=
 
     def block(carry, index):
         rng, state, accepted = carry
-        rng, words = jax.lax.rng_bit_generator(rng, (C, size, 5), jnp.uint32,
-                                               algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX)
+        # lax.map, not vmap: rng_bit_generator's batching rule draws every row from
+        # the first state
+        rng, words = jax.lax.map(lambda r: jax.lax.rng_bit_generator(
+            r, (size, 5), jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX), rng)
         active = index * size + jnp.arange(size) < num_proposals if spare else \
             jnp.ones(size, bool)
         state, acc = jax.vmap(chain, in_axes=(0, 0, theta_axis, None))(state, words,
@@ -207,8 +216,10 @@ def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight, triadic=
     return jax.lax.scan(block, carry, jnp.arange(num_blocks))[0]
 
 
-def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0):
-    _, state, accepted = _advance(_seed(key), state, theta, change_fn, num_proposals,
+def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0,
+               first_chain=0):
+    rng = _seed(key, first_chain, state.num_edges.shape[0])
+    _, state, accepted = _advance(rng, state, theta, change_fn, num_proposals,
                                   ratio_weight, triadic)
     return state, {"acceptance_rate": accepted / num_proposals}
 
@@ -217,14 +228,15 @@ _mh_jit = jax.jit(_mh_chains, static_argnames=("change_fn", "num_proposals", "tr
 
 
 def _simulate_chains(key, state, theta, change_fn, num_samples, interval, ratio_weight,
-                     triadic=0.0):
+                     triadic=0.0, first_chain=0):
     def one(carry, _):
         rng, state = carry
         rng, state, _ = _advance(rng, state, theta, change_fn, interval, ratio_weight,
                                  triadic)
         return (rng, state), state.statistics
 
-    (_, state), stats = jax.lax.scan(one, (_seed(key), state), None, length=num_samples)
+    rng = _seed(key, first_chain, state.num_edges.shape[0])
+    (_, state), stats = jax.lax.scan(one, (rng, state), None, length=num_samples)
     return state, jnp.swapaxes(stats, 0, 1)
 
 
@@ -260,7 +272,8 @@ def _check_run(owner, state, theta):
 
 def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
                     change_fn: Callable, num_proposals: int,
-                    triadic: float = 0.0) -> tuple[NetworkChains, dict]:
+                    triadic: float = 0.0, *,
+                    first_chain: int = 0) -> tuple[NetworkChains, dict]:
     """``num_proposals`` TNT Metropolis–Hastings proposals on every chain (with
     probability ``triadic`` each, a triadic proposal instead).
 
@@ -285,6 +298,10 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
         the two-paths), in both directions. Terms that count triangles or shared
         partners (gwesp) mix far faster with it in sparse networks, where a TNT dyad
         almost never has one.
+    first_chain : int
+        Index of the first chain of ``state``: chain c draws its random numbers from
+        ``fold_in(key, first_chain + c)`` alone, so chains split into groups (run on
+        several threads or devices) move exactly as they would in one call.
 
     Returns
     -------
@@ -300,15 +317,16 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
     count = check_count("network_mh_step", "num_proposals", num_proposals)
     theta = _check_run("network_mh_step", state, theta)
     triadic = _check_triadic("network_mh_step", triadic)
+    offset = check_count("network_mh_step", "first_chain", first_chain, minimum=0)
     state, info = _mh_jit(as_key(key, "network_mh_step"), state, theta, change_fn, count,
-                          1.0, triadic)
+                          1.0, triadic, jnp.int32(offset))
     check_overflow(state)
     return state, info
 
 
 def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: Callable,
-                        num_samples: int, interval: int,
-                        triadic: float = 0.0) -> tuple[NetworkChains, jax.Array]:
+                        num_samples: int, interval: int, triadic: float = 0.0, *,
+                        first_chain: int = 0) -> tuple[NetworkChains, jax.Array]:
     """Statistics of every chain after each of ``num_samples`` runs of ``interval``
     proposals (one ``lax.scan``; burn in with :func:`network_mh_step`).
 
@@ -323,7 +341,7 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
         Statistics recorded per chain.
     interval : int
         Proposals per chain between records (ergm's ``MCMC.interval``).
-    triadic : float
+    triadic, first_chain
         As in :func:`network_mh_step`.
 
     Returns
@@ -340,7 +358,8 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     steps = check_count("simulate_statistics", "interval", interval)
     theta = _check_run("simulate_statistics", state, theta)
     triadic = _check_triadic("simulate_statistics", triadic)
+    offset = check_count("simulate_statistics", "first_chain", first_chain, minimum=0)
     state, stats = _simulate_jit(as_key(key, "simulate_statistics"), state, theta,
-                                 change_fn, samples, steps, 1.0, triadic)
+                                 change_fn, samples, steps, 1.0, triadic, jnp.int32(offset))
     check_overflow(state)
     return state, stats

@@ -167,13 +167,20 @@ def check_views(state, chain, i, j, check_change=False):
 
 
 def check_consistent(state):
-    """Lists, edge positions, degrees and the edge list of every chain agree."""
+    """Lists, edge positions, degrees, the edge list and the bit sets (if kept) of every
+    chain agree."""
     for c in range(state.num_chains):
         one = jax.tree.map(lambda x: np.asarray(x[c]), state)
         m = int(one.num_edges)
         edges = one.edges[:m]
         key = edges if state.directed else np.sort(edges, 1)
         assert len(np.unique(key, axis=0)) == m
+        if state.bits is not None:
+            A = adjacency(edges, state.num_nodes, state.directed).astype(bool)
+            for bits, matrix in [(one.bits, A)] + ([(one.in_bits, A.T)] if state.directed
+                                                   else []):
+                unpacked = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")
+                np.testing.assert_array_equal(unpacked[:, :state.num_nodes], matrix)
         lists = [(one.lists, one.degree, 0)]
         if state.directed:
             lists.append((one.in_lists, one.in_degree, 1))
@@ -195,22 +202,23 @@ def check_consistent(state):
 
 
 @pytest.mark.parametrize("directed", [False, True])
-@pytest.mark.parametrize("capacity", [None, 40])
-def test_views_and_change_functions_match_brute_force(directed, capacity):
+@pytest.mark.parametrize("capacity, bits", [(None, False), (40, False), (None, True)])
+def test_views_and_change_functions_match_brute_force(directed, capacity, bits):
     """Every ordered pair of random graphs (so dyads on and off, and for undirected
     graphs both orientations); the change functions built from the views equal
     s(y, on) − s(y, off) by definition (so the distribution tests check the sampler).
-    Capacity 40 takes the partner sums' mark-array path (D > COMPARE_MAX_DEGREE)."""
+    Capacity 40 takes the partner sums' mark-array path (D > COMPARE_MAX_DEGREE);
+    ``bits`` the adjacency bit sets' popcounts (37 nodes: two words per row)."""
     assert 16 <= nv.COMPARE_MAX_DEGREE < 40
     rng = np.random.default_rng(1 + directed)
-    n = 9
+    n = 37 if bits else 9
     i, j = np.nonzero(~np.eye(n, dtype=bool))
-    for density in (0.25, 0.6):
+    for density in ((0.1, 0.3) if bits else (0.25, 0.6)):
         edges = random_edges(rng, n, density, directed)
         state = nc.init_network_chains(edges, n, 1, directed=directed, statistics0=[0.0],
-                                       max_degree=capacity)
+                                       max_degree=capacity, adjacency_bits=bits)
         check_consistent(state)
-        check_views(state, 0, i, j, check_change=density > 0.5)
+        check_views(state, 0, i, j, check_change=density > 0.5 or (bits and density > 0.2))
 
 
 # --- 2. the stationary distribution against exact enumeration ------------------------
@@ -256,14 +264,14 @@ _RUNS = {}
 
 
 def distribution_run(case, num_chains=64, num_samples=300, interval=8, key=0,
-                     ratio_weight=1.0, triadic=0.0):
+                     ratio_weight=1.0, triadic=0.0, bits=False):
     """Draws of the statistics from empty graphs (cached per settings)."""
-    settings = (case, num_chains, num_samples, interval, key, ratio_weight, triadic)
+    settings = (case, num_chains, num_samples, interval, key, ratio_weight, triadic, bits)
     if settings not in _RUNS:
         directed, n, D, change, stats, theta, _ = CASES[case]
         state = nc.init_network_chains(np.zeros((0, 2), int), n, num_chains,
                                        directed=directed, statistics0=np.zeros(len(theta)),
-                                       max_degree=D)
+                                       max_degree=D, adjacency_bits=bits)
         key = jax.random.PRNGKey(key)
         theta = jnp.asarray(theta, jnp.float32)
         if ratio_weight == 1.0:
@@ -290,12 +298,15 @@ def test_distribution_matches_exact_enumeration(case):
 
 
 @pytest.mark.parametrize("case", ["undirected", "directed"])
-def test_triadic_proposals_keep_the_distribution(case):
+@pytest.mark.parametrize("bits", [False, True])
+def test_triadic_proposals_keep_the_distribution(case, bits):
     """Half the proposals triadic (a tie k − i and a neighbour j of k; directed: a leg of
-    a two-path i → k → j): the same exact moments, and the state stays consistent."""
+    a two-path i → k → j): the same exact moments, and the state stays consistent; with
+    ``bits`` the views and the triadic rate read the adjacency bit sets, kept up to
+    date."""
     directed, n, _, change, stats, theta, wrong = CASES[case]
     expectation = exact_expectations(stats, n, directed, theta)
-    state, draws = distribution_run(case, triadic=0.5)
+    state, draws = distribution_run(case, triadic=0.5, bits=bits)
     assert np.max(np.abs(z_scores(draws, expectation(theta), 50))) < 4.5
     assert np.max(np.abs(z_scores(draws, expectation(wrong), 50))) > 8
     check_consistent(state)

@@ -56,6 +56,11 @@ class NetworkChains(NamedTuple):
         s(y), updated on every accepted toggle.
     overflow : (C,) bool
         Whether a toggle needed more than D neighbours (the chain is then invalid).
+    bits, in_bits : (C, n, W) uint32, or None
+        The adjacency matrix's rows as bit sets, W = ⌈n / 32⌉ words (directed: ``bits``
+        the out-neighbours, ``in_bits`` the in-neighbours), kept only when asked for
+        (``adjacency_bits``): then a set intersection such as the shared partners of
+        i and k is a popcount of W words instead of D² compares.
     """
 
     lists: jax.Array
@@ -66,6 +71,8 @@ class NetworkChains(NamedTuple):
     num_edges: jax.Array
     statistics: jax.Array
     overflow: jax.Array
+    bits: Any = None
+    in_bits: Any = None
 
     @property
     def directed(self) -> bool:
@@ -117,6 +124,7 @@ def _toggle_writes(state, rows, i, j, a, b, add, remove):
     no scatter depends on, or a second scatter, made it copy whole arrays per proposal.
     """
     directed = state.in_lists is not None
+    bit_writes = {} if state.bits is None else _bit_writes(state, rows, i, j, add | remove)
     D = state.lists.shape[-2]
     M = state.edges.shape[0]
     m = state.num_edges
@@ -183,7 +191,27 @@ def _toggle_writes(state, rows, i, j, a, b, add, remove):
                                    fix_write(row_b, b, a, removals))
         writes.update(lists=((rows, slots), values),
                       degree=(jnp.stack([i, j]), change))
+    writes.update(bit_writes)
     return writes, m + change
+
+
+def _bit_writes(state, rows, i, j, toggle):
+    """The writes that flip bit j of i's row and bit i of j's row of the adjacency
+    bit sets (directed: i's out-row, j's in-row) when ``toggle``."""
+    n = state.bits.shape[-2]
+
+    def flip(row, other):
+        word = other >> 5
+        return word, row[word] ^ (jnp.uint32(1) << (other & 31).astype(jnp.uint32))
+
+    node_i, node_j = jnp.where(toggle, i, n), jnp.where(toggle, j, n)
+    word_i, value_i = flip(rows["bits"][0], j)
+    if state.in_bits is None:
+        word_j, value_j = flip(rows["bits"][1], i)
+        return {"bits": ((jnp.stack([node_i, node_j]), jnp.stack([word_i, word_j])),
+                         jnp.stack([value_i, value_j]))}
+    word_j, value_j = flip(rows["in_bits"][1], i)
+    return {"bits": ((node_i, word_i), value_i), "in_bits": ((node_j, word_j), value_j)}
 
 
 def _apply_writes(state, writes, num_edges):
@@ -228,9 +256,17 @@ def _lists(heads, tails, positions, n, D):
     return lists, deg
 
 
+def _bit_rows(heads, tails, n):
+    """(n, ⌈n / 32⌉) uint32: bit ``tails[k]`` set in row ``heads[k]``."""
+    rows = np.zeros((n, -(-n // 32)), np.uint32)
+    np.bitwise_or.at(rows, (heads, tails >> 5), np.left_shift(1, tails & 31).astype(np.uint32))
+    return rows
+
+
 def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
                         directed: bool, statistics0: ArrayLike,
-                        max_degree: int | None = None) -> NetworkChains:
+                        max_degree: int | None = None,
+                        adjacency_bits: bool = False) -> NetworkChains:
     """Chains that all start at the network ``edges``.
 
     Parameters
@@ -249,6 +285,11 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
         Degree capacity D of the neighbour lists (static: the cost per proposal grows
         with it). Default :func:`default_max_degree`. A toggle that needs more makes
         the sampler raise.
+    adjacency_bits : bool
+        Also keep the adjacency matrix as bit sets (``bits``: n⌈n / 32⌉ words per chain,
+        twice for directed networks), for change statistics that count shared partners
+        or two-paths (gwesp's partner sums: a popcount of ⌈n / 32⌉ words per neighbour
+        instead of D² compares).
 
     Returns
     -------
@@ -286,6 +327,11 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
         capacity = n * D // 2 + 1
     edge_list = np.zeros((capacity, 2), np.int32)
     edge_list[:len(e)] = e
+    bits = in_bits = None
+    if adjacency_bits:
+        bits = _bit_rows(e[:, 0], e[:, 1], n) if directed else _bit_rows(
+            e.ravel(), e[:, ::-1].ravel(), n)
+        in_bits = _bit_rows(e[:, 1], e[:, 0], n) if directed else None
 
     def stack(x):
         return None if x is None else jnp.asarray(np.broadcast_to(x, (C,) + x.shape).copy())
@@ -295,7 +341,7 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
         in_degree=stack(in_deg), edges=stack(edge_list),
         num_edges=jnp.full((C,), len(e), jnp.int32),
         statistics=jnp.asarray(np.broadcast_to(s0, (C,) + s0.shape).copy()),
-        overflow=jnp.zeros((C,), bool))
+        overflow=jnp.zeros((C,), bool), bits=stack(bits), in_bits=stack(in_bits))
 
 
 class DegreeOverflowError(ValueError):

@@ -39,7 +39,7 @@ from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
 from .network_chains import NetworkChains, _apply_writes, _toggle_writes, check_overflow
-from .network_dyad_views import _gather, _in_both, _view
+from .network_dyad_views import _gather, _has, _in_both, _view
 
 __all__ = ["network_mh_step", "simulate_statistics"]
 
@@ -98,7 +98,11 @@ def _triadic_rate(state, rows, value):
         k = jnp.maximum(row_i, 0)
         weight = 0.5 * (1.0 / jnp.maximum(state.degree[k], 1)
                         + 1.0 / jnp.maximum(state.in_degree[k], 1))
-    return jnp.sum(jnp.where(_in_both(row_i, row_j), weight.astype(value.dtype), 0.0))
+    if state.bits is None:
+        both = _in_both(row_i, row_j)
+    else:  # k of row_i in j's (in-)bit set
+        both = _has(rows["bits" if state.in_bits is None else "in_bits"][1], row_i)
+    return jnp.sum(jnp.where(both, weight.astype(value.dtype), 0.0))
 
 
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0.0):

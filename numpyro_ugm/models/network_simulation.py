@@ -185,15 +185,24 @@ def chain_groups(num_chains: int, threads: int | None = None) -> list[tuple[int,
     the grouping (:func:`~numpyro_ugm.models.network_sampler.network_mh_step`'s
     ``first_chain``)."""
     if threads is None:
-        threads = (os.cpu_count() or 1) if jax.default_backend() == "cpu" else 1
+        threads = _cores() if jax.default_backend() == "cpu" else 1
     G = min(check_count("sparse_simulator", "threads", threads), num_chains)
     sizes = [num_chains // G + (g < num_chains % G) for g in range(G)]
     return [(sum(sizes[:g]), size) for g, size in enumerate(sizes)]
 
 
+def _cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @functools.lru_cache(maxsize=1)
 def _pool():
-    return concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1,
+    """The threads that run groups of chains (made as needed, up to 64)."""
+    return concurrent.futures.ThreadPoolExecutor(max(_cores(), 64),
                                                  thread_name_prefix="numpyro_ugm-chains")
 
 

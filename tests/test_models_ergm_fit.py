@@ -116,6 +116,22 @@ def test_bad_networks_are_refused():
         fit_ergm(nx.path_graph(4), "edges + triangle", triadic=0.5)  # auto: Gibbs
     with pytest.raises(ValueError, match="threads"):
         fit_ergm(nx.path_graph(4), "edges + triangle", threads=0)
+    with pytest.raises(ValueError, match=r"init must be 2 finite values.*'triangle'"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0, float("nan")])
+    with pytest.raises(ValueError, match="init must be 2 finite values"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0])
+
+
+def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
+    graph, formula, exact, _, _ = _small_network()
+
+    def no_mple(*args, **kwargs):
+        raise AssertionError("the MPLE was computed although init was given")
+
+    monkeypatch.setattr("numpyro_ugm.models.ergm_fit.mple", no_mple)
+    fit = fit_ergm(graph, formula, init=exact, sampler="sparse", num_draws=16,
+                   log_likelihood=False, max_iterations=1)
+    np.testing.assert_array_equal(fit.mcmle.theta_history[0], exact)
 
 
 def test_the_sparse_simulators_threads_do_not_change_its_draws():

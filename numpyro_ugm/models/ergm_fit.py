@@ -118,7 +118,7 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
              max_degree: int | None = None, effective_size: float | None = 64,
              max_interval: int | None = None, num_steps: int = 2000, optimizer: Any = None,
              mple_samplesize: int | str | None = "auto", triadic: float | None = None,
-             threads: int | None = None, **mcmle_options) -> ErgmFit:
+             threads: int | None = None, init: Any = None, **mcmle_options) -> ErgmFit:
     """Fit an ERGM to one observed network, as statnet's ``ergm()``.
 
     Parameters
@@ -173,6 +173,11 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         Threads that run the sparse sampler's chains in groups, side by side (default:
         the CPU's cores; :func:`~numpyro_ugm.models.network_simulation.chain_groups`).
         The fit does not depend on it. Gibbs runs its chains in one program.
+    init : array (k,), optional
+        θ to start the Monte Carlo MLE from instead of the MPLE (ergm's
+        ``control.ergm(init=)``), in the order of the terms' coefficients (``fit.names``):
+        to continue a fit that stopped, or start a hard one elsewhere. Unused by
+        dyad-independent models (their MLE is exact).
     mple_samplesize : "auto", int or None
         None: the observed statistics, the MPLE and the log-likelihood's reference come
         from every dyad, by (n, n) matrices (O(n²) memory; O(n³) work with triangle or
@@ -215,6 +220,15 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         triadic = _check_triadic("fit_ergm", triadic)
     if threads is not None:
         threads = check_count("fit_ergm", "threads", threads)
+    if init is not None:
+        given = init
+        try:
+            init = np.asarray(init, np.float64)
+        except (TypeError, ValueError):
+            init = np.full(0, np.nan)
+        if init.shape != (len(names),) or not np.all(np.isfinite(init)):
+            raise ValueError(f"fit_ergm: init must be {len(names)} finite values, one per "
+                             f"coefficient {list(names)}, got {given!r}")
     y = None if size is not None else _dense_dyads(net, ties)
     if size is None:
         observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net),
@@ -231,12 +245,12 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         fit.network_fit = NetworkFit(net, ties, statistics, observed, None, 0)
         return fit
     if size is None:
-        start = np.asarray(mple(y, statistics, network=net, decay=decay).params["theta"],
-                           np.float64)
+        start = init if init is not None else np.asarray(
+            mple(y, statistics, network=net, decay=decay).params["theta"], np.float64)
         reference = _dyad_independent_reference(terms, y, statistics, net, decay, observed)
     else:
         sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))
-        start = sampled_mple(sample).theta
+        start = init if init is not None else sampled_mple(sample).theta
         reference = sampled_reference(net, terms, sample) if log_likelihood else None
     num_chains = check_count("fit_ergm", "num_chains", num_chains)
     num_draws = check_count("fit_ergm", "num_draws", num_draws)

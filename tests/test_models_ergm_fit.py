@@ -120,6 +120,8 @@ def test_bad_networks_are_refused():
         fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0, float("nan")])
     with pytest.raises(ValueError, match="init must be 2 finite values"):
         fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0])
+    with pytest.raises(ValueError, match="cannot reach effective_size=64"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", num_chains=4, num_draws=16)
 
 
 def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
@@ -129,7 +131,7 @@ def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
         raise AssertionError("the MPLE was computed although init was given")
 
     monkeypatch.setattr("numpyro_ugm.models.ergm_fit.mple", no_mple)
-    fit = fit_ergm(graph, formula, init=exact, sampler="sparse", num_draws=16,
+    fit = fit_ergm(graph, formula, init=exact, sampler="sparse", num_draws=32,
                    log_likelihood=False, max_iterations=1)
     np.testing.assert_array_equal(fit.mcmle.theta_history[0], exact)
 

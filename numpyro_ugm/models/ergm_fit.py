@@ -220,6 +220,20 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         triadic = _check_triadic("fit_ergm", triadic)
     if threads is not None:
         threads = check_count("fit_ergm", "threads", threads)
+    num_chains = check_count("fit_ergm", "num_chains", num_chains)
+    num_draws = check_count("fit_ergm", "num_draws", num_draws)
+    if effective_size is not None and not effective_size > 0:
+        raise ValueError(f"fit_ergm: effective_size must be > 0 or None, got {effective_size!r}")
+    if effective_size is not None and num_chains * num_draws < 2 * effective_size:
+        # the adaptive sample keeps at most 2 num_draws per chain: with fewer than
+        # 2 effective_size draws it can only get there by near-independent draws, and
+        # doubles the interval towards max_interval
+        raise ValueError(f"fit_ergm: num_chains x num_draws = {num_chains * num_draws} "
+                         f"draws per sample cannot reach effective_size={effective_size:g} "
+                         f"without intervals long enough to make every draw nearly "
+                         f"independent; draw at least 2 x effective_size = "
+                         f"{2 * effective_size:g} (more chains or draws), or lower "
+                         f"effective_size")
     if init is not None:
         given = init
         try:
@@ -252,8 +266,6 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))
         start = init if init is not None else sampled_mple(sample).theta
         reference = sampled_reference(net, terms, sample) if log_likelihood else None
-    num_chains = check_count("fit_ergm", "num_chains", num_chains)
-    num_draws = check_count("fit_ergm", "num_draws", num_draws)
     if sampler == "sparse":
         interval = 1024 if interval is None else check_count("fit_ergm", "interval", interval)
         burnin = 16 * interval if burnin is None else int(burnin)
@@ -267,8 +279,6 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         simulator = dense_simulator(net, statistics, terms, y, num_chains, burnin=burnin,
                                     decay=decay)
 
-    if effective_size is not None and not effective_size > 0:
-        raise ValueError(f"fit_ergm: effective_size must be > 0 or None, got {effective_size!r}")
     max_interval = (1024 * interval if max_interval is None
                     else max(interval, check_count("fit_ergm", "max_interval", max_interval)))
     simulate, current, rewind = _adaptive_simulate(simulator, num_draws, interval, burnin,

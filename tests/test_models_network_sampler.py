@@ -419,6 +419,8 @@ def test_bad_input_raises():
         init([0, 1], 3, 1, directed=False, statistics0=[1.0])
     with pytest.raises(TypeError, match="integer"):
         init([[0.0, 1.0]], 3, 1, directed=False, statistics0=[1.0])
+    with pytest.raises(TypeError, match="adjacency_bits must be True or False"):
+        init([[0, 1]], 3, 1, directed=False, statistics0=[1.0], adjacency_bits="yes")
     with pytest.raises(ValueError, match="below the largest degree"):
         init([[0, 1], [0, 2]], 3, 1, directed=False, statistics0=[1.0], max_degree=1)
     with pytest.raises(ValueError, match="num_chains"):

@@ -297,9 +297,10 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
     """
     n = check_count("init_network_chains", "num_nodes", num_nodes, minimum=2)
     C = check_count("init_network_chains", "num_chains", num_chains)
-    if not isinstance(directed, (bool, np.bool_)):
-        raise TypeError(f"init_network_chains: directed must be True or False, got "
-                        f"{directed!r}")
+    for name, flag in (("directed", directed), ("adjacency_bits", adjacency_bits)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"init_network_chains: {name} must be True or False, got "
+                            f"{flag!r}")
     e = _check_edges(edges, n, bool(directed))
     observed = _largest_degree(e, n, directed)
     if max_degree is None:

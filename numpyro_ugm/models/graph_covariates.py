@@ -28,9 +28,16 @@ from .graphs import pair_tables
 __all__ = ["COVARIATE_TERMS"]
 
 
-def _dyadic(names, covariate, num_nodes, directed):
-    """A dyad-independent :class:`Term` with covariates ``covariate(i, j)`` -> (..., k)
-    of node index arrays."""
+def _dyadic(names, form, num_nodes, directed):
+    """A dyad-independent :class:`Term` whose covariates x(i, j) (..., k) are given by
+    ``form`` (also the term's ``native`` form for the compiled sampler), one of
+
+    * ``("add", U, V)``: U[i] + V[j], U and V (n, k);
+    * ``("table", codes, T)``: T[codes[i], codes[j]], codes (n,) and T (L, L, k);
+    * ``("absdiff", a, p)``: abs(a[i] − a[j])^p, a (n,), k = 1;
+    * ``("matrix", M)``: M[i, j], M (n, n), k = 1."""
+    covariate = covariate_of(form)
+
     def statistic(y, A):
         _, i, j = pair_tables(num_nodes, directed)
         return y @ covariate(jnp.asarray(i), jnp.asarray(j)).astype(y.dtype)
@@ -38,7 +45,26 @@ def _dyadic(names, covariate, num_nodes, directed):
     def change(view):
         return covariate(view.i, view.j).astype(view.value.dtype)
 
-    return Term(tuple(names), "dyadic", statistic, change)
+    return Term(tuple(names), "dyadic", statistic, change, native=form)
+
+
+def covariate_of(form):
+    """``covariate(i, j) -> (..., k)`` float32 of node index arrays, from a form of
+    :func:`_dyadic`."""
+    kind, *args = form
+    if kind == "add":
+        u, v = (jnp.asarray(a, jnp.float32) for a in args)
+        return lambda i, j: u[i] + v[j]
+    if kind == "table":
+        code, table = jnp.asarray(args[0]), jnp.asarray(args[1], jnp.float32)
+        return lambda i, j: table[code[i], code[j]]
+    if kind == "absdiff":
+        a, power = jnp.asarray(args[0], jnp.float32), float(args[1])
+        return lambda i, j: (jnp.abs(a[i] - a[j]) ** power)[..., None]
+    if kind == "matrix":
+        matrix = jnp.asarray(args[0], jnp.float32)
+        return lambda i, j: matrix[i, j][..., None]
+    raise ValueError(f"ergm: unknown covariate form {kind!r}")
 
 
 def _label(value) -> str:
@@ -74,11 +100,10 @@ def _nodecov(which):
         attr = spec_arguments(spec, ("attr",), {})["attr"]
         if which != "nodecov" and not net.directed:
             raise ValueError(f"ergm: term {which} is for directed networks; use nodecov")
-        a = jnp.asarray(net.attribute(attr, spec.name, numeric=True))
-        pick = {"nodecov": lambda i, j: a[i] + a[j], "nodeocov": lambda i, j: a[i],
-                "nodeicov": lambda i, j: a[j]}[which]
-        return _dyadic([f"{which}.{attr}"], lambda i, j: pick(i, j)[..., None],
-                       net.num_nodes, net.directed)
+        a = net.attribute(attr, spec.name, numeric=True)[:, None]
+        zero = np.zeros_like(a)
+        u, v = {"nodecov": (a, a), "nodeocov": (a, zero), "nodeicov": (zero, a)}[which]
+        return _dyadic([f"{which}.{attr}"], ("add", u, v), net.num_nodes, net.directed)
     return build
 
 
@@ -93,16 +118,12 @@ def _nodefactor(which):
         if not keep:
             raise ValueError(f"ergm: {spec}: attribute {attr!r} has one level; nothing is "
                              "left after leaving out the base")
-        code, kept = jnp.asarray(codes), jnp.asarray(keep)
-
-        def covariate(i, j):
-            hit_i = (code[i][..., None] == kept).astype(jnp.float32)
-            hit_j = (code[j][..., None] == kept).astype(jnp.float32)
-            return {"nodefactor": hit_i + hit_j, "nodeofactor": hit_i,
-                    "nodeifactor": hit_j}[which]
-
+        hit = (codes[:, None] == np.asarray(keep)).astype(float)  # (n, levels kept)
+        zero = np.zeros_like(hit)
+        u, v = {"nodefactor": (hit, hit), "nodeofactor": (hit, zero),
+                "nodeifactor": (zero, hit)}[which]
         names = [f"{which}.{attr}.{_label(levels[c])}" for c in keep]
-        return _dyadic(names, covariate, net.num_nodes, net.directed)
+        return _dyadic(names, ("add", u, v), net.num_nodes, net.directed)
     return build
 
 
@@ -110,36 +131,26 @@ def _nodematch(spec, net, decay):
     args = spec_arguments(spec, ("attr", "diff"), {"diff": False, "levels": None})
     attr = args["attr"]
     levels, codes, chosen = _levels(net.attribute(attr, spec.name), spec, args["levels"])
-    code = jnp.asarray(codes)
-    if not args["diff"]:
-        if chosen is not None:
-            kept = jnp.asarray([int(np.flatnonzero(levels == c)[0]) for c in chosen])
-            return _dyadic([f"nodematch.{attr}"],
-                           lambda i, j: ((code[i] == code[j]) & jnp.any(
-                               code[i][..., None] == kept, -1))[..., None].astype(jnp.float32),
-                           net.num_nodes, net.directed)
-        return _dyadic([f"nodematch.{attr}"],
-                       lambda i, j: (code[i] == code[j])[..., None].astype(jnp.float32),
-                       net.num_nodes, net.directed)
     keep = (list(range(len(levels))) if chosen is None
             else [int(np.flatnonzero(levels == c)[0]) for c in chosen])
-    kept = jnp.asarray(keep)
-
-    def covariate(i, j):
-        same = (code[i] == code[j])[..., None]
-        return (same & (code[i][..., None] == kept)).astype(jnp.float32)
-
-    names = [f"nodematch.{attr}.{_label(levels[c])}" for c in keep]
-    return _dyadic(names, covariate, net.num_nodes, net.directed)
+    same = np.eye(len(levels), dtype=bool)  # (L, L): a_i = a_j
+    kept = np.isin(np.arange(len(levels)), keep)
+    if not args["diff"]:  # [a_i = a_j, a kept level]
+        table = (same & kept[:, None])[..., None]
+        names = [f"nodematch.{attr}"]
+    else:  # per kept level l: [a_i = a_j = l]
+        table = same[..., None] & (np.arange(len(levels))[:, None, None] == keep)
+        names = [f"nodematch.{attr}.{_label(levels[c])}" for c in keep]
+    return _dyadic(names, ("table", codes, table.astype(float)), net.num_nodes,
+                   net.directed)
 
 
 def _absdiff(spec, net, decay):
     args = spec_arguments(spec, ("attr", "pow"), {"pow": 1})
     attr, power = args["attr"], float(args["pow"])
-    a = jnp.asarray(net.attribute(attr, spec.name, numeric=True))
+    a = net.attribute(attr, spec.name, numeric=True)
     name = f"absdiff.{attr}" if power == 1 else f"absdiff{format_number(power)}.{attr}"
-    return _dyadic([name], lambda i, j: (jnp.abs(a[i] - a[j]) ** power)[..., None],
-                   net.num_nodes, net.directed)
+    return _dyadic([name], ("absdiff", a, power), net.num_nodes, net.directed)
 
 
 def _nodemix(spec, net, decay):
@@ -150,19 +161,13 @@ def _nodemix(spec, net, decay):
     # statnet's order: the first level varying fastest; undirected keeps a ≤ b
     cells = [(a, b) for b in range(L) for a in range(L) if net.directed or a <= b]
     keep = [cells[c] for c in _drop(cells, args["base"], spec, "mixing cells")]
-    cell_index = np.full((L, L), len(keep), np.int32)
+    table = np.zeros((L, L, len(keep)))  # one column per kept cell
     for k, (a, b) in enumerate(keep):
-        cell_index[a, b] = k
+        table[a, b, k] = 1.0
         if not net.directed:
-            cell_index[b, a] = k
-    code, table = jnp.asarray(codes), jnp.asarray(cell_index)
-
-    def covariate(i, j):
-        cell = table[code[i], code[j]]
-        return (cell[..., None] == jnp.arange(len(keep))).astype(jnp.float32)
-
+            table[b, a, k] = 1.0
     names = [f"mix.{attr}.{_label(levels[a])}.{_label(levels[b])}" for a, b in keep]
-    return _dyadic(names, covariate, net.num_nodes, net.directed)
+    return _dyadic(names, ("table", codes, table), net.num_nodes, net.directed)
 
 
 def _edgecov(spec, net, decay):
@@ -183,9 +188,10 @@ def _edgecov(spec, net, decay):
         bad = np.argwhere(~np.isfinite(x))[0]
         raise ValueError(f"ergm: edgecov{'.' + name if name else ''} is not finite at dyad "
                          f"{tuple(int(v) for v in bad)}")
-    matrix = jnp.asarray(x, jnp.float32)
-    return _dyadic([f"edgecov.{name}" if name else "edgecov"],
-                   lambda i, j: matrix[i, j][..., None], n, net.directed)
+    if not net.directed:  # x_ij of i < j, read whichever way round the pair comes
+        x = np.triu(x, 1) + np.triu(x, 1).T
+    return _dyadic([f"edgecov.{name}" if name else "edgecov"], ("matrix", x), n,
+                   net.directed)
 
 
 #: the covariate terms by name

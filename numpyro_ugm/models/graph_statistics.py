@@ -62,8 +62,9 @@ def _stack(*columns):
 
 def _edges(spec, net, decay):
     spec_arguments(spec, (), {})
+    half = np.full((net.num_nodes, 1), 0.5)  # 1 = 1/2 + 1/2 as a covariate form
     return Term(("edges",), "dyadic", lambda y, A: _stack(jnp.sum(y, -1)),
-                lambda v: _stack(_ones(v)))
+                lambda v: _stack(_ones(v)), native=("add", half, half))
 
 
 def _kstar(spec, net, decay, k=None):
@@ -82,14 +83,14 @@ def _kstar(spec, net, decay, k=None):
 
     return Term((f"kstar{k}",), "dyadic" if k == 1 else "node", statistic,
                 lambda v: _stack(_binomial(v.degree_i, k - 1) + _binomial(v.degree_j, k - 1)),
-                multilinear=k <= 3)
+                multilinear=k <= 3, native=("kstar", (k,)))
 
 
 def _triangle(spec, net, decay):
     spec_arguments(spec, (), {})
     # trace(A³)/6: with a zero diagonal each term is a product of three distinct pairs
     return Term(("triangle",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1)) / 6),
-                lambda v: _stack(v.shared))
+                lambda v: _stack(v.shared), native=("triangle",))
 
 
 def _isolates(spec, net, decay):
@@ -107,7 +108,8 @@ def _isolates(spec, net, decay):
 
         def change(v):
             return _stack(-((v.degree_i == 0).astype(v.value.dtype) + (v.degree_j == 0)))
-    return Term(("isolates",), "node", statistic, change, empty=(net.num_nodes,))
+    return Term(("isolates",), "node", statistic, change, empty=(net.num_nodes,),
+                native=("isolates_directed",) if net.directed else ("isolates",))
 
 
 def _degree_counts(kind):
@@ -136,7 +138,8 @@ def _degree_counts(kind):
             return gain(v.out_i if kind == "odegree" else v.in_j)
 
         empty = tuple(float(net.num_nodes) if x == 0 else 0.0 for x in ds)
-        return Term(names, "node", statistic, change, multilinear=False, empty=empty)
+        return Term(names, "node", statistic, change, multilinear=False, empty=empty,
+                    native=(kind, ds))
     return build
 
 
@@ -172,7 +175,8 @@ def _gwesp(spec, net, decay):
         def change(v):
             return _stack(scale * (1 - r ** v.shared) + v.partner_terms(r))
         name = f"gwesp.fixed.{format_number(alpha)}"
-    return Term((name,), "partners", statistic, change, multilinear=False)
+    return Term((name,), "partners", statistic, change, multilinear=False,
+                native=("gwesp_otp" if net.directed else "gwesp", (), r))
 
 
 def _gwdegree(kind):
@@ -193,7 +197,7 @@ def _gwdegree(kind):
             return _stack(r ** (v.in_j if kind == "gwidegree" else v.out_i))
         short = {"gwdegree": "gwdeg", "gwidegree": "gwideg", "gwodegree": "gwodeg"}[kind]
         return Term((f"{short}.fixed.{format_number(alpha)}",), "node", statistic, change,
-                    multilinear=False)
+                    multilinear=False, native=(kind, (), r))
     return build
 
 
@@ -204,7 +208,7 @@ def _mutual(spec, net, decay):
     spec_arguments(spec, (), {})
     return Term(("mutual",), "node",
                 lambda y, A: _stack(jnp.sum(A * jnp.swapaxes(A, -1, -2), (-2, -1)) / 2),
-                lambda v: _stack(v.reverse))
+                lambda v: _stack(v.reverse), native=("mutual",))
 
 
 def _directed_star(kind):
@@ -224,7 +228,7 @@ def _directed_star(kind):
         def change(v):
             return _stack(_binomial(v.in_j if kind == "istar" else v.out_i, k - 1))
         return Term((f"{kind}{k}",), "dyadic" if k == 1 else "node", statistic, change,
-                    multilinear=k <= 2)
+                    multilinear=k <= 2, native=(kind, (k,)))
     return build
 
 
@@ -233,7 +237,8 @@ def _ttriple(spec, net, decay):
     # Σ_{i,j,k} y_ij y_jk y_ik; toggling a → b changes the triples where it is i→j, j→k
     # or i→k: |out(a)∩out(b)| + |in(a)∩in(b)| + |out(a)∩in(b)|
     return Term(("ttriple",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1))),
-                lambda v: _stack(v.shared_out + v.shared_in + v.two_paths))
+                lambda v: _stack(v.shared_out + v.shared_in + v.two_paths),
+                native=("ttriple",))
 
 
 def _ctriple(spec, net, decay):
@@ -241,7 +246,7 @@ def _ctriple(spec, net, decay):
     # Σ y_ij y_jk y_ki / 3 = trace(A³)/3; toggling a → b closes #(out(b) ∩ in(a)) cycles
     return Term(("ctriple",), "node",
                 lambda y, A: _stack(jnp.sum((A @ A) * jnp.swapaxes(A, -1, -2), (-2, -1)) / 3),
-                lambda v: _stack(v.cycles))
+                lambda v: _stack(v.cycles), native=("ctriple",))
 
 
 # --- the table of terms --------------------------------------------------------------

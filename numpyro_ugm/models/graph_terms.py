@@ -51,6 +51,12 @@ class Term:
         (then its gradient in y is its change statistics too).
     empty : tuple of float
         s of the empty graph (the start of the sparse sampler's running statistics).
+    native : tuple or None
+        The term as data for the compiled sparse sampler
+        (:mod:`~numpyro_ugm.models.network_native`): a covariate form (``("add", U,
+        V)``, ``("table", codes, T)``, ``("absdiff", a, p)``, ``("matrix", M)``) or a
+        structural operation (``("gwesp", (), r)``, ``("degree", (d, ...))``, ...); None
+        for terms users build (the JAX sampler runs them).
     """
 
     names: tuple
@@ -59,6 +65,7 @@ class Term:
     change: Callable
     multilinear: bool = True
     empty: tuple | None = None
+    native: tuple | None = None
 
     @property
     def size(self) -> int:

@@ -33,10 +33,11 @@ from .graph_statistics import statistics_of
 from .graphs import pair_tables
 from .network_chains import (DegreeOverflowError, default_max_degree, init_network_chains,
                              network_edges)
+from .network_native import native_chains, native_program, native_run
 from .network_sampler import network_mh_step, simulate_statistics
 
-__all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "change_function",
-           "triadic_weight", "chain_groups"]
+__all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "native_sampler",
+           "change_function", "triadic_weight", "chain_groups"]
 
 
 class NetworkSimulator:
@@ -216,29 +217,54 @@ def _each_group(fn, groups):
     return [f.result() for f in futures]
 
 
+def native_sampler(terms, num_nodes: int, native: bool | None = None):
+    """The terms as a program of the compiled sampler
+    (:mod:`~numpyro_ugm.models.network_native`), or None for the JAX sampler: ``native``
+    None picks the compiled one when every term is built in, True requires it (an error
+    naming a term without a native form), False refuses it."""
+    if native is not None and not isinstance(native, (bool, np.bool_)):
+        raise TypeError(f"sparse_simulator: native must be None, True or False, got "
+                        f"{native!r}")
+    if native is False:
+        return None
+    program = native_program(terms, num_nodes)
+    if program is None and native:
+        user = [t.names[0] for t in terms if getattr(t, "native", None) is None]
+        raise ValueError(f"sparse_simulator: native=True needs numba and terms that are "
+                         f"all built in; {user or 'numba'} cannot run compiled (pass "
+                         f"native=None to use the JAX sampler for them)")
+    return program
+
+
 def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: int,
                      max_degree: int | None = None, triadic: float | None = None,
-                     threads: int | None = None) -> NetworkSimulator:
-    """A :class:`NetworkSimulator` of tie / no-tie Metropolis–Hastings chains
-    (:mod:`~numpyro_ugm.models.network_sampler`; a share ``triadic`` of triadic proposals,
-    default :func:`triadic_weight`) started at the observed ties ``edges`` (m, 2) with
-    statistics ``observed``; each call first runs ``burnin`` proposals (by default) at
-    the new θ, then records a draw every ``interval`` proposals. The chains run in
-    groups on ``threads`` threads (:func:`chain_groups`). A chain that outgrows the
+                     threads: int | None = None,
+                     native: bool | None = None) -> NetworkSimulator:
+    """A :class:`NetworkSimulator` of tie / no-tie Metropolis–Hastings chains (a share
+    ``triadic`` of triadic proposals, default :func:`triadic_weight`) started at the
+    observed ties ``edges`` (m, 2) with statistics ``observed``; each call first runs
+    ``burnin`` proposals (by default) at the new θ, then records a draw every
+    ``interval`` proposals. The chains run in groups on ``threads`` threads
+    (:func:`chain_groups`), compiled by numba when every term is built in
+    (:mod:`~numpyro_ugm.models.network_native`; ``native``: see :func:`native_sampler`),
+    else in JAX (:mod:`~numpyro_ugm.models.network_sampler`). A chain that outgrows the
     neighbour lists restarts them all at the observed network with 1.5 times the
     capacity (unless ``max_degree`` fixes it)."""
     change_fn = change_function(terms)
     triadic = triadic_weight(terms) if triadic is None else triadic
     default_burnin = int(burnin)
     groups = chain_groups(num_chains, threads)
+    program = native_sampler(terms, net.num_nodes, native)
 
     def start(capacity):
         capacity = capacity or default_max_degree(edges, net.num_nodes, net.directed)
-        bits = adjacency_bits_pay(terms, net.num_nodes, capacity, num_chains, net.directed)
-        return tuple(init_network_chains(edges, net.num_nodes, size, directed=net.directed,
-                                         statistics0=observed, max_degree=capacity,
-                                         adjacency_bits=bits)
-                     for _, size in groups)
+        bits = program is None and adjacency_bits_pay(terms, net.num_nodes, capacity,
+                                                      num_chains, net.directed)
+        states = tuple(init_network_chains(edges, net.num_nodes, size, directed=net.directed,
+                                           statistics0=observed, max_degree=capacity,
+                                           adjacency_bits=bits)
+                       for _, size in groups)
+        return states if program is None else tuple(native_chains(s) for s in states)
 
     chains = {"now": start(max_degree)}
 
@@ -249,6 +275,16 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
 
             def run(group):
                 (offset, _), state = group
+                if program is not None:
+                    state, stats, _, full = native_run(state, program, theta,
+                                                       _key_words(key), offset, burnin,
+                                                       num_draws, interval, triadic)
+                    if full >= 0:
+                        raise DegreeOverflowError(
+                            f"network sampler: chain {offset + full} needed a node with "
+                            f"more than max_degree={state.max_degree} neighbours; pass a "
+                            f"larger max_degree (or check that theta is not degenerate)")
+                    return state, stats
                 if burnin:
                     state = network_mh_step(first, state, theta, change_fn, burnin, triadic,
                                             first_chain=offset)[0]
@@ -258,7 +294,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
             try:
                 results = _each_group(run, list(zip(groups, states)))
                 chains["now"] = tuple(state for state, _ in results)
-                return jnp.concatenate([stats for _, stats in results])
+                return np.concatenate([np.asarray(stats) for _, stats in results])
             except DegreeOverflowError:
                 # a node outgrew the neighbour lists: the chains restart at the observed
                 # network with 1.5 times the capacity (unless the user fixed it); the
@@ -273,3 +309,11 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
         return [e for state in chains["now"] for e in network_edges(state)]
 
     return NetworkSimulator(simulate, networks, "sparse", burnin, chains)
+
+
+def _key_words(key):
+    """The last two 32-bit words of a JAX key (typed or raw), the compiled sampler's
+    seed."""
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return [int(w) for w in np.asarray(key, np.uint32).ravel()[-2:]]

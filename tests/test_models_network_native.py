@@ -1,0 +1,241 @@
+"""The compiled sparse sampler (models/network_native.py) and its place in the sparse
+simulator.
+
+* Its change statistics of every built-in term (undirected and directed, structural
+  and covariate) against the dense ones, which are checked against definitions in
+  test_models_graph_terms.py: every dyad of random networks, both orders of a pair.
+* Its stationary distribution against exact enumeration (a 5-node undirected and a
+  4-node directed model with covariates, triangles / triples and gwesp), TNT alone and
+  with half the proposals triadic; far off at a wrong θ and without the proposal ratio.
+* The running statistics equal the statistics of the final networks on real networks
+  (faux.mesa.high, faux.dixon.high), and the lists, edge positions and degrees stay
+  consistent.
+* Reproducible for a key, the same draws for chains split into groups; the simulator
+  picks it for built-in terms, the JAX sampler for a term without a native form, and
+  grows the neighbour lists when a chain outgrows them.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from numpyro_ugm import datasets
+from numpyro_ugm.models import network_chains as nc
+from numpyro_ugm.models import network_native as nn
+from numpyro_ugm.models import network_simulation as sim
+from numpyro_ugm.models.ergm_fit import _observed_network
+from numpyro_ugm.models.graph_statistics import (change_statistics_of, resolve_terms,
+                                                 statistics_of)
+from numpyro_ugm.models.graph_terms import Network, Term
+from numpyro_ugm.models.graphs import pair_tables
+from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+
+UNDIRECTED = ("edges + kstar(2) + kstar(3) + triangle + isolates + degree(c(0, 1, 3)) "
+              "+ gwesp(0.7, fixed=TRUE) + gwdegree(0.4, fixed=TRUE) + nodecov('x') "
+              "+ nodefactor('g') + nodematch('g') + nodematch('g', diff=TRUE) "
+              "+ absdiff('x', pow=2) + nodemix('g') + edgecov('w')")
+DIRECTED = ("edges + mutual + istar(2) + ostar(2) + ttriple + ctriple + isolates "
+            "+ idegree(c(0, 2)) + odegree(1) + gwidegree(0.3, fixed=TRUE) "
+            "+ gwodegree(0.6, fixed=TRUE) + gwesp(0.7, fixed=TRUE) + nodecov('x') "
+            "+ nodeocov('x') + nodeicov('x') + nodeofactor('g') + nodeifactor('g') "
+            "+ nodematch('g') + nodemix('g') + absdiff('x') + edgecov('w')")
+
+
+def network(n, directed, seed=0):
+    rng = np.random.default_rng(seed)
+    return Network(n, directed, {"x": rng.normal(size=n).round(2),
+                                 "g": rng.choice(["a", "b", "c"], n)},
+                   {"w": rng.normal(size=(n, n)).round(2)})
+
+
+def random_edges(rng, n, density, directed):
+    _, i, j = pair_tables(n, directed)
+    keep = rng.random(len(i)) < density
+    return np.stack([i[keep], j[keep]], 1), keep.astype(np.float32)
+
+
+def native_state(edges, net, terms, num_chains, max_degree=None):
+    observed = sparse_statistics(net, terms, edges)
+    state = nc.init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,
+                                   statistics0=observed, max_degree=max_degree)
+    return nn.native_chains(state)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_change_statistics_of_every_term_match_the_dense_ones(directed):
+    n = 9
+    net = network(n, directed)
+    terms = resolve_terms(DIRECTED if directed else UNDIRECTED, net)
+    program = nn.native_program(terms, n)
+    assert program is not None
+    _, i, j = pair_tables(n, directed)
+    for density in (0.2, 0.5, 0.8):
+        edges, y = random_edges(np.random.default_rng(int(density * 10)), n, density,
+                                directed)
+        state = native_state(edges, net, terms, 1, max_degree=n - 1)
+        dense = np.asarray(change_statistics_of(y, net, terms))
+        for d in range(len(i)):
+            got = nn.native_change(state, program, i[d], j[d])
+            np.testing.assert_allclose(got, dense[d], rtol=1e-5, atol=1e-5,
+                                       err_msg=f"dyad ({i[d]}, {j[d]}), density {density}")
+            if not directed:  # the pair read the other way round
+                np.testing.assert_allclose(nn.native_change(state, program, j[d], i[d]),
+                                           dense[d], rtol=1e-5, atol=1e-5)
+
+
+def exact_expectation(net, terms):
+    """E_θ[s] over every graph on the network's nodes."""
+    _, i, _ = pair_tables(net.num_nodes, net.directed)
+    ys = np.array(list(itertools.product([0.0, 1.0], repeat=len(i))), np.float32)
+    table = np.asarray(statistics_of(ys, net, terms), float)
+
+    def expectation(theta):
+        logw = table @ np.asarray(theta, float)
+        w = np.exp(logw - logw.max())
+        return w @ table / w.sum()
+
+    return expectation
+
+
+def z_scores(draws, expected, burn_in=50):
+    """(average of chain means − expected) / its standard error from the spread of the
+    independent chains' means."""
+    means = draws[:, burn_in:].mean(1)
+    se = means.std(0, ddof=1) / np.sqrt(len(means))
+    return (means.mean(0) - expected) / se
+
+
+CASES = {  # directed, n, formula, θ, wrong θ
+    "undirected": (False, 5, "edges + nodematch('g') + triangle + gwesp(0.7, fixed=TRUE)",
+                   [-0.6, 0.4, 0.35, 0.25], [-0.4, 0.4, 0.35, 0.25]),
+    "directed": (True, 4, "edges + mutual + ttriple + gwesp(0.7, fixed=TRUE) "
+                 "+ nodeofactor('g')", [-0.5, 0.6, 0.15, 0.2, 0.3],
+                 [-0.3, 0.6, 0.15, 0.2, 0.3]),
+}
+
+
+@pytest.mark.parametrize("case", ["undirected", "directed"])
+@pytest.mark.parametrize("triadic", [0.0, 0.5])
+def test_distribution_matches_exact_enumeration(case, triadic):
+    directed, n, formula, theta, wrong = CASES[case]
+    net = network(n, directed, seed=3)
+    terms = resolve_terms(formula, net)
+    program = nn.native_program(terms, n)
+    state = native_state(np.zeros((0, 2), int), net, terms, 64, max_degree=n - 1)
+    expectation = exact_expectation(net, terms)
+
+    def draws(ratio_weight=1.0, key=(0, 1)):
+        return nn.native_run(state, program, theta, key, 0, 0, 400, 8, triadic,
+                             ratio_weight)[1]
+
+    sample = draws()
+    assert np.max(np.abs(z_scores(sample, expectation(theta)))) < 4.5
+    assert np.max(np.abs(z_scores(sample, expectation(wrong)))) > 8
+    # without the proposal ratio q(y' -> y) / q(y -> y') the chains settle elsewhere
+    assert np.max(np.abs(z_scores(draws(0.0), expectation(theta)))) > 8
+
+
+def check_consistent(state, directed):
+    """Lists, edge positions, degrees and the edge list agree, for every chain."""
+    for c in range(state.lists.shape[0]):
+        m = state.num_edges[c]
+        edges = state.edges[c, :m]
+        assert len({tuple(e) for e in edges.tolist()}) == m
+        sides = [(state.lists, state.degree, 0, 1)]
+        sides.append((state.in_lists, state.in_degree, 1, 0) if directed
+                     else (state.lists, state.degree, 1, 0))
+        for lists, degree, head, tail in sides:
+            counts = np.bincount(edges[:, head], minlength=lists.shape[1])
+            if not directed:
+                counts = np.bincount(edges.ravel(), minlength=lists.shape[1])
+            np.testing.assert_array_equal(degree[c], counts)
+            for p, e in enumerate(edges):
+                row = lists[c, e[head], :degree[c, e[head]]]
+                assert row[row[:, 0] == e[tail], 1].tolist() == [p]
+        assert np.all(state.lists[c, :, :, 0][
+            np.arange(state.lists.shape[2]) >= state.degree[c][:, None]] == -1)
+
+
+@pytest.mark.parametrize("name, formula, theta", [
+    ("faux.mesa.high", "edges + nodematch('Grade') + nodefactor('Sex') + kstar(2) "
+     "+ gwesp(0.5, fixed=TRUE) + gwdegree(0.8, fixed=TRUE)",
+     [-5.8, 1.9, 0.1, -0.05, 1.2, -0.3]),
+    ("faux.dixon.high", "edges + mutual + nodematch('grade') + ttriple + ctriple "
+     "+ gwesp(0.5, fixed=TRUE) + istar(2)", [-5.0, 2.5, 1.6, 0.05, -0.1, 0.4, 0.01]),
+])
+def test_running_statistics_match_the_final_networks(name, formula, theta):
+    net, edges = _observed_network(datasets.network(name), None)
+    terms = resolve_terms(formula, net)
+    program = nn.native_program(terms, net.num_nodes)
+    state = native_state(edges, net, terms, 3, max_degree=64)
+    state, draws, acceptance, overflow = nn.native_run(state, program, theta, (5, 6), 0,
+                                                       20000, 4, 5000, 0.5)
+    assert overflow == -1 and np.all(acceptance > 0.05)
+    check_consistent(state, net.directed)
+    for c, e in enumerate(nc.network_edges(state)):
+        exact = np.asarray(sparse_statistics(net, terms, e), float)
+        np.testing.assert_allclose(state.statistics[c], exact, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(draws[c, -1], exact, rtol=1e-6, atol=1e-6)
+    # the chains moved away from the observed network
+    assert not np.allclose(draws[:, -1], sparse_statistics(net, terms, edges))
+
+
+def test_reproducible_and_independent_of_the_grouping():
+    net = network(30, False)
+    terms = resolve_terms("edges + triangle + nodematch('g')", net)
+    program = nn.native_program(terms, 30)
+    edges, _ = random_edges(np.random.default_rng(1), 30, 0.1, False)
+    state = native_state(edges, net, terms, 4)
+
+    def run(state, key, first=0):
+        return nn.native_run(state, program, [-2.0, 0.2, 0.5], key, first, 100, 20, 50,
+                             0.3)[1]
+
+    whole = run(state, (7, 8))
+    np.testing.assert_array_equal(whole, run(state, (7, 8)))  # the input is not changed
+    halves = [run(native_state(edges, net, terms, 2), (7, 8), first) for first in (0, 2)]
+    np.testing.assert_array_equal(whole, np.concatenate(halves))
+    assert not np.array_equal(whole, run(state, (7, 9)))
+
+
+def simulator(net, terms, edges, **options):
+    observed = sparse_statistics(net, terms, edges)
+    return sim.sparse_simulator(net, terms, edges, observed, 4, burnin=200, threads=2,
+                                **options)
+
+
+def test_the_simulator_runs_built_in_terms_compiled_and_others_in_jax():
+    net = network(30, False)
+    edges, _ = random_edges(np.random.default_rng(2), 30, 0.1, False)
+    terms = resolve_terms("edges + triangle", net)
+    s = simulator(net, terms, edges)
+    assert sim.native_sampler(terms, 30) is not None
+    assert isinstance(s._chains["now"][0].lists, np.ndarray)  # the compiled state
+    draws = s.simulate(np.array([-2.0, 0.1]), np.array([0, 3], np.uint32), 5, 100)
+    assert draws.shape == (4, 5, 2)
+    # a term without a native form (as users build them) runs in JAX
+    user = Term(("mine",), "dyadic", terms[0].statistic, terms[0].change)
+    s = simulator(net, (terms[1], user), edges)
+    assert not isinstance(s._chains["now"][0].lists, np.ndarray)
+    with pytest.raises(ValueError, match=r"native=True .* \['mine'\]"):
+        simulator(net, (terms[1], user), edges, native=True)
+    with pytest.raises(TypeError, match="native must be None, True or False"):
+        simulator(net, terms, edges, native="yes")
+    # native=False: the JAX sampler for built-in terms too
+    s = simulator(net, terms, edges, native=False)
+    assert not isinstance(s._chains["now"][0].lists, np.ndarray)
+
+
+def test_the_simulator_grows_the_lists_when_a_chain_outgrows_them():
+    net = network(40, False)
+    edges = np.array([[0, 1], [1, 2]])
+    terms = resolve_terms("edges", net)
+    s = simulator(net, terms, edges)
+    assert s._chains["now"][0].max_degree == 16
+    draws = s.simulate(np.array([1.5]), np.array([0, 4], np.uint32), 4, 2000)
+    assert s._chains["now"][0].max_degree > 16  # dense: degrees near 0.8 (n − 1)
+    assert np.all(draws[:, -1, 0] > 500)
+    with pytest.raises(nc.DegreeOverflowError, match="max_degree=16"):
+        simulator(net, terms, edges, max_degree=16).simulate(
+            np.array([1.5]), np.array([0, 4], np.uint32), 4, 2000)

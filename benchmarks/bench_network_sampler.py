@@ -17,6 +17,7 @@ Rows (each printed as a RESULT line, with its settings):
 a. faux.magnolia.high (1,461 nodes, 974 edges, N = 1,066,530 dyads), edges + gwesp(0.25)
    and edges + triangles: proposals per second of ours with 1, 8, 32 and 128 chains in
    one call, of the most chains split over the CPU's cores (as ``fit_ergm`` runs them),
+   of the compiled sampler (numba, ``network_native``; on one thread and on every core),
    of the pure-Python sampler and of ergmx; ratios measured in this run. And the time of
    one "sweep" equivalent (N proposals) at each rate (the package's dense Gibbs sweep
    is O(n³) here: not run).
@@ -39,7 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from numpyro_ugm.models import network_chains as nc
+from numpyro_ugm.models import network_native as nn
 from numpyro_ugm.models import network_sampler as ns
+from numpyro_ugm.models.graph_statistics import resolve_terms
 from numpyro_ugm.models.network_simulation import _each_group, chain_groups
 
 try:
@@ -188,6 +191,29 @@ def our_rate(edges, n, theta, model, num_chains, num_proposals, threads=1):
             float(np.mean(acceptance)), float(np.mean(final_edges)))
 
 
+def native_rate(edges, n, theta, model, num_chains, num_proposals, threads=1):
+    """(proposals per second, compile seconds) of the compiled sampler
+    (numpyro_ugm.models.network_native), the chains in ``threads`` groups on threads."""
+    formula = f"edges + gwesp({DECAY}, fixed=TRUE)" if model == "gwesp" else "edges + triangle"
+    program = nn.native_program(resolve_terms(formula, n), n)
+    groups = chain_groups(num_chains, threads)
+    states = [nn.native_chains(nc.init_network_chains(
+        edges, n, size, directed=False, statistics0=statistics_of(edges, n, model)))
+        for _, size in groups]
+
+    def step(group):
+        (offset, _), state = group
+        return nn.native_run(state, program, theta, (0, 1), offset, num_proposals, 0, 1,
+                             0.0)
+
+    t = time.perf_counter()
+    nn.native_run(states[0], program, theta, (0, 1), 0, 10, 0, 1, 0.0)
+    first = time.perf_counter() - t
+    seconds = timeit_many({"run": lambda: _each_group(step, list(zip(groups, states)))}, 3,
+                          warmup=0)["run"]
+    return num_chains * num_proposals / seconds, first
+
+
 def random_network(n, num_edges, seed):
     rng = np.random.default_rng(seed)
     chosen = set()
@@ -227,6 +253,17 @@ def compare(label, edges, n, theta, model, chain_counts, num_proposals, python_p
                f"{chains} chains on {cores} threads", f"{rate:.3g}",
                f"{num_proposals} proposals per chain, {jax.default_backend()}")
         rates[chains] = max(rates[chains], rate)
+    chains = max(chain_counts)
+    for threads in sorted({1, cores}):
+        rate, first = native_rate(edges, n, theta, model, chains, 10 * num_proposals,
+                                  threads)
+        print(f"{label} {model}: compiled (numba), {chains} chains on {threads} "
+              f"thread(s): {rate:.3g} proposals/s ({rate / rates[chains]:.2f}x the JAX "
+              f"sampler's best), first call {first:.1f} s", flush=True)
+        report(f"TNT sampler {label} edges+{model}: proposals per second, compiled, "
+               f"{chains} chains on {threads} thread(s)", f"{rate:.3g}",
+               f"{10 * num_proposals} proposals per chain")
+        rates[f"compiled, {threads} thread(s)"] = rate
     if not python_proposals:  # our rates only (e.g. on an accelerator)
         return
     t = time.perf_counter()
@@ -241,17 +278,21 @@ def compare(label, edges, n, theta, model, chain_counts, num_proposals, python_p
               f"{burnins}: {theirs:.3g} proposals/s; a sweep-equivalent "
               f"{num_dyads / theirs:.1f} s", flush=True)
     best = max(rates, key=rates.get)
+    best_label = f"JAX, {best} chains" if isinstance(best, int) else best
     report(f"TNT sampler {label} edges+{model}: proposals per second, pure Python",
            f"{python:.3g}", f"{python_proposals} proposals, one chain")
-    report(f"TNT sampler {label} edges+{model}: ours ({best} chains) / pure Python",
+    report(f"TNT sampler {label} edges+{model}: ours ({best_label}) / pure Python",
            f"{rates[best] / python:.2f}", "proposals per second, same run")
-    report(f"TNT sampler {label} edges+{model}: ours (1 chain) / pure Python",
-           f"{rates[min(rates)] / python:.2f}", "proposals per second, same run")
+    report(f"TNT sampler {label} edges+{model}: ours (JAX, 1 chain) / pure Python",
+           f"{rates[min(chain_counts)] / python:.2f}", "proposals per second, same run")
     if theirs is not None:
         report(f"TNT sampler {label} edges+{model}: proposals per second, ergmx",
                f"{theirs:.3g}", f"slope between burn-ins {burnins}, one chain")
-        report(f"TNT sampler {label} edges+{model}: ours ({best} chains) / ergmx",
+        report(f"TNT sampler {label} edges+{model}: ours ({best_label}) / ergmx",
                f"{rates[best] / theirs:.2f}", "proposals per second, same run")
+        report(f"TNT sampler {label} edges+{model}: ours (compiled, 1 thread) / ergmx",
+               f"{rates['compiled, 1 thread(s)'] / theirs:.2f}",
+               "proposals per second, same run, one core each")
 
 
 def main():

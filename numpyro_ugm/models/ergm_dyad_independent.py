@@ -113,6 +113,11 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         raise ValueError(f"{owner}: weights must be {len(x)} finite values >= 0, one per row "
                          f"of change_statistics, got shape {w.shape}")
     scale = np.maximum(w @ np.abs(x), 1.0)
+    # dyads with the same change statistics (covariates with few levels) are one row
+    # with their total weight: the same sums, a Newton step on a handful of rows
+    where = _row_classes(x)
+    w = np.bincount(where, weights=w)
+    x = x[np.unique(where, return_index=True)[1]]
 
     def sums(t, full):
         eta = x @ t
@@ -124,6 +129,17 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
 
     return newton_mle(sums, observed, scale, theta0=theta0, max_iterations=max_iterations,
                       tol=tol, prior_scale=prior_scale)
+
+
+def _row_classes(x):
+    """Labels 0 .. u − 1 of the distinct rows of ``x`` (N, k), in sorted order: column
+    by column, the labels so far combined with the column's own (1-D uniques, far
+    faster than ``np.unique(axis=0)``)."""
+    labels = np.zeros(len(x), np.int64)
+    for column in x.T:
+        values, codes = np.unique(column, return_inverse=True)
+        labels = np.unique(labels * len(values) + codes.ravel(), return_inverse=True)[1]
+    return labels.ravel()
 
 
 def newton_mle(sums: Callable, observed: ArrayLike, scale: ArrayLike, *,

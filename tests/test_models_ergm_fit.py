@@ -113,7 +113,11 @@ def test_bad_networks_are_refused():
     with pytest.raises(ValueError, match="triadic must be a probability"):
         fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
     with pytest.raises(ValueError, match="sparse sampler"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", triadic=0.5)  # auto: Gibbs
+        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", triadic=0.5)
+    with pytest.raises(ValueError, match="native=True asks for the compiled sparse"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", native=True)
+    with pytest.raises(TypeError, match="native must be None, True or False"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", native="yes")
     with pytest.raises(ValueError, match="threads"):
         fit_ergm(nx.path_graph(4), "edges + triangle", threads=0)
     with pytest.raises(ValueError, match=r"init must be 2 finite values.*'triangle'"):

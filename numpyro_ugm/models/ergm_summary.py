@@ -336,8 +336,9 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
     """The :class:`ErgmFit` of an estimate θ: a final sample there (``repeats``
     ``simulate`` calls), :func:`~numpyro_ugm.models.ergm_standard_errors.mcmle_standard_errors`
     (with ``update``, one last Geyer–Thompson step first), and with ``log_likelihood`` the
-    bridge log-likelihood, AIC and BIC (from ``bridge_simulate`` if given, e.g. a cheaper
-    sampler: the bridges need fewer draws than the standard errors). ``record`` (the
+    bridge log-likelihood, AIC and BIC (from ``bridge_simulate`` if given, called once per
+    bridge, e.g. a cheaper sampler: the bridges need fewer draws than the standard
+    errors; else from ``repeats`` calls of ``simulate`` per bridge). ``record`` (the
     :func:`~numpyro_ugm.models.ergm_mcmle.mcmle` run) supplies the convergence report;
     without it, ``method``, ``message`` and ``converged`` do (an estimate from elsewhere,
     e.g. another estimator)."""
@@ -361,7 +362,8 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
     if log_likelihood:
         bridge = log_likelihood_bridge(bridge_simulate or simulate, errors.estimates,
                                        observed, num_dyads, key=key_bridge,
-                                       num_bridges=num_bridges, repeats=repeats,
+                                       num_bridges=num_bridges,
+                                       repeats=1 if bridge_simulate else repeats,
                                        reference=bridge_reference)
         ll, ll_se = bridge.log_likelihood, bridge.stderr
     aic, bic = _information_criteria(ll, k, num_dyads)

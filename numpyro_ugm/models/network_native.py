@@ -176,21 +176,22 @@ def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
 # --- the kernel ------------------------------------------------------------------------
 
 if numba is not None:
-    _jit = numba.njit(cache=True, nogil=True, fastmath=False)
+    _jit = numba.njit(cache=True, nogil=True)
+    _inline = numba.njit(cache=True, nogil=True, inline="always")
 else:  # pragma: no cover
     def _jit(f):
         return f
+    _inline = _jit
 
 
-@_jit
+@_inline
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@_jit
-def _next(rng, c):
-    """The next 64-bit word of chain c's xoshiro256** generator."""
-    s0, s1, s2, s3 = rng[c, 0], rng[c, 1], rng[c, 2], rng[c, 3]
+@_inline
+def _step(s0, s1, s2, s3):
+    """One step of xoshiro256** with state (s0, s1, s2, s3): (64-bit word, new state)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
     t = s1 << np.uint64(17)
     s2 ^= s0
@@ -199,23 +200,22 @@ def _next(rng, c):
     s0 ^= s3
     s2 ^= t
     s3 = _rotl(s3, 45)
-    rng[c, 0], rng[c, 1], rng[c, 2], rng[c, 3] = s0, s1, s2, s3
-    return result
+    return result, s0, s1, s2, s3
 
 
-@_jit
+@_inline
 def _below(word, count):
     """A uniform integer in [0, count) from the top 32 bits of a 64-bit word."""
     return np.int64(((word >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 
-@_jit
+@_inline
 def _uniform(word):
     """A uniform float in (0, 1) from the top 53 bits."""
     return (np.float64(word >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
-@_jit
+@_inline
 def _slot(lists, c, i, degree_i, j):
     """Slot of j in i's list, or -1."""
     for s in range(degree_i):
@@ -224,13 +224,13 @@ def _slot(lists, c, i, degree_i, j):
     return -1
 
 
-@_jit
+@_inline
 def _mark(lists, c, i, degree_i, marks, stamp):
     for s in range(degree_i):
         marks[lists[c, i, s, 0]] = stamp
 
 
-@_jit
+@_inline
 def _count(lists, c, i, degree_i, marks, stamp):
     """#{x in i's list: marks[x] == stamp}."""
     total = 0
@@ -240,7 +240,7 @@ def _count(lists, c, i, degree_i, marks, stamp):
     return total
 
 
-@_jit
+@_inline
 def _binomial(x, k):
     """C(x, k) for integers x ≥ 0."""
     if x < k:
@@ -251,7 +251,7 @@ def _binomial(x, k):
     return np.float64(np.round(out))
 
 
-@_jit
+@_inline
 def _dyadic(prog_u, prog_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
             abs_cols, mat_values, mat_cols, i, j, delta):
     """The dyad-independent terms' covariates x(i, j) into ``delta``."""
@@ -268,11 +268,12 @@ def _dyadic(prog_u, prog_v, tab_codes, tab_values, tab_cols, abs_values, abs_pow
         delta[mat_cols[p]] += mat_values[p, i, j]
 
 
-@_jit
+@_inline
 def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j, value,
                        marks_i, marks_j, stamp, delta):
-    """The structural terms' Δs of the undirected pair (i, j), counts with the pair off.
-    Returns whether N(i) was marked with ``stamp`` in ``marks_i``."""
+    """The structural terms' Δs of the undirected pair (i, j), counts with the pair off,
+    set in their columns of ``delta`` (where :func:`_dyadic` left 0). Returns whether
+    N(i) was marked with ``stamp`` in ``marks_i``."""
     d_i = degree[c, i] - value
     d_j = degree[c, j] - value
     shared = -1
@@ -319,12 +320,13 @@ def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
     return shared >= 0
 
 
-@_jit
+@_inline
 def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
                      in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c, stamp,
                      delta):
-    """The structural terms' Δs of the tie i -> j, counts with the tie off. Marks: a =
-    out(i), b = in(j), c = in(i), each made when first needed."""
+    """The structural terms' Δs of the tie i -> j, counts with the tie off, set in their
+    columns of ``delta``. Marks: a = out(i), b = in(j), c = in(i), each made when first
+    needed."""
     out_i = degree[c, i] - value
     in_i = in_degree[c, i]
     out_j = degree[c, j]
@@ -385,7 +387,7 @@ def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
             delta[col] = -(((out_i + in_i) == 0) * 1.0 + ((out_j + in_j) == 0) * 1.0)
 
 
-@_jit
+@_inline
 def _remove(lists, degree, c, i, s):
     """Move the last slot of i's list into slot s."""
     last = degree[c, i] - 1
@@ -394,7 +396,7 @@ def _remove(lists, degree, c, i, s):
     degree[c, i] = last
 
 
-@_jit
+@_inline
 def _append(lists, degree, c, i, j, position):
     """Add j, at edge position ``position``, to the end of i's list."""
     lists[c, i, degree[c, i], 0] = j
@@ -402,7 +404,7 @@ def _append(lists, degree, c, i, j, position):
     degree[c, i] += 1
 
 
-@_jit
+@_inline
 def _retag(lists, degree, c, i, j, position):
     """Set the edge position of the slot holding j in i's list."""
     lists[c, i, _slot(lists, c, i, degree[c, i], j), 1] = position
@@ -421,18 +423,20 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     k = statistics.shape[1]
     N = n * (n - 1) if directed else n * (n - 1) // 2
     accepted = np.zeros(C, np.int64)
-    marks = np.zeros((3, n), np.int64)
+    marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
+        n, np.int64)
     delta = np.zeros(k)
-    structural = np.zeros(k)
     stamp = 0
     total = burnin + num_draws * interval
     for c in range(C):
+        r0, r1, r2, r3 = rng[c, 0], rng[c, 1], rng[c, 2], rng[c, 3]
+        record, draw = burnin + interval, 0
         th = theta[c]
         for step in range(total):
             m = num_edges[c]
-            w0 = _next(rng, c)
-            w1 = _next(rng, c)
-            w2 = _next(rng, c)
+            w0, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
+            w1, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
+            w2, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             null = False
             if triadic > 0.0 and _uniform(w0) < triadic:
                 if m == 0:
@@ -472,7 +476,8 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 j = _below(w2, n - 1)
                 if j >= i:
                     j += 1
-            u = _uniform(_next(rng, c))
+            w3, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
+            u = _uniform(w3)
             if not null:
                 if not directed and degree[c, i] > degree[c, j]:
                     i, j = j, i  # scan the shorter list; (i, j) is the same pair
@@ -481,21 +486,19 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values,
                         abs_power, abs_cols, mat_values, mat_cols, i, j, delta)
                 stamp += 1
-                structural[:] = 0.0
                 marked_i = False
                 if directed:
                     reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
                     _directed_change(ops, op_cols, op_ints, op_floats, lists, degree,
                                      in_lists, in_degree, c, i, j, value, reverse,
-                                     marks[0], marks[1], marks[2], stamp, structural)
+                                     marks_a, marks_b, marks_c, stamp, delta)
                 else:
                     marked_i = _undirected_change(ops, op_cols, op_ints, op_floats, lists,
-                                                  degree, c, i, j, value, marks[0],
-                                                  marks[1], stamp, structural)
+                                                  degree, c, i, j, value, marks_a,
+                                                  marks_b, stamp, delta)
                 sign = 1.0 - 2.0 * value
                 log_accept = 0.0
                 for col in range(k):
-                    delta[col] += structural[col]
                     log_accept += th[col] * delta[col]
                 log_accept *= sign
                 # the proposal probabilities of the dyad now and after the toggle
@@ -503,17 +506,17 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 if triadic > 0.0:
                     if directed:  # k ∈ out(i) ∩ in(j): (1/outdeg k + 1/indeg k) / 2
                         stamp += 1
-                        _mark(lists, c, i, degree[c, i], marks[0], stamp)
+                        _mark(lists, c, i, degree[c, i], marks_a, stamp)
                         for t in range(in_degree[c, j]):
                             kk = in_lists[c, j, t, 0]
-                            if marks[0, kk] == stamp:
+                            if marks_a[kk] == stamp:
                                 rate += 0.5 * (1.0 / degree[c, kk] + 1.0 / in_degree[c, kk])
                     else:  # k ∈ N(i) ∩ N(j): 1 / d_k
                         if not marked_i:
-                            _mark(lists, c, i, degree[c, i], marks[0], stamp)
+                            _mark(lists, c, i, degree[c, i], marks_a, stamp)
                         for t in range(degree[c, j]):
                             kk = lists[c, j, t, 0]
-                            if marks[0, kk] == stamp:
+                            if marks_a[kk] == stamp:
                                 rate += 1.0 / degree[c, kk]
                 m_after = m + 1 - 2 * value
                 q_now = _q(m, value, N, triadic, rate)
@@ -553,14 +556,15 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                     for col in range(k):
                         statistics[c, col] += sign * delta[col]
                     accepted[c] += 1
-            if step >= burnin and (step - burnin + 1) % interval == 0:
-                draw = (step - burnin + 1) // interval - 1
+            if step + 1 == record:  # the end of an interval
                 for col in range(k):
                     out[c, draw, col] = statistics[c, col]
+                draw += 1
+                record += interval
     return accepted, -1
 
 
-@_jit
+@_inline
 def _q(m, value, N, triadic, rate):
     """The probability that a proposal picks a dyad (``value``: a tie) when the network
     has m ties: TNT, mixed with the triadic proposal's ``rate`` / m."""
@@ -603,7 +607,7 @@ def _change_of(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_c
                tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values,
                mat_cols, ops, op_cols, op_ints, op_floats, c, i, j):
     n, k = lists.shape[1], add_u.shape[1]
-    delta, structural = np.zeros(k), np.zeros(k)
+    delta = np.zeros(k)
     marks = np.zeros((3, n), np.int64)
     value = 1 if _slot(lists, c, i, degree[c, i], j) >= 0 else 0
     _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
@@ -612,11 +616,11 @@ def _change_of(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_c
         reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
         _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
                          in_degree, c, i, j, value, reverse, marks[0], marks[1], marks[2], 1,
-                         structural)
+                         delta)
     else:
         _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j, value,
-                           marks[0], marks[1], 1, structural)
-    return delta + structural
+                           marks[0], marks[1], 1, delta)
+    return delta
 
 
 def native_change(state: NetworkChains, program: NativeProgram, i: int, j: int,

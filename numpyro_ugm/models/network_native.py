@@ -521,8 +521,10 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 m_after = m + 1 - 2 * value
                 q_now = _q(m, value, N, triadic, rate)
                 q_after = _q(m_after, 1 - value, N, triadic, rate)
-                log_accept += ratio_weight * (math.log(q_after) - math.log(q_now))
-                if math.log(u) < log_accept:
+                ratio = q_after / q_now  # one exp per proposal, no logs
+                if ratio_weight != 1.0:
+                    ratio = ratio ** ratio_weight
+                if u < math.exp(log_accept) * ratio:
                     if value == 0:
                         in_full = in_degree[c, j] >= D if directed else degree[c, j] >= D
                         if degree[c, i] >= D or in_full:

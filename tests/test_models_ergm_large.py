@@ -163,7 +163,8 @@ def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one(monkeypatch)
     monkeypatch.setattr(ergm_fit, "SPARSE_LIMIT", 1000)  # "auto" takes the sparse path
     auto = fit_ergm(graph, formula)
     np.testing.assert_allclose(auto.estimates, sparse.estimates, rtol=1e-9)
-    with pytest.raises(NotImplementedError, match="SPARSE_LIMIT"):
+    monkeypatch.setattr(ergm_fit, "DYAD_DRAWS_LIMIT", 1000)
+    with pytest.raises(NotImplementedError, match="DYAD_DRAWS_LIMIT"):
         gof_ergm(auto, 10)
     # the same MLE; the dense observed statistics are float32 sums
     np.testing.assert_allclose(sparse.estimates, dense.estimates, rtol=1e-6)

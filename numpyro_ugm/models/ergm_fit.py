@@ -60,13 +60,16 @@ __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
 #: networks with at most this many dyads use dense block Gibbs under ``sampler="auto"``
 #: when the sparse sampler cannot run compiled (a term users built)
 DENSE_LIMIT = 500
-#: networks with more dyads than this (about 2,050 nodes undirected) get their observed
+#: networks with more dyads than this (about 510 nodes undirected) get their observed
 #: statistics, MPLE and log-likelihood reference from the edge list and neighbour lists
 #: under ``mple_samplesize="auto"``, not from (n, n) matrices: the dense path's O(n³)
-#: work (edges + 2 covariates + gwesp, 1.5 ties per node, 2-core CPU: 20 s at 1,500
-#: nodes, 82 s at 2,900, against 5 s for the sparse path) and O(n²) memory outgrow it,
-#: while below it the exact MPLE costs seconds (faux.magnolia.high: 1.07·10⁶ dyads)
-SPARSE_LIMIT = 2 ** 21
+#: work and its compilation outgrow the rest of a fit (edges + 2 covariates + gwesp, 1.5
+#: ties per node, 2-core CPU: 20 s at 1,500 nodes, 82 s at 2,900, against 5 s for the
+#: sparse path; the whole faux.magnolia.high fit, 1.07·10⁶ dyads, 22 s with the dense
+#: MPLE and 14 s without, once the sampler ran compiled)
+SPARSE_LIMIT = 2 ** 17
+#: the most dyads :func:`gof_ergm` draws one by one for a dyad-independent fit
+DYAD_DRAWS_LIMIT = 2 ** 21
 
 
 @dataclasses.dataclass
@@ -490,11 +493,11 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
     net = info.network
     simulator = info.simulator
     if simulator is None:  # a dyad-independent fit: its dyads are independent Bernoulli
-        if num_dyads(net.num_nodes, net.directed) > SPARSE_LIMIT:
+        if num_dyads(net.num_nodes, net.directed) > DYAD_DRAWS_LIMIT:
             raise NotImplementedError(
                 f"gof_ergm: the goodness of fit of a dyad-independent fit draws every dyad "
                 f"of each simulated network, {num_dyads(net.num_nodes, net.directed)} here: "
-                f"not supported above SPARSE_LIMIT = {SPARSE_LIMIT} dyads")
+                f"not supported above DYAD_DRAWS_LIMIT = {DYAD_DRAWS_LIMIT} dyads")
         X = np.asarray(change_statistics(
             np.zeros(num_dyads(net.num_nodes, net.directed), np.float32), info.statistics,
             network=net), np.float64)

@@ -112,28 +112,29 @@ def simulate_network(n, groups, theta, proposals, seed, edges=None, done=0):
     from numpyro_ugm.models.graph_statistics import resolve_terms
     from numpyro_ugm.models.graph_terms import Network
     from numpyro_ugm.models.network_chains import init_network_chains, network_edges
-    from numpyro_ugm.models.network_sampler import network_mh_step
-    from numpyro_ugm.models.network_simulation import change_function
+    from numpyro_ugm.models.network_native import native_chains, native_program, native_run
     from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
 
     net = Network(n, False, attributes(n, groups, seed))
     terms = resolve_terms(FORMULA, net)
     edges = starting_graph(net.attributes["group"], theta, seed) if edges is None else edges
-    state = init_network_chains(edges, n, 1, directed=False,
-                                statistics0=sparse_statistics(net, terms, edges),
-                                max_degree=64)
-    change = change_function(terms)
+    state = native_chains(init_network_chains(
+        edges, n, 1, directed=False, statistics0=sparse_statistics(net, terms, edges),
+        max_degree=64))
+    program = native_program(terms, n)  # the compiled sampler, TNT proposals only
     key = jax.random.PRNGKey(seed + done)
     start = time.perf_counter()
     for b in range(-(-proposals // SIM_BLOCK)):
         key, sub = jax.random.split(key)
         count = min(SIM_BLOCK, proposals - b * SIM_BLOCK)
-        state, info = network_mh_step(sub, state, theta, change, count)
+        words = [int(w) for w in np.asarray(sub, np.uint32)]
+        state, _, acceptance, overflow = native_run(state, program, theta, words, 0, count,
+                                                    0, 1, 0.0)
+        assert overflow < 0, "a node outgrew 64 neighbours"
         done += count
         print(f"  simulating: {done:.3g} proposals, statistics "
-              f"{np.round(np.asarray(state.statistics[0]), 1)}, acceptance "
-              f"{float(info['acceptance_rate'][0]):.3f}, {time.perf_counter() - start:.0f} s",
-              flush=True)
+              f"{np.round(state.statistics[0], 1)}, acceptance {acceptance[0]:.3f}, "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
     ties = network_edges(state)[0]
     check = sparse_statistics(net, terms, ties)
     print(f"  statistics recomputed from the final edge list: {np.round(check, 1)}")
@@ -177,8 +178,31 @@ def as_graph(n, ties, attrs):
 # --- ours ------------------------------------------------------------------------------
 
 
+def native_rate(graph, theta, num_chains, proposals):
+    """Proposals per second of the compiled sampler (all chains, one thread)."""
+    from numpyro_ugm.models.graph_statistics import resolve_terms
+    from numpyro_ugm.models.graph_terms import as_network
+    from numpyro_ugm.models.graphs import graph_edge_list
+    from numpyro_ugm.models.network_chains import init_network_chains
+    from numpyro_ugm.models.network_native import native_chains, native_program, native_run
+    from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+
+    net = as_network(graph)
+    terms = resolve_terms(FORMULA, net)
+    ties = graph_edge_list(graph)
+    state = native_chains(init_network_chains(
+        ties, net.num_nodes, num_chains, directed=False,
+        statistics0=sparse_statistics(net, terms, ties)))
+    program = native_program(terms, net.num_nodes)
+    native_run(state, program, theta, (0, 0), 0, 10, 0, 1, 0.5)
+    t = time.perf_counter()
+    native_run(state, program, theta, (0, 1), 0, proposals, 0, 1, 0.5)
+    return num_chains * proposals / (time.perf_counter() - t)
+
+
 def sampler_rate(graph, theta, num_chains, proposals):
-    """(proposals per second of all chains together, compile seconds)."""
+    """(proposals per second of all chains together, compile seconds) of the JAX
+    sampler."""
     import jax
 
     from numpyro_ugm.models.graph_statistics import resolve_terms
@@ -305,8 +329,8 @@ def main():
                         help="edges, nodematch.group, nodecov.x, gwesp.fixed.0.25")
     parser.add_argument("--sim-proposals", type=int, default=30_000_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num-chains", type=int, default=32)
-    parser.add_argument("--num-draws", type=int, default=32)
+    parser.add_argument("--num-chains", type=int, default=4)
+    parser.add_argument("--num-draws", type=int, default=256)
     parser.add_argument("--rate-proposals", type=int, default=20_000,
                         help="proposals per chain for the sampler's rate")
     parser.add_argument("--termination", default="confidence",
@@ -344,6 +368,13 @@ def main():
            f"{rate:.3g}", f"{args.num_chains} chains together; {where}")
     report(f"ERGM {n} nodes edges+nodematch+nodecov+gwesp: time per sweep (N proposals)",
            f"{N / rate:.0f} s", f"N = {N}, {args.num_chains} chains together; {where}")
+    compiled = native_rate(graph, theta, args.num_chains, 10 * args.rate_proposals)
+    print(f"compiled sampler: {args.num_chains} chains x {10 * args.rate_proposals} "
+          f"proposals, one thread: {compiled:.3g} proposals/s; a sweep-equivalent "
+          f"{N / compiled:.0f} s", flush=True)
+    report(f"ERGM {n} nodes edges+nodematch+nodecov+gwesp: compiled sampler, time per "
+           f"sweep (N proposals)", f"{N / compiled:.0f} s",
+           f"N = {N}, {args.num_chains} chains, one thread; {where}")
 
     times, observed, start_fit = parts_before_mcmle(graph)
     for part, seconds in times.items():

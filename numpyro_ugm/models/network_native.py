@@ -397,6 +397,33 @@ def _remove(lists, degree, c, i, s):
 
 
 @_inline
+def _neighbour(lists, degree, c, k, word):
+    """A uniform neighbour of k (from a 64-bit word), or -1 if k has none."""
+    if degree[c, k] == 0:
+        return -1
+    return lists[c, k, _below(word, degree[c, k]), 0]
+
+
+@_inline
+def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2):
+    """A triadic proposal (i, j, null): a uniform tie (``w1``) k − i in a random
+    orientation (bit 0 of ``w0``) and a uniform neighbour j of k (``w2``); directed: the
+    tie is i -> k and j an out-neighbour of k, or k -> j and i an in-neighbour of k.
+    ``null`` (no tie, no such neighbour, j = i): a proposal of nothing, rejected."""
+    if m == 0:
+        return 0, 0, True
+    e = _below(w1, m)
+    flip = (w0 & np.uint64(1)) == np.uint64(1)
+    if directed and not flip:
+        k, j = edges[c, e, 0], edges[c, e, 1]
+        i = _neighbour(in_lists, in_degree, c, k, w2)
+    else:
+        i, k = (edges[c, e, 0], edges[c, e, 1]) if flip else (edges[c, e, 1], edges[c, e, 0])
+        j = _neighbour(lists, degree, c, k, w2)
+    return i, j, i < 0 or j < 0 or i == j
+
+
+@_inline
 def _append(lists, degree, c, i, j, position):
     """Add j, at edge position ``position``, to the end of i's list."""
     lists[c, i, degree[c, i], 0] = j
@@ -428,6 +455,8 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     delta = np.zeros(k)
     stamp = 0
     total = burnin + num_draws * interval
+    # the lists that hold each tie's second end: in-lists, or the same lists undirected
+    back, back_degree = (in_lists, in_degree) if directed else (lists, degree)
     for c in range(C):
         r0, r1, r2, r3 = rng[c, 0], rng[c, 1], rng[c, 2], rng[c, 3]
         record, draw = burnin + interval, 0
@@ -439,35 +468,8 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
             w2, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             null = False
             if triadic > 0.0 and _uniform(w0) < triadic:
-                if m == 0:
-                    null = True
-                    i = j = 0
-                else:
-                    e = _below(w1, m)
-                    flip = (w0 & np.uint64(1)) == np.uint64(1)
-                    if directed:
-                        if flip:  # the tie is i -> k, j an out-neighbour of k
-                            i, kk = edges[c, e, 0], edges[c, e, 1]
-                            if degree[c, kk] == 0:
-                                null = True
-                                j = i
-                            else:
-                                j = lists[c, kk, _below(w2, degree[c, kk]), 0]
-                        else:  # the tie is k -> j, i an in-neighbour of k
-                            kk, j = edges[c, e, 0], edges[c, e, 1]
-                            if in_degree[c, kk] == 0:
-                                null = True
-                                i = j
-                            else:
-                                i = in_lists[c, kk, _below(w2, in_degree[c, kk]), 0]
-                    else:
-                        if flip:
-                            kk, i = edges[c, e, 0], edges[c, e, 1]
-                        else:
-                            i, kk = edges[c, e, 0], edges[c, e, 1]
-                        j = lists[c, kk, _below(w2, degree[c, kk]), 0]
-                    if i == j:
-                        null = True
+                i, j, null = _triad(lists, degree, in_lists, in_degree, edges, c, m,
+                                    directed, w0, w1, w2)
             elif ((w0 >> np.uint64(1)) & np.uint64(1)) == np.uint64(1) and m > 0:
                 e = _below(w1, m)
                 i, j = edges[c, e, 0], edges[c, e, 1]
@@ -526,34 +528,24 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                     ratio = ratio ** ratio_weight
                 if u < math.exp(log_accept) * ratio:
                     if value == 0:
-                        in_full = in_degree[c, j] >= D if directed else degree[c, j] >= D
-                        if degree[c, i] >= D or in_full:
+                        if degree[c, i] >= D or back_degree[c, j] >= D:
                             return accepted, c
                         e = m
                         edges[c, e, 0], edges[c, e, 1] = i, j
                         _append(lists, degree, c, i, j, e)
-                        if directed:
-                            _append(in_lists, in_degree, c, j, i, e)
-                        else:
-                            _append(lists, degree, c, j, i, e)
+                        _append(back, back_degree, c, j, i, e)
                         num_edges[c] = m + 1
                     else:
                         e = lists[c, i, slot_i, 1]
                         _remove(lists, degree, c, i, slot_i)
-                        if directed:
-                            _remove(in_lists, in_degree, c, j,
-                                    _slot(in_lists, c, j, in_degree[c, j], i))
-                        else:
-                            _remove(lists, degree, c, j, _slot(lists, c, j, degree[c, j], i))
+                        _remove(back, back_degree, c, j,
+                                _slot(back, c, j, back_degree[c, j], i))
                         last = m - 1
                         if e != last:  # the last edge moves into position e
                             a, b = edges[c, last, 0], edges[c, last, 1]
                             edges[c, e, 0], edges[c, e, 1] = a, b
                             _retag(lists, degree, c, a, b, e)
-                            if directed:
-                                _retag(in_lists, in_degree, c, b, a, e)
-                            else:
-                                _retag(lists, degree, c, b, a, e)
+                            _retag(back, back_degree, c, b, a, e)
                         num_edges[c] = last
                     for col in range(k):
                         statistics[c, col] += sign * delta[col]

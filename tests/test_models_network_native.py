@@ -3,7 +3,8 @@ simulator.
 
 * Its change statistics of every built-in term (undirected and directed, structural
   and covariate) against the dense ones, which are checked against definitions in
-  test_models_graph_terms.py: every dyad of random networks, both orders of a pair.
+  test_models_graph_terms.py: every dyad of random networks, both orders of a pair;
+  and the statistics of a network from its ties added one at a time.
 * Its stationary distribution against exact enumeration (a 5-node undirected and a
   4-node directed model with covariates, triangles / triples and gwesp), TNT alone and
   with half the proposals triadic; far off at a wrong θ and without the proposal ratio.
@@ -75,13 +76,16 @@ def test_change_statistics_of_every_term_match_the_dense_ones(directed):
                                 directed)
         state = native_state(edges, net, terms, 1, max_degree=n - 1)
         dense = np.asarray(change_statistics_of(y, net, terms))
-        for d in range(len(i)):
-            got = nn.native_change(state, program, i[d], j[d])
-            np.testing.assert_allclose(got, dense[d], rtol=1e-5, atol=1e-5,
-                                       err_msg=f"dyad ({i[d]}, {j[d]}), density {density}")
-            if not directed:  # the pair read the other way round
-                np.testing.assert_allclose(nn.native_change(state, program, j[d], i[d]),
-                                           dense[d], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(nn.native_design(state, program, i, j), dense,
+                                   rtol=1e-5, atol=1e-5, err_msg=f"density {density}")
+        if not directed:  # each pair read the other way round
+            np.testing.assert_allclose(nn.native_design(state, program, j, i), dense,
+                                       rtol=1e-5, atol=1e-5)
+        # the statistics of the network, its ties added one at a time
+        empty = np.concatenate([t.empty_value() for t in terms])
+        np.testing.assert_allclose(
+            nn.native_statistics(program, empty, edges, n, directed),
+            np.asarray(statistics_of(y, net, terms), float), rtol=1e-5, atol=1e-4)
 
 
 def exact_expectation(net, terms):

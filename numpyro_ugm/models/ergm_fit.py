@@ -44,14 +44,13 @@ from .ergm_sampled_statistics import multivariate_effective_size, stationary_sta
 from .ergm_summary import ErgmFit, dyad_independent_fit, exact_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
-from .graph_covariates import covariate_design
-from .graph_estimation import mple
 from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics, resolve_terms,
                                term_names)
 from .graph_terms import Network, as_network
 from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
+from .network_chains import init_network_chains
+from .network_native import native_chains, native_design, native_program, native_statistics
 from .network_sampler import _check_triadic
-from .network_native import native_program
 from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
 from .network_sparse_statistics import dyadic_sums, sparse_statistics
 
@@ -274,19 +273,19 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
             raise ValueError(f"fit_ergm: init must be {len(names)} finite values, one per "
                              f"coefficient {list(names)}, got {given!r}")
     y = None if size is not None else _dense_dyads(net, ties)
-    # covariate terms only: their change statistics in numpy (no program to compile)
-    X = None if size is not None else covariate_design(terms, net.num_nodes, net.directed)
-    if X is not None:
-        observed = y.astype(np.float64) @ X
-    elif size is None:
+    # the dense path: the change statistics X (N, k) of every dyad at the observed
+    # network, the MPLE's design (compiled kernel for built-in terms: no JAX program)
+    program = native_program(terms, net.num_nodes)
+    if size is not None:
+        X, observed = None, sparse_statistics(net, terms, ties)
+    elif program is not None:
+        X, observed = _native_design(net, terms, ties, program)
+    else:
+        X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)
         observed = np.asarray(ergm_statistics(y, statistics, decay=decay, network=net),
                               np.float64)
-    else:
-        observed = sparse_statistics(net, terms, ties)
     if all(t.dependence == "dyadic" for t in terms):
         if size is None:
-            X = X if X is not None else np.asarray(
-                change_statistics(y, statistics, decay=decay, network=net), np.float64)
             fit = dyad_independent_fit(X, observed, names)
         else:
             fit = _large_dyad_independent_fit(net, terms, ties, observed, names, size,
@@ -294,10 +293,9 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
         fit.network_fit = NetworkFit(net, ties, statistics, observed, None, 0)
         return fit
     key = _default_key(key)
-    if size is None:
-        start = init if init is not None else np.asarray(
-            mple(y, statistics, network=net, decay=decay).params["theta"], np.float64)
-        reference = _dyad_independent_reference(terms, y, statistics, net, decay, observed)
+    if size is None:  # the MPLE: a logistic regression of y on X (as mple())
+        start = init if init is not None else dyad_independent_mle(X, X.T @ y).theta
+        reference = _dyad_independent_reference(terms, X, observed)
     else:
         sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(key))
         start = init if init is not None else sampled_mple(sample).theta
@@ -462,16 +460,28 @@ def _large_dyad_independent_fit(net, terms, ties, observed, names, size, key):
     return exact_fit(mle, names, num_dyads(net.num_nodes, net.directed))
 
 
-def _dyad_independent_reference(terms, y, statistics, net, decay, observed):
+def _native_design(net, terms, ties, program):
+    """(X (N, k), s_obs): the change statistics of every dyad at the observed network
+    and its statistics, by the compiled sampler's kernel."""
+    state = native_chains(init_network_chains(ties, net.num_nodes, 1, directed=net.directed,
+                                              statistics0=np.zeros(program.k)))
+    _, heads, tails = pair_tables(net.num_nodes, net.directed)
+    empty = np.concatenate([t.empty_value() for t in terms])
+    return (native_design(state, program, heads, tails),
+            native_statistics(program, empty, ties, net.num_nodes, net.directed))
+
+
+def _dyad_independent_reference(terms, X, observed):
     """(θ_ref, log Z(θ_ref)): the dyad-independent terms at their exact MLE (the other
     coefficients 0), where the bridge sampling of the log-likelihood starts, as ergm's;
-    None when no term is dyad independent (the path then starts at θ = 0)."""
+    None when no term is dyad independent (the path then starts at θ = 0). ``X`` (N, k)
+    the change statistics of every dyad."""
     columns = np.cumsum([0] + [t.size for t in terms])
     keep = np.concatenate([np.arange(columns[k], columns[k + 1]) for k, t in enumerate(terms)
                            if t.dependence == "dyadic"] or [np.zeros(0, int)])
     if keep.size == 0:
         return None
-    X = np.asarray(change_statistics(y, statistics, decay=decay, network=net), np.float64)[:, keep]
+    X = X[:, keep]
     fit = dyad_independent_mle(X, observed[keep])
     theta = np.zeros(len(observed))
     theta[keep] = fit.theta

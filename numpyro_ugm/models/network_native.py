@@ -36,7 +36,8 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency; kept for clarity
     numba = None
 
-__all__ = ["native_program", "native_chains", "native_run", "native_change", "available"]
+__all__ = ["native_program", "native_chains", "native_run", "native_design",
+           "native_statistics", "available"]
 
 # --- the structural terms' operation codes ---------------------------------------------
 
@@ -388,6 +389,26 @@ def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
 
 
 @_inline
+def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+           tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+           ops, op_cols, op_ints, op_floats, c, i, j, value, marks_a, marks_b, marks_c,
+           stamp, delta):
+    """Δs of the dyad (i, j) (tie i -> j; ``value`` whether it is on) into ``delta``:
+    the covariate terms, then the structural ones with marks stamped ``stamp``. Returns
+    whether N(i) was marked in ``marks_a`` (undirected)."""
+    _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
+            abs_cols, mat_values, mat_cols, i, j, delta)
+    if directed:
+        reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
+        _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
+                         in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c,
+                         stamp, delta)
+        return False
+    return _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
+                              value, marks_a, marks_b, stamp, delta)
+
+
+@_inline
 def _remove(lists, degree, c, i, s):
     """Move the last slot of i's list into slot s."""
     last = degree[c, i] - 1
@@ -485,19 +506,12 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                     i, j = j, i  # scan the shorter list; (i, j) is the same pair
                 slot_i = _slot(lists, c, i, degree[c, i], j)
                 value = 1 if slot_i >= 0 else 0
-                _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values,
-                        abs_power, abs_cols, mat_values, mat_cols, i, j, delta)
                 stamp += 1
-                marked_i = False
-                if directed:
-                    reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
-                    _directed_change(ops, op_cols, op_ints, op_floats, lists, degree,
-                                     in_lists, in_degree, c, i, j, value, reverse,
-                                     marks_a, marks_b, marks_c, stamp, delta)
-                else:
-                    marked_i = _undirected_change(ops, op_cols, op_ints, op_floats, lists,
-                                                  degree, c, i, j, value, marks_a,
-                                                  marks_b, stamp, delta)
+                marked_i = _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v,
+                                  tab_codes, tab_values, tab_cols, abs_values, abs_power,
+                                  abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
+                                  op_floats, c, i, j, value, marks_a, marks_b, marks_c,
+                                  stamp, delta)
                 sign = 1.0 - 2.0 * value
                 log_accept = 0.0
                 for col in range(k):
@@ -597,30 +611,74 @@ def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
 
 
 @_jit
-def _change_of(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
-               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values,
-               mat_cols, ops, op_cols, op_ints, op_floats, c, i, j):
-    n, k = lists.shape[1], add_u.shape[1]
+def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+            tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+            ops, op_cols, op_ints, op_floats, heads, tails, out):
+    """Δs of the dyads (heads[d], tails[d]) of chain 0 into ``out`` (b, k)."""
+    n, k = lists.shape[1], out.shape[1]
+    marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
+        n, np.int64)
     delta = np.zeros(k)
-    marks = np.zeros((3, n), np.int64)
-    value = 1 if _slot(lists, c, i, degree[c, i], j) >= 0 else 0
-    _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
-            abs_cols, mat_values, mat_cols, i, j, delta)
-    if directed:
-        reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
-        _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
-                         in_degree, c, i, j, value, reverse, marks[0], marks[1], marks[2], 1,
-                         delta)
-    else:
-        _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j, value,
-                           marks[0], marks[1], 1, delta)
-    return delta
+    for d in range(heads.shape[0]):
+        i, j = heads[d], tails[d]
+        value = 1 if _slot(lists, 0, i, degree[0, i], j) >= 0 else 0
+        _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+               ops, op_cols, op_ints, op_floats, 0, i, j, value, marks_a, marks_b, marks_c,
+               d + 1, delta)
+        out[d] = delta
 
 
-def native_change(state: NetworkChains, program: NativeProgram, i: int, j: int,
-                  chain: int = 0) -> np.ndarray:
-    """Δs (k,) of the dyad (i, j) (tie i -> j) of one chain as the kernel computes it:
-    for checking against the JAX terms."""
+@_jit
+def _add_ties(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+              tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+              ops, op_cols, op_ints, op_floats, ties, total):
+    """Add ``ties`` (m, 2) one at a time to chain 0 (empty), summing their Δs into
+    ``total`` (k,)."""
+    n, k = lists.shape[1], total.shape[0]
+    marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
+        n, np.int64)
+    delta = np.zeros(k)
+    back, back_degree = (in_lists, in_degree) if directed else (lists, degree)
+    for t in range(ties.shape[0]):
+        i, j = ties[t, 0], ties[t, 1]
+        _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+               ops, op_cols, op_ints, op_floats, 0, i, j, 0, marks_a, marks_b, marks_c,
+               t + 1, delta)
+        total += delta
+        _append(lists, degree, 0, i, j, t)
+        _append(back, back_degree, 0, j, i, t)
+
+
+def native_design(state: NetworkChains, program: NativeProgram, heads, tails) -> np.ndarray:
+    """Δs (b, k) of the dyads (heads[d], tails[d]) (ties heads -> tails) of the first
+    chain of ``state`` (:func:`native_chains`), as the kernel computes them: the MPLE's
+    design, and for checking against the JAX terms."""
+    heads = np.atleast_1d(np.asarray(heads, np.int64))
+    tails = np.atleast_1d(np.asarray(tails, np.int64))
+    out = np.zeros((len(heads), program.k))
     in_lists, in_degree = _directed_arrays(state)
-    return _change_of(state.lists, state.degree, in_lists, in_degree,
-                      state.in_lists is not None, *program[1:], int(chain), int(i), int(j))
+    _design(state.lists, state.degree, in_lists, in_degree, state.in_lists is not None,
+            *program[1:], heads, tails, out)
+    return out
+
+
+def native_statistics(program: NativeProgram, empty, edges, num_nodes: int,
+                      directed: bool) -> np.ndarray:
+    """s(y) (k,) of the network ``edges`` (m, 2; no loops or repeats): the statistics
+    ``empty`` (k,) of the empty graph plus the Δs of its ties added one at a time."""
+    edges = np.asarray(edges, np.int64).reshape(-1, 2)
+    n = int(num_nodes)
+    degrees = np.bincount(edges.ravel() if not directed else edges[:, 0], minlength=n)
+    if directed:
+        degrees = np.maximum(degrees, np.bincount(edges[:, 1], minlength=n))
+    D = max(int(degrees.max(initial=0)), 1)
+    lists = np.full((1, n, D, 2), -1, np.int32)
+    shape = (1, n, D, 2) if directed else (1, 1, 1, 2)
+    in_lists = np.full(shape, -1, np.int32)
+    degree, in_degree = np.zeros((1, n), np.int32), np.zeros((1, shape[1]), np.int32)
+    total = np.asarray(empty, np.float64).copy()
+    _add_ties(lists, degree, in_lists, in_degree, bool(directed), *program[1:], edges,
+              total)
+    return total

@@ -26,7 +26,7 @@ import numpy as np
 from .graph_terms import Term, format_number, spec_arguments
 from .graphs import pair_tables
 
-__all__ = ["COVARIATE_TERMS", "covariate_of"]
+__all__ = ["COVARIATE_TERMS", "covariate_of", "covariate_design"]
 
 
 def _dyadic(names, form, num_nodes, directed):
@@ -49,13 +49,15 @@ def _dyadic(names, form, num_nodes, directed):
     return Term(tuple(names), "dyadic", statistic, change, native=form)
 
 
-def covariate_of(form):
-    """``covariate(i, j) -> (..., k)`` float32 of node index arrays, from a form of
-    :func:`_dyadic`."""
+def covariate_of(form, xp=jnp):
+    """``covariate(i, j) -> (..., k)`` of node index arrays, from a form of
+    :func:`_dyadic`: in JAX (float32) by default, in numpy (float64) with ``xp=np``."""
     kind, *args = form
+    dtype = np.float64 if xp is np else np.float32
 
-    def array(x, dtype=np.float32):  # converted on the host: no program to compile
-        return jax.device_put(np.asarray(x, dtype))
+    def array(x, dtype=dtype):  # converted on the host: no program to compile
+        x = np.asarray(x, dtype)
+        return x if xp is np else jax.device_put(x)
 
     if kind == "add":
         u, v = array(args[0]), array(args[1])
@@ -65,11 +67,26 @@ def covariate_of(form):
         return lambda i, j: table[code[i], code[j]]
     if kind == "absdiff":
         a, power = array(args[0]), float(args[1])
-        return lambda i, j: (jnp.abs(a[i] - a[j]) ** power)[..., None]
+        return lambda i, j: (xp.abs(a[i] - a[j]) ** power)[..., None]
     if kind == "matrix":
         matrix = array(args[0])
         return lambda i, j: matrix[i, j][..., None]
     raise ValueError(f"ergm: unknown covariate form {kind!r}")
+
+
+def covariate_design(terms, num_nodes: int, directed: bool) -> np.ndarray | None:
+    """The change statistics (N, k) float64 of every dyad (in the order of
+    :func:`~numpyro_ugm.models.graphs.pair_tables`) of terms that are all covariate
+    forms (dyad independent, built in), in numpy; None otherwise."""
+    forms = [getattr(t, "native", None) for t in terms]
+    if any(f is None or f[0] not in COVARIATE_FORMS for f in forms):
+        return None
+    _, i, j = pair_tables(num_nodes, directed)
+    return np.concatenate([covariate_of(f, np)(i, j) for f in forms], axis=1)
+
+
+#: the kinds of covariate forms (:func:`_dyadic`)
+COVARIATE_FORMS = ("add", "table", "absdiff", "matrix")
 
 
 def _label(value) -> str:

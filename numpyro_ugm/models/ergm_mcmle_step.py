@@ -126,17 +126,20 @@ def _geyer_thompson_step(stats, target, max_newton=200, tol=1e-10):
         w = np.exp(lw - special.logsumexp(lw))
         mu = w @ z
         gradient = z_target - mu
-        if np.max(np.abs(gradient)) < tol:
-            converged = True
-            break
         centered = z - mu
         hessian = (centered * w[:, None]).T @ centered
         try:
             direction = np.linalg.solve(hessian, gradient)
         except np.linalg.LinAlgError:
             direction = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        slope = gradient @ direction  # the Newton decrement: twice the gain left
+        # converged: the gradient below tol, or the gain left below the objective's
+        # rounding (on 5,120 draws of faux.mesa.high the gradient stalls at 3e-9 with a
+        # gain of 1e-17 left, and the line search then spent 6,000 evaluations)
+        if np.max(np.abs(gradient)) < tol or slope < 1e-14 * max(1.0, abs(value)):
+            converged = True
+            break
         step = 1.0
-        slope = gradient @ direction
         while step > 1e-12:
             candidate = eta + step * direction
             new_value = objective(candidate)

@@ -72,7 +72,7 @@ class NativeProgram(NamedTuple):
     ops: np.ndarray        # (S,) int32
     op_cols: np.ndarray    # (S,) int32: first column
     op_ints: np.ndarray    # (S, MAX_PARAMS + 1) int32: count, then values
-    op_floats: np.ndarray  # (S,) float64
+    powers: np.ndarray     # (S, n + 1) float64: r^t of the op's decay r (gw terms)
 
 
 def native_program(terms, num_nodes: int) -> NativeProgram | None:
@@ -132,7 +132,8 @@ def native_program(terms, num_nodes: int) -> NativeProgram | None:
         np.asarray([c for _, c in matrices], np.int32),
         np.asarray([o for o, _, _, _ in ops], np.int32),
         np.asarray([c for _, c, _, _ in ops], np.int32), op_ints,
-        np.asarray([r for _, _, _, r in ops], float))
+        np.asarray([r ** np.arange(n + 1.0) for _, _, _, r in ops], float).reshape(
+            len(ops), n + 1))
 
 
 # --- the chains' state -----------------------------------------------------------------
@@ -270,7 +271,7 @@ def _dyadic(prog_u, prog_v, tab_codes, tab_values, tab_cols, abs_values, abs_pow
 
 
 @_inline
-def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j, value,
+def _undirected_change(ops, op_cols, op_ints, powers, lists, degree, c, i, j, value,
                        marks_i, marks_j, stamp, delta):
     """The structural terms' Δs of the undirected pair (i, j), counts with the pair off,
     set in their columns of ``delta`` (where :func:`_dyadic` left 0). Returns whether
@@ -291,8 +292,8 @@ def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
             if op == 1:
                 delta[col] = shared
             else:
-                r = op_floats[s]
-                total = (1.0 - r ** shared) / (1.0 - r)  # e^α (1 − r^s), e^α = 1/(1 − r)
+                # e^α (1 − r^s), e^α = 1/(1 − r); powers[s, t] = r^t
+                total = (1.0 - powers[s, shared]) / (1.0 - powers[s, 1])
                 if shared > 0:
                     if not marked_j:
                         _mark(lists, c, j, degree[c, j], marks_j, stamp)
@@ -306,7 +307,7 @@ def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
                                 y = lists[c, k, x, 0]
                                 sp_i += marks_i[y] == stamp
                                 sp_j += marks_j[y] == stamp
-                            total += r ** sp_i + r ** sp_j
+                            total += powers[s, sp_i] + powers[s, sp_j]
                 delta[col] = total
         elif op == 2:  # isolates
             delta[col] = -((d_i == 0) * 1.0 + (d_j == 0) * 1.0)
@@ -316,13 +317,12 @@ def _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
                 delta[col + t] = ((d_i + 1 == d) * 1.0 - (d_i == d) * 1.0
                                   + (d_j + 1 == d) * 1.0 - (d_j == d) * 1.0)
         elif op == 5:  # gwdegree: r^d_i + r^d_j
-            r = op_floats[s]
-            delta[col] = r ** d_i + r ** d_j
+            delta[col] = powers[s, d_i] + powers[s, d_j]
     return shared >= 0
 
 
 @_inline
-def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
+def _directed_change(ops, op_cols, op_ints, powers, lists, degree, in_lists,
                      in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c, stamp,
                      delta):
     """The structural terms' Δs of the tie i -> j, counts with the tie off, set in their
@@ -361,19 +361,18 @@ def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
                 if not marked_b:
                     _mark(in_lists, c, j, in_degree[c, j], marks_b, stamp)
                     marked_b = True
-                r = op_floats[s]
                 two_paths = _count(in_lists, c, j, in_degree[c, j], marks_a, stamp)
-                total = (1.0 - r ** two_paths) / (1.0 - r)
+                total = (1.0 - powers[s, two_paths]) / (1.0 - powers[s, 1])
                 for t in range(degree[c, j]):  # b ∈ out(i) ∩ out(j): r^tp(i, b)
                     b = lists[c, j, t, 0]
                     if marks_a[b] == stamp:
                         tp = _count(in_lists, c, b, in_degree[c, b], marks_a, stamp) - value
-                        total += r ** tp
+                        total += powers[s, tp]
                 for t in range(in_degree[c, i]):  # a ∈ in(i) ∩ in(j): r^tp(a, j)
                     a = in_lists[c, i, t, 0]
                     if marks_b[a] == stamp:
                         tp = _count(lists, c, a, degree[c, a], marks_b, stamp) - value
-                        total += r ** tp
+                        total += powers[s, tp]
                 delta[col] = total
         elif op == 11 or op == 12:  # idegree(d...) of j / odegree(d...) of i
             d0 = in_j if op == 11 else out_i
@@ -381,9 +380,9 @@ def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
                 d = op_ints[s, 1 + t]
                 delta[col + t] = (d0 + 1 == d) * 1.0 - (d0 == d) * 1.0
         elif op == 13:  # gwidegree
-            delta[col] = op_floats[s] ** in_j
+            delta[col] = powers[s, in_j]
         elif op == 14:  # gwodegree
-            delta[col] = op_floats[s] ** out_i
+            delta[col] = powers[s, out_i]
         elif op == 15:  # isolates (directed)
             delta[col] = -(((out_i + in_i) == 0) * 1.0 + ((out_j + in_j) == 0) * 1.0)
 
@@ -391,7 +390,7 @@ def _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
 @_inline
 def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
            tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-           ops, op_cols, op_ints, op_floats, c, i, j, value, marks_a, marks_b, marks_c,
+           ops, op_cols, op_ints, powers, c, i, j, value, marks_a, marks_b, marks_c,
            stamp, delta):
     """Δs of the dyad (i, j) (tie i -> j; ``value`` whether it is on) into ``delta``:
     the covariate terms, then the structural ones with marks stamped ``stamp``. Returns
@@ -400,11 +399,11 @@ def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes
             abs_cols, mat_values, mat_cols, i, j, delta)
     if directed:
         reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
-        _directed_change(ops, op_cols, op_ints, op_floats, lists, degree, in_lists,
+        _directed_change(ops, op_cols, op_ints, powers, lists, degree, in_lists,
                          in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c,
                          stamp, delta)
         return False
-    return _undirected_change(ops, op_cols, op_ints, op_floats, lists, degree, c, i, j,
+    return _undirected_change(ops, op_cols, op_ints, powers, lists, degree, c, i, j,
                               value, marks_a, marks_b, stamp, delta)
 
 
@@ -462,7 +461,7 @@ def _retag(lists, degree, c, i, j, position):
 def _run(lists, degree, in_lists, in_degree, edges, num_edges,
          statistics, rng, directed, theta, add_u, add_v, tab_codes, tab_values, tab_cols,
          abs_values, abs_power, abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
-         op_floats, burnin, num_draws, interval, triadic, ratio_weight, out):
+         powers, burnin, num_draws, interval, triadic, ratio_weight, out):
     """``burnin`` proposals, then ``num_draws`` × ``interval`` with the statistics
     recorded into ``out`` (C, num_draws, k) after each interval, for every chain in
     turn. Returns (accepted (C,), the first chain that needed more than D neighbours
@@ -510,7 +509,7 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 marked_i = _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v,
                                   tab_codes, tab_values, tab_cols, abs_values, abs_power,
                                   abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
-                                  op_floats, c, i, j, value, marks_a, marks_b, marks_c,
+                                  powers, c, i, j, value, marks_a, marks_b, marks_c,
                                   stamp, delta)
                 sign = 1.0 - 2.0 * value
                 log_accept = 0.0
@@ -613,7 +612,7 @@ def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
 @_jit
 def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
             tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-            ops, op_cols, op_ints, op_floats, heads, tails, out):
+            ops, op_cols, op_ints, powers, heads, tails, out):
     """Δs of the dyads (heads[d], tails[d]) of chain 0 into ``out`` (b, k)."""
     n, k = lists.shape[1], out.shape[1]
     marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
@@ -624,7 +623,7 @@ def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_code
         value = 1 if _slot(lists, 0, i, degree[0, i], j) >= 0 else 0
         _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
                tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-               ops, op_cols, op_ints, op_floats, 0, i, j, value, marks_a, marks_b, marks_c,
+               ops, op_cols, op_ints, powers, 0, i, j, value, marks_a, marks_b, marks_c,
                d + 1, delta)
         out[d] = delta
 
@@ -632,7 +631,7 @@ def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_code
 @_jit
 def _add_ties(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-              ops, op_cols, op_ints, op_floats, ties, total):
+              ops, op_cols, op_ints, powers, ties, total):
     """Add ``ties`` (m, 2) one at a time to chain 0 (empty), summing their Δs into
     ``total`` (k,)."""
     n, k = lists.shape[1], total.shape[0]
@@ -644,7 +643,7 @@ def _add_ties(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_co
         i, j = ties[t, 0], ties[t, 1]
         _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
                tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-               ops, op_cols, op_ints, op_floats, 0, i, j, 0, marks_a, marks_b, marks_c,
+               ops, op_cols, op_ints, powers, 0, i, j, 0, marks_a, marks_b, marks_c,
                t + 1, delta)
         total += delta
         _append(lists, degree, 0, i, j, t)

@@ -7,16 +7,20 @@ Why a second implementation. XLA runs the JAX sampler's step as ~40 kernels with
 gathers and scatters between them: 1.4–3 µs per proposal per core, whatever the number
 of chains (measured: faux.mesa.high, edges + nodematch + gwesp, 4 and 16 chains alike),
 against ~0.3 µs for ergmx's Rust sampler. Here one proposal is a few hundred
-instructions; shared partners are counted with stamp marks (O(D) per set, O(D²) for
-gwesp's partner sums). The JAX sampler stays for terms users write themselves (a
-``change_fn`` of a view) and under ``jit``.
+instructions (0.2–0.35 µs: on a par with ergmx per core); shared partners are counted
+with stamp marks (O(D) per set, O(D²) for gwesp's partner sums), the gw terms' powers
+read from a table. The JAX sampler stays for terms users write themselves (a
+``change_fn`` of a view) and under ``jit``. The kernel also gives the statistics of a
+network and the change statistics of any dyads (:func:`native_statistics`,
+:func:`native_design`: the MPLE's design).
 
 The terms reach this module as data (:attr:`~numpyro_ugm.models.graph_terms.Term.native`):
 dyad-independent terms as one of four forms of their covariate x(i, j) (node sums
-U[i] + V[j], a table over two node codes, |a_i − a_j|^p, a dyadic matrix), which the
+U[i] + V[j], a table over two node codes, abs(a_i − a_j)^p, a dyadic matrix), which the
 JAX side evaluates too (:mod:`~numpyro_ugm.models.graph_covariates`); structural terms
 as an operation code and its parameters, whose change statistic is written here a
-second time (the tests check each against the JAX view's on random networks).
+second time (the tests check each against the dense change statistics on every dyad of
+random networks).
 
 Random numbers: xoshiro256** per chain, seeded from the JAX key and the chain's index
 (``first_chain + c``), so that chains split into groups sample as in one call and a key

@@ -616,42 +616,26 @@ def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
 @_jit
 def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
             tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-            ops, op_cols, op_ints, powers, heads, tails, out):
-    """Δs of the dyads (heads[d], tails[d]) of chain 0 into ``out`` (b, k)."""
+            ops, op_cols, op_ints, powers, heads, tails, add, out):
+    """Δs of the dyads (heads[d], tails[d]) of chain 0 into ``out`` (b, k); with
+    ``add`` each dyad (off) is made a tie after its Δs are taken, so that the rows of
+    ``out`` sum to s(y) − s(empty) of the ties added one at a time to an empty chain."""
     n, k = lists.shape[1], out.shape[1]
     marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
         n, np.int64)
     delta = np.zeros(k)
+    back, back_degree = (in_lists, in_degree) if directed else (lists, degree)
     for d in range(heads.shape[0]):
         i, j = heads[d], tails[d]
-        value = 1 if _slot(lists, 0, i, degree[0, i], j) >= 0 else 0
+        value = 0 if add else (1 if _slot(lists, 0, i, degree[0, i], j) >= 0 else 0)
         _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
                tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
                ops, op_cols, op_ints, powers, 0, i, j, value, marks_a, marks_b, marks_c,
                d + 1, delta)
         out[d] = delta
-
-
-@_jit
-def _add_ties(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
-              tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-              ops, op_cols, op_ints, powers, ties, total):
-    """Add ``ties`` (m, 2) one at a time to chain 0 (empty), summing their Δs into
-    ``total`` (k,)."""
-    n, k = lists.shape[1], total.shape[0]
-    marks_a, marks_b, marks_c = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(
-        n, np.int64)
-    delta = np.zeros(k)
-    back, back_degree = (in_lists, in_degree) if directed else (lists, degree)
-    for t in range(ties.shape[0]):
-        i, j = ties[t, 0], ties[t, 1]
-        _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
-               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-               ops, op_cols, op_ints, powers, 0, i, j, 0, marks_a, marks_b, marks_c,
-               t + 1, delta)
-        total += delta
-        _append(lists, degree, 0, i, j, t)
-        _append(back, back_degree, 0, j, i, t)
+        if add:
+            _append(lists, degree, 0, i, j, d)
+            _append(back, back_degree, 0, j, i, d)
 
 
 def native_design(state: NetworkChains, program: NativeProgram, heads, tails) -> np.ndarray:
@@ -663,7 +647,7 @@ def native_design(state: NetworkChains, program: NativeProgram, heads, tails) ->
     out = np.zeros((len(heads), program.k))
     in_lists, in_degree = _directed_arrays(state)
     _design(state.lists, state.degree, in_lists, in_degree, state.in_lists is not None,
-            *program[1:], heads, tails, out)
+            *program[1:], heads, tails, False, out)
     return out
 
 
@@ -681,7 +665,7 @@ def native_statistics(program: NativeProgram, empty, edges, num_nodes: int,
     shape = (1, n, D, 2) if directed else (1, 1, 1, 2)
     in_lists = np.full(shape, -1, np.int32)
     degree, in_degree = np.zeros((1, n), np.int32), np.zeros((1, shape[1]), np.int32)
-    total = np.asarray(empty, np.float64).copy()
-    _add_ties(lists, degree, in_lists, in_degree, bool(directed), *program[1:], edges,
-              total)
-    return total
+    out = np.zeros((len(edges), program.k))
+    _design(lists, degree, in_lists, in_degree, bool(directed), *program[1:], edges[:, 0],
+            edges[:, 1], True, out)
+    return np.asarray(empty, np.float64) + out.sum(axis=0)

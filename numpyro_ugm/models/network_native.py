@@ -182,6 +182,10 @@ def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
 # --- the kernel ------------------------------------------------------------------------
 
 if numba is not None:
+    # small helpers are inlined by LLVM; numba inlines (``_inline``) the functions that
+    # take the model's ~20 arrays, whose calls made the kernel 2-2.5 times slower
+    # (numba-level inlining of the small ones too doubled the compile time, 18 s -> 9 s
+    # for the kernel without it, at the same speed)
     _jit = numba.njit(cache=True, nogil=True)
     _inline = numba.njit(cache=True, nogil=True, inline="always")
 else:  # pragma: no cover
@@ -190,12 +194,12 @@ else:  # pragma: no cover
     _inline = _jit
 
 
-@_inline
+@_jit
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@_inline
+@_jit
 def _step(s0, s1, s2, s3):
     """One step of xoshiro256** with state (s0, s1, s2, s3): (64-bit word, new state)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
@@ -209,19 +213,19 @@ def _step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@_inline
+@_jit
 def _below(word, count):
     """A uniform integer in [0, count) from the top 32 bits of a 64-bit word."""
     return np.int64(((word >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 
-@_inline
+@_jit
 def _uniform(word):
     """A uniform float in (0, 1) from the top 53 bits."""
     return (np.float64(word >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
-@_inline
+@_jit
 def _slot(lists, c, i, degree_i, j):
     """Slot of j in i's list, or -1."""
     for s in range(degree_i):
@@ -230,13 +234,13 @@ def _slot(lists, c, i, degree_i, j):
     return -1
 
 
-@_inline
+@_jit
 def _mark(lists, c, i, degree_i, marks, stamp):
     for s in range(degree_i):
         marks[lists[c, i, s, 0]] = stamp
 
 
-@_inline
+@_jit
 def _count(lists, c, i, degree_i, marks, stamp):
     """#{x in i's list: marks[x] == stamp}."""
     total = 0
@@ -246,7 +250,7 @@ def _count(lists, c, i, degree_i, marks, stamp):
     return total
 
 
-@_inline
+@_jit
 def _binomial(x, k):
     """C(x, k) for integers x ≥ 0."""
     if x < k:
@@ -411,7 +415,7 @@ def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes
                               value, marks_a, marks_b, stamp, delta)
 
 
-@_inline
+@_jit
 def _remove(lists, degree, c, i, s):
     """Move the last slot of i's list into slot s."""
     last = degree[c, i] - 1
@@ -420,7 +424,7 @@ def _remove(lists, degree, c, i, s):
     degree[c, i] = last
 
 
-@_inline
+@_jit
 def _neighbour(lists, degree, c, k, word):
     """A uniform neighbour of k (from a 64-bit word), or -1 if k has none."""
     if degree[c, k] == 0:
@@ -447,7 +451,7 @@ def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2
     return i, j, i < 0 or j < 0 or i == j
 
 
-@_inline
+@_jit
 def _append(lists, degree, c, i, j, position):
     """Add j, at edge position ``position``, to the end of i's list."""
     lists[c, i, degree[c, i], 0] = j
@@ -455,7 +459,7 @@ def _append(lists, degree, c, i, j, position):
     degree[c, i] += 1
 
 
-@_inline
+@_jit
 def _retag(lists, degree, c, i, j, position):
     """Set the edge position of the slot holding j in i's list."""
     lists[c, i, _slot(lists, c, i, degree[c, i], j), 1] = position
@@ -575,7 +579,7 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     return accepted, -1
 
 
-@_inline
+@_jit
 def _q(m, value, N, triadic, rate):
     """The probability that a proposal picks a dyad (``value``: a tie) when the network
     has m ties: TNT, mixed with the triadic proposal's ``rate`` / m."""

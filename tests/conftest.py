@@ -32,7 +32,7 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 #: a -n 2 --dist loadfile run with --junitxml, 2026-11-27; files under 5 s run after
 #: these, in collection order)
 LONGEST_FIRST = [
-    "test_models_network_native.py",  # numba compiles its kernels: ~60 s cold
+    "test_models_network_native.py",  # numba compiles its kernels: ~45 s cold
     "test_evaluate_enumeration.py",
     "test_models_network_sampler.py",
     "test_estimators_base.py",

@@ -112,7 +112,8 @@ def simulate_network(n, groups, theta, proposals, seed, edges=None, done=0):
     from numpyro_ugm.models.graph_statistics import resolve_terms
     from numpyro_ugm.models.graph_terms import Network
     from numpyro_ugm.models.network_chains import init_network_chains, network_edges
-    from numpyro_ugm.models.network_native import native_chains, native_program, native_run
+    from numpyro_ugm.models.network_native import native_run
+    from numpyro_ugm.models.network_native_terms import native_chains, native_program
     from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
 
     net = Network(n, False, attributes(n, groups, seed))
@@ -184,7 +185,8 @@ def native_rate(graph, theta, num_chains, proposals):
     from numpyro_ugm.models.graph_terms import as_network
     from numpyro_ugm.models.graphs import graph_edge_list
     from numpyro_ugm.models.network_chains import init_network_chains
-    from numpyro_ugm.models.network_native import native_chains, native_program, native_run
+    from numpyro_ugm.models.network_native import native_run
+    from numpyro_ugm.models.network_native_terms import native_chains, native_program
     from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
 
     net = as_network(graph)

@@ -41,6 +41,7 @@ import numpy as np
 
 from numpyro_ugm.models import network_chains as nc
 from numpyro_ugm.models import network_native as nn
+from numpyro_ugm.models import network_native_terms as nt
 from numpyro_ugm.models import network_sampler as ns
 from numpyro_ugm.models.graph_statistics import resolve_terms
 from numpyro_ugm.models.network_simulation import _each_group, chain_groups
@@ -195,9 +196,9 @@ def native_rate(edges, n, theta, model, num_chains, num_proposals, threads=1):
     """(proposals per second, compile seconds) of the compiled sampler
     (numpyro_ugm.models.network_native), the chains in ``threads`` groups on threads."""
     formula = f"edges + gwesp({DECAY}, fixed=TRUE)" if model == "gwesp" else "edges + triangle"
-    program = nn.native_program(resolve_terms(formula, n), n)
+    program = nt.native_program(resolve_terms(formula, n), n)
     groups = chain_groups(num_chains, threads)
-    states = [nn.native_chains(nc.init_network_chains(
+    states = [nt.native_chains(nc.init_network_chains(
         edges, n, size, directed=False, statistics0=statistics_of(edges, n, model)))
         for _, size in groups]
 

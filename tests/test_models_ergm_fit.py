@@ -195,11 +195,11 @@ class _AutocorrelatedChains:
 
 
 def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
-    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+    from numpyro_ugm.models.network_simulation import adaptive_simulate
     from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
-    simulate, current, _ = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
+    simulate, current, _ = adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
     # 256 draws at interval 1 have an effective size of about 256 * 0.01 / 1.99 = 1.3:
     # the chains are continued (no burn-in again) and thinned, the interval doubling
@@ -216,12 +216,12 @@ def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
     assert chains.calls[len(intervals)][1:] == (reached, 16 * reached)
     # the cap ends the growth; without a target one call
     capped = _AutocorrelatedChains()
-    simulate, current, _ = _adaptive_simulate(capped, 64, 1, 16, 64, 4, False)
+    simulate, current, _ = adaptive_simulate(capped, 64, 1, 16, 64, 4, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert max(c[1] for c in capped.calls) <= 4
     assert current["interval"] == 4 and current["burnin"] == 64
     fixed = _AutocorrelatedChains()
-    simulate, _, _ = _adaptive_simulate(fixed, 64, 1, 16, None, 1024, False)
+    simulate, _, _ = adaptive_simulate(fixed, 64, 1, 16, None, 1024, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0))
     assert len(fixed.calls) == 1
 
@@ -230,11 +230,11 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
     """``stop`` (the MCMLE's test that a step lost likelihood) ends the sampling at once,
     at a new θ first screening the burn-in drawn as a sample; ``rewind`` restores the
     simulator's chains and the interval reached before the last change of θ."""
-    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+    from numpyro_ugm.models.network_simulation import adaptive_simulate
 
     # a burn-in (16 steps) shorter than a sample (64 draws): the first sample is screened
     chains = _AutocorrelatedChains()
-    simulate, _, _ = _adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
+    simulate, _, _ = adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
     seen = []
 
     def stop(stats):
@@ -249,7 +249,7 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
     chains = _AutocorrelatedChains()
     rewound = []
     chains.rewind = lambda: rewound.append(True)
-    simulate, current, rewind = _adaptive_simulate(chains, 16, 1, 64, 64, 1024, False)
+    simulate, current, rewind = adaptive_simulate(chains, 16, 1, 64, 64, 1024, False)
     simulate(np.zeros(2), jax.random.PRNGKey(0), stop=lambda stats: False)
     assert chains.calls[:2] == [(16, 4, 0), (16, 1, 0)]
     reached = dict(current)
@@ -263,13 +263,13 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
 
 
 def test_a_start_that_is_not_stationary_is_dropped():
-    from numpyro_ugm.models.ergm_fit import _adaptive_simulate
+    from numpyro_ugm.models.network_simulation import adaptive_simulate
     from numpyro_ugm.models.ergm_sampled_statistics import geweke_p_value
 
     # chains 30 standard deviations from equilibrium, a burn-in far too short (0.99^16):
     # the decay is found and cut, and the rest is centred on the equilibrium
     chains = _AutocorrelatedChains(start=30.0, num_chains=8)
-    simulate, _, _ = _adaptive_simulate(chains, 64, 4, 16, 64, 1024, False)
+    simulate, _, _ = adaptive_simulate(chains, 64, 4, 16, 64, 1024, False)
     stats = simulate(np.zeros(2), jax.random.PRNGKey(0))
     drawn = sum(c[0] for c in chains.calls)
     assert stats.shape[1] < drawn  # something was dropped (the thinning halves too)
@@ -277,7 +277,7 @@ def test_a_start_that_is_not_stationary_is_dropped():
     assert np.all(np.abs(stats.mean(axis=(0, 1))) < 0.5), stats.mean(axis=(0, 1))
     # without the check, the sample of the first call is far off
     fixed = _AutocorrelatedChains(start=30.0, num_chains=8)
-    simulate, _, _ = _adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
+    simulate, _, _ = adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
     assert np.all(simulate(np.zeros(2), jax.random.PRNGKey(0)).mean(axis=(0, 1)) > 3)
 
 

@@ -1,5 +1,5 @@
-"""The compiled sparse sampler (models/network_native.py) and its place in the sparse
-simulator.
+"""The compiled sparse sampler (models/network_native.py, network_native_terms.py) and
+its place in the sparse simulator.
 
 * Its change statistics of every built-in term (undirected and directed, structural
   and covariate) against the dense ones, which are checked against definitions in
@@ -24,6 +24,7 @@ import pytest
 from numpyro_ugm import datasets
 from numpyro_ugm.models import network_chains as nc
 from numpyro_ugm.models import network_native as nn
+from numpyro_ugm.models import network_native_terms as nt
 from numpyro_ugm.models import network_simulation as sim
 from numpyro_ugm.models.ergm_fit import _observed_network
 from numpyro_ugm.models.graph_statistics import (change_statistics_of, resolve_terms,
@@ -60,7 +61,7 @@ def native_state(edges, net, terms, num_chains, max_degree=None):
     observed = sparse_statistics(net, terms, edges)
     state = nc.init_network_chains(edges, net.num_nodes, num_chains, directed=net.directed,
                                    statistics0=observed, max_degree=max_degree)
-    return nn.native_chains(state)
+    return nt.native_chains(state)
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -68,7 +69,7 @@ def test_change_statistics_of_every_term_match_the_dense_ones(directed):
     n = 9
     net = network(n, directed)
     terms = resolve_terms(DIRECTED if directed else UNDIRECTED, net)
-    program = nn.native_program(terms, n)
+    program = nt.native_program(terms, n)
     assert program is not None
     _, i, j = pair_tables(n, directed)
     for density in (0.2, 0.5, 0.8):
@@ -76,15 +77,15 @@ def test_change_statistics_of_every_term_match_the_dense_ones(directed):
                                 directed)
         state = native_state(edges, net, terms, 1, max_degree=n - 1)
         dense = np.asarray(change_statistics_of(y, net, terms))
-        np.testing.assert_allclose(nn.native_design(state, program, i, j), dense,
+        np.testing.assert_allclose(nt.native_design(state, program, i, j), dense,
                                    rtol=1e-5, atol=1e-5, err_msg=f"density {density}")
         if not directed:  # each pair read the other way round
-            np.testing.assert_allclose(nn.native_design(state, program, j, i), dense,
+            np.testing.assert_allclose(nt.native_design(state, program, j, i), dense,
                                        rtol=1e-5, atol=1e-5)
         # the statistics of the network, its ties added one at a time
         empty = np.concatenate([t.empty_value() for t in terms])
         np.testing.assert_allclose(
-            nn.native_statistics(program, empty, edges, n, directed),
+            nt.native_statistics(program, empty, edges, n, directed),
             np.asarray(statistics_of(y, net, terms), float), rtol=1e-5, atol=1e-4)
 
 
@@ -125,7 +126,7 @@ def test_distribution_matches_exact_enumeration(case, triadic):
     directed, n, formula, theta, wrong = CASES[case]
     net = network(n, directed, seed=3)
     terms = resolve_terms(formula, net)
-    program = nn.native_program(terms, n)
+    program = nt.native_program(terms, n)
     state = native_state(np.zeros((0, 2), int), net, terms, 64, max_degree=n - 1)
     expectation = exact_expectation(net, terms)
 
@@ -171,7 +172,7 @@ def check_consistent(state, directed):
 def test_running_statistics_match_the_final_networks(name, formula, theta):
     net, edges = _observed_network(datasets.network(name), None)
     terms = resolve_terms(formula, net)
-    program = nn.native_program(terms, net.num_nodes)
+    program = nt.native_program(terms, net.num_nodes)
     state = native_state(edges, net, terms, 3, max_degree=64)
     state, draws, acceptance, overflow = nn.native_run(state, program, theta, (5, 6), 0,
                                                        20000, 4, 5000, 0.5)
@@ -188,7 +189,7 @@ def test_running_statistics_match_the_final_networks(name, formula, theta):
 def test_reproducible_and_independent_of_the_grouping():
     net = network(30, False)
     terms = resolve_terms("edges + triangle + nodematch('g')", net)
-    program = nn.native_program(terms, 30)
+    program = nt.native_program(terms, 30)
     edges, _ = random_edges(np.random.default_rng(1), 30, 0.1, False)
     state = native_state(edges, net, terms, 4)
 
@@ -243,3 +244,36 @@ def test_the_simulator_grows_the_lists_when_a_chain_outgrows_them():
     with pytest.raises(nc.DegreeOverflowError, match="max_degree=16"):
         simulator(net, terms, edges, max_degree=16).simulate(
             np.array([1.5]), np.array([0, 4], np.uint32), 4, 2000)
+
+
+def test_bad_input_is_refused_before_the_kernel_reads_it():
+    """The kernel reads node and column indices unchecked: every entry point checks."""
+    net = network(6, False)
+    terms = resolve_terms("edges + triangle", net)
+    program = nt.native_program(terms, 6)
+    state = native_state(np.array([[0, 1], [1, 2]]), net, terms, 2)
+    with pytest.raises(ValueError, match="theta must be finite"):
+        nn.native_run(state, program, [np.nan, 0.1], (0, 1), 0, 0, 1, 10, 0.0)
+    with pytest.raises(ValueError, match=r"theta must be finite, of shape \(2,\)"):
+        nn.native_run(state, program, [0.1, 0.2, 0.3], (0, 1), 0, 0, 1, 10, 0.0)
+    with pytest.raises(ValueError, match="triadic must be a probability"):
+        nn.native_run(state, program, [0.1, 0.2], (0, 1), 0, 0, 1, 10, 1.0)
+    with pytest.raises(ValueError, match="interval"):
+        nn.native_run(state, program, [0.1, 0.2], (0, 1), 0, 0, 1, 0, 0.0)
+    with pytest.raises(ValueError, match="key_words must be two integers"):
+        nn.native_run(state, program, [0.1, 0.2], (0, 1, 2), 0, 0, 1, 10, 0.0)
+    other = nt.native_program(resolve_terms("edges + triangle", network(7, False)), 7)
+    with pytest.raises(ValueError, match="the program is for 7 nodes"):
+        nn.native_run(state, other, [0.1, 0.2], (0, 1), 0, 0, 1, 10, 0.0)
+    with pytest.raises(TypeError, match="numpy arrays"):
+        nn.native_run(nc.init_network_chains(np.array([[0, 1]]), 6, 1, directed=False,
+                                             statistics0=np.zeros(2)),
+                      program, [0.1, 0.2], (0, 1), 0, 0, 1, 10, 0.0)
+    with pytest.raises(ValueError, match=r"dyad 1 \(2, 2\) is not a pair"):
+        nt.native_design(state, program, [0, 2], [1, 2])
+    with pytest.raises(ValueError, match=r"dyad 0 \(0, 6\)"):
+        nt.native_design(state, program, [0], [6])
+    with pytest.raises(ValueError, match="repeat"):
+        nt.native_statistics(program, np.zeros(2), [[0, 1], [1, 0]], 6, False)
+    with pytest.raises(ValueError, match=r"empty must have shape \(2,\)"):
+        nt.native_statistics(program, np.zeros(3), [[0, 1]], 6, False)

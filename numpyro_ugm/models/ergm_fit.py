@@ -40,7 +40,6 @@ from .._checks import as_key, check_count
 from .ergm_dyad_independent import dyad_independent_mle, newton_mle
 from .ergm_sampled_mple import mple_samplesize as mple_samplesize_rule
 from .ergm_sampled_mple import sample_dyads, sampled_mple, sampled_reference
-from .ergm_sampled_statistics import multivariate_effective_size, stationary_start
 from .ergm_summary import ErgmFit, dyad_independent_fit, exact_fit, fit_at, mcmle_fit
 from .network_diagnostics import check_ergm_degeneracy
 from .network_goodness_of_fit import GoodnessOfFit, goodness_of_fit
@@ -50,9 +49,11 @@ from .graph_statistics import (DEFAULT_DECAY, change_statistics, ergm_statistics
 from .graph_terms import Network, as_network
 from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
 from .network_chains import init_network_chains
-from .network_native import native_chains, native_design, native_program, native_statistics
+from .network_native_terms import (native_chains, native_design, native_program,
+                                   native_statistics)
 from .network_sampler import _check_triadic
-from .network_simulation import NetworkSimulator, dense_simulator, sparse_simulator
+from .network_simulation import (NetworkSimulator, adaptive_simulate, dense_simulator,
+                                 sparse_simulator)
 from .network_sparse_statistics import dyadic_sums, sparse_statistics
 
 __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
@@ -232,9 +233,10 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     if sampler not in ("auto", "sparse", "gibbs"):
         raise ValueError(f"fit_ergm: sampler must be 'auto', 'sparse' or 'gibbs', got "
                          f"{sampler!r}")
+    # the terms for the compiled kernel (None: users' terms, or native=False)
+    program = None if native is False else native_program(terms, net.num_nodes)
     if sampler == "auto":
-        compiled = native is not False and native_program(terms, net.num_nodes) is not None
-        sampler = "gibbs" if N <= DENSE_LIMIT and not compiled else "sparse"
+        sampler = "gibbs" if N <= DENSE_LIMIT and program is None else "sparse"
     if triadic is not None:
         if sampler != "sparse":
             raise ValueError(f"fit_ergm: triadic= is a share of the sparse sampler's "
@@ -276,7 +278,6 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     y = None if size is not None else _dense_dyads(net, ties)
     # the dense path: the change statistics X (N, k) of every dyad at the observed
     # network, the MPLE's design (compiled kernel for built-in terms: no JAX program)
-    program = native_program(terms, net.num_nodes)
     covariates = None if size is not None else covariate_design(terms, net.num_nodes,
                                                                net.directed)
     if size is not None:
@@ -323,9 +324,9 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
 
     max_interval = (1024 * interval if max_interval is None
                     else max(interval, check_count("fit_ergm", "max_interval", max_interval)))
-    simulate, current, rewind = _adaptive_simulate(simulator, num_draws, interval, burnin,
-                                                   effective_size, max_interval,
-                                                   bool(mcmle_options.get("verbose")))
+    simulate, current, rewind = adaptive_simulate(simulator, num_draws, interval, burnin,
+                                                  effective_size, max_interval,
+                                                  bool(mcmle_options.get("verbose")))
     bridge_draws = max(-(-BRIDGE_DRAWS // num_chains), 2)
 
     def bridge_simulate(theta, k):  # BRIDGE_DRAWS per bridge, in one call
@@ -346,76 +347,6 @@ def fit_ergm(network: Any, statistics: Any = "edges", *, edges: Any = None,
     fit.network_fit = NetworkFit(net, ties, statistics, observed, simulator,
                                  current["interval"], current["burnin"])
     return fit
-
-
-def _adaptive_simulate(simulator, num_draws, interval, burnin, effective_size, max_interval,
-                       verbose):
-    """``simulate(theta, key)`` for :func:`~numpyro_ugm.models.ergm_mcmle.mcmle`, ergm 4's
-    adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
-    ``num_draws`` per chain; drop the start that the Geweke test finds not yet
-    stationary (:func:`~numpyro_ugm.models.ergm_sampled_statistics.stationary_start`, at
-    most half); while the chains still move, or the rest's multivariate effective size is
-    below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
-    (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
-    ``max_interval``; ``stop(stats)`` (the MCMLE's trust region) ends it as soon as it is
-    true of the draws so far (at a new θ first of the burn-in, drawn as a sample of
-    ``num_draws`` draws). Also returns the interval and burn-in reached (shared: later
-    samples start there) and ``rewind()``, which returns the chains and the interval to
-    where they were before the last change of θ."""
-    current = {"interval": interval, "burnin": burnin}
-    checkpoint = {"theta": None, "current": dict(current)}
-
-    def report(message):
-        if verbose:
-            print(message)
-
-    def simulate(theta, key, stop=None):
-        new = checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"])
-        if new:
-            checkpoint.update(theta=np.array(theta), current=dict(current))
-        burnin = current["burnin"]
-        if stop is not None and new and burnin >= num_draws:
-            # the burn-in drawn as a sample, screened: a step whose chains run away is
-            # stopped before the longer sample proper
-            key, sub = jax.random.split(key)
-            warm = np.asarray(simulator.simulate(theta, sub, num_draws, burnin // num_draws,
-                                                 0), np.float64)
-            if stop(warm):
-                return warm
-            burnin = 0
-        key, sub = jax.random.split(key)
-        stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
-                                              burnin), np.float64)
-        if effective_size is None:
-            return stats
-        while True:
-            cut = stationary_start(stats)
-            if cut:
-                stats = stats[:, cut:]
-            ess = 0.0 if cut is None else multivariate_effective_size(stats)
-            if ess >= effective_size or (stop is not None and stop(stats)):
-                return stats
-            if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
-                report(f"interval {current['interval']} (the largest): effective sample "
-                       f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
-                return stats
-            key, sub = jax.random.split(key)
-            more = simulator.simulate(theta, sub, num_draws, current["interval"], 0)
-            stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
-            if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:
-                stats = stats[:, 1::2]
-                current["interval"] *= 2
-                current["burnin"] *= 2
-                report(("chains not stationary" if cut is None else
-                        f"effective sample size {ess:.1f} < {effective_size:g}")
-                       + f": interval {current['interval']}, burn-in {current['burnin']}")
-
-    def rewind():
-        simulator.rewind()
-        current.update(checkpoint["current"])
-        checkpoint["theta"] = None
-
-    return simulate, current, rewind
 
 
 def _fit_with_estimator(estimator, net, statistics, decay, y, start, simulate, bridge,

@@ -53,7 +53,7 @@ class Term:
         s of the empty graph (the start of the sparse sampler's running statistics).
     native : tuple or None
         The term as data for the compiled sparse sampler
-        (:mod:`~numpyro_ugm.models.network_native`): a covariate form (``("add", U,
+        (:mod:`~numpyro_ugm.models.network_native_terms`): a covariate form (``("add", U,
         V)``, ``("table", codes, T)``, ``("absdiff", a, p)``, ``("matrix", M)``) or a
         structural operation (``("gwesp", (), r)``, ``("degree", (d, ...))``, ...); None
         for terms users build (the JAX sampler runs them).

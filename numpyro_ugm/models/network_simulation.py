@@ -28,16 +28,18 @@ from .._checks import check_count
 from ..kernels.base import init_chains, step_chains
 from ..kernels.gibbs import gibbs
 from ..model import UGM
+from .ergm_sampled_statistics import multivariate_effective_size, stationary_start
 from .exponential_random_graph import ergm
 from .graph_statistics import statistics_of
 from .graphs import pair_tables
 from .network_chains import (DegreeOverflowError, default_max_degree, init_network_chains,
                              network_edges)
-from .network_native import native_chains, native_program, native_run
+from .network_native import native_run
+from .network_native_terms import native_chains, native_program
 from .network_sampler import network_mh_step, simulate_statistics
 
 __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "native_sampler",
-           "change_function", "triadic_weight", "chain_groups"]
+           "adaptive_simulate", "change_function", "triadic_weight", "chain_groups"]
 
 
 class NetworkSimulator:
@@ -269,28 +271,32 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
     chains = {"now": start(max_degree)}
 
     def simulate(theta, key, num_draws, interval, burnin):
-        first, second = jax.random.split(key)
-        while True:
-            states = chains["now"]
+        if program is not None:
+            words = _key_words(key)
 
             def run(group):
                 (offset, _), state = group
-                if program is not None:
-                    state, stats, _, full = native_run(state, program, theta,
-                                                       _key_words(key), offset, burnin,
-                                                       num_draws, interval, triadic)
-                    if full >= 0:
-                        raise DegreeOverflowError(
-                            f"network sampler: chain {offset + full} needed a node with "
-                            f"more than max_degree={state.max_degree} neighbours; pass a "
-                            f"larger max_degree (or check that theta is not degenerate)")
-                    return state, stats
+                state, stats, _, full = native_run(state, program, theta, words, offset,
+                                                   burnin, num_draws, interval, triadic)
+                if full >= 0:
+                    raise DegreeOverflowError(
+                        f"network sampler: chain {offset + full} needed a node with more "
+                        f"than max_degree={state.max_degree} neighbours; pass a larger "
+                        f"max_degree (or check that theta is not degenerate)")
+                return state, stats
+        else:
+            first, second = jax.random.split(key)
+
+            def run(group):
+                (offset, _), state = group
                 if burnin:
                     state = network_mh_step(first, state, theta, change_fn, burnin, triadic,
                                             first_chain=offset)[0]
                 return simulate_statistics(second, state, theta, change_fn, num_draws,
                                            interval, triadic, first_chain=offset)
 
+        while True:
+            states = chains["now"]
             try:
                 results = _each_group(run, list(zip(groups, states)))
                 chains["now"] = tuple(state for state, _ in results)
@@ -317,3 +323,74 @@ def _key_words(key):
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)
     return [int(w) for w in np.asarray(key, np.uint32).ravel()[-2:]]
+
+
+def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int,
+                      burnin: int, effective_size: float | None, max_interval: int,
+                      verbose: bool = False):
+    """``simulate(theta, key)`` for :func:`~numpyro_ugm.models.ergm_mcmle.mcmle`, ergm 4's
+    adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
+    ``num_draws`` per chain; drop the start that the Geweke test finds not yet
+    stationary (:func:`~numpyro_ugm.models.ergm_sampled_statistics.stationary_start`, at
+    most half); while the chains still move, or the rest's multivariate effective size is
+    below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
+    (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
+    ``max_interval``; ``stop(stats)`` (the MCMLE's trust region) ends it as soon as it is
+    true of the draws so far (at a new θ first of the burn-in, drawn as a sample of
+    ``num_draws`` draws). Also returns the interval and burn-in reached (shared: later
+    samples start there) and ``rewind()``, which returns the chains and the interval to
+    where they were before the last change of θ."""
+    current = {"interval": interval, "burnin": burnin}
+    checkpoint = {"theta": None, "current": dict(current)}
+
+    def report(message):
+        if verbose:
+            print(message)
+
+    def simulate(theta, key, stop=None):
+        new = checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"])
+        if new:
+            checkpoint.update(theta=np.array(theta), current=dict(current))
+        burnin = current["burnin"]
+        if stop is not None and new and burnin >= num_draws:
+            # the burn-in drawn as a sample, screened: a step whose chains run away is
+            # stopped before the longer sample proper
+            key, sub = jax.random.split(key)
+            warm = np.asarray(simulator.simulate(theta, sub, num_draws, burnin // num_draws,
+                                                 0), np.float64)
+            if stop(warm):
+                return warm
+            burnin = 0
+        key, sub = jax.random.split(key)
+        stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
+                                              burnin), np.float64)
+        if effective_size is None:
+            return stats
+        while True:
+            cut = stationary_start(stats)
+            if cut:
+                stats = stats[:, cut:]
+            ess = 0.0 if cut is None else multivariate_effective_size(stats)
+            if ess >= effective_size or (stop is not None and stop(stats)):
+                return stats
+            if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
+                report(f"interval {current['interval']} (the largest): effective sample "
+                       f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
+                return stats
+            key, sub = jax.random.split(key)
+            more = simulator.simulate(theta, sub, num_draws, current["interval"], 0)
+            stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
+            if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:
+                stats = stats[:, 1::2]
+                current["interval"] *= 2
+                current["burnin"] *= 2
+                report(("chains not stationary" if cut is None else
+                        f"effective sample size {ess:.1f} < {effective_size:g}")
+                       + f": interval {current['interval']}, burn-in {current['burnin']}")
+
+    def rewind():
+        simulator.rewind()
+        current.update(checkpoint["current"])
+        checkpoint["theta"] = None
+
+    return simulate, current, rewind

@@ -30,7 +30,8 @@ import optax
 
 import numpyro_ugm as ugm
 from numpyro_ugm.kernels.base import step_chains
-from numpyro_ugm.models import ergm, ergm_statistics, graph_to_edges, mple, num_pairs
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import ergm_statistics, graph_to_edges, mple, num_pairs
 
 try:
     from _report import report, timeit_many

@@ -109,12 +109,12 @@ def simulate_network(n, groups, theta, proposals, seed, edges=None, done=0):
     proposals, from ``edges`` (after ``done`` proposals) or :func:`starting_graph`."""
     import jax
 
-    from numpyro_ugm.models.graph_statistics import resolve_terms
-    from numpyro_ugm.models.graph_terms import Network
-    from numpyro_ugm.models.network_chains import init_network_chains, network_edges
-    from numpyro_ugm.models.network_native import native_run
-    from numpyro_ugm.models.network_native_terms import native_chains, native_program
-    from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+    from numpyro_ugm.network.terms.structural import resolve_terms
+    from numpyro_ugm.network.terms.term import Network
+    from numpyro_ugm.network.sampling.chains import init_network_chains, network_edges
+    from numpyro_ugm.network.sampling.compiled import native_run
+    from numpyro_ugm.network.terms.compiled import native_chains, native_program
+    from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
     net = Network(n, False, attributes(n, groups, seed))
     terms = resolve_terms(FORMULA, net)
@@ -181,13 +181,13 @@ def as_graph(n, ties, attrs):
 
 def native_rate(graph, theta, num_chains, proposals):
     """Proposals per second of the compiled sampler (all chains, one thread)."""
-    from numpyro_ugm.models.graph_statistics import resolve_terms
-    from numpyro_ugm.models.graph_terms import as_network
-    from numpyro_ugm.models.graphs import graph_edge_list
-    from numpyro_ugm.models.network_chains import init_network_chains
-    from numpyro_ugm.models.network_native import native_run
-    from numpyro_ugm.models.network_native_terms import native_chains, native_program
-    from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+    from numpyro_ugm.network.terms.structural import resolve_terms
+    from numpyro_ugm.network.terms.term import as_network
+    from numpyro_ugm.network.graphs import graph_edge_list
+    from numpyro_ugm.network.sampling.chains import init_network_chains
+    from numpyro_ugm.network.sampling.compiled import native_run
+    from numpyro_ugm.network.terms.compiled import native_chains, native_program
+    from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
     net = as_network(graph)
     terms = resolve_terms(FORMULA, net)
@@ -207,13 +207,13 @@ def sampler_rate(graph, theta, num_chains, proposals):
     sampler."""
     import jax
 
-    from numpyro_ugm.models.graph_statistics import resolve_terms
-    from numpyro_ugm.models.graph_terms import as_network
-    from numpyro_ugm.models.graphs import graph_edge_list
-    from numpyro_ugm.models.network_chains import init_network_chains
-    from numpyro_ugm.models.network_sampler import network_mh_step
-    from numpyro_ugm.models.network_simulation import change_function
-    from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+    from numpyro_ugm.network.terms.structural import resolve_terms
+    from numpyro_ugm.network.terms.term import as_network
+    from numpyro_ugm.network.graphs import graph_edge_list
+    from numpyro_ugm.network.sampling.chains import init_network_chains
+    from numpyro_ugm.network.sampling.tnt import network_mh_step
+    from numpyro_ugm.network.sampling.simulation import change_function
+    from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
     net = as_network(graph)
     terms = resolve_terms(FORMULA, net)
@@ -234,12 +234,12 @@ def sampler_rate(graph, theta, num_chains, proposals):
 
 def parts_before_mcmle(graph):
     """Seconds of the observed statistics, the case-control MPLE and the reference."""
-    from numpyro_ugm.models.ergm_sampled_mple import (mple_samplesize, sample_dyads,
+    from numpyro_ugm.network.estimation.sampled_mple import (mple_samplesize, sample_dyads,
                                                       sampled_mple, sampled_reference)
-    from numpyro_ugm.models.graph_statistics import resolve_terms
-    from numpyro_ugm.models.graph_terms import as_network
-    from numpyro_ugm.models.graphs import graph_edge_list, num_dyads
-    from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+    from numpyro_ugm.network.terms.structural import resolve_terms
+    from numpyro_ugm.network.terms.term import as_network
+    from numpyro_ugm.network.graphs import graph_edge_list, num_dyads
+    from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
     net = as_network(graph)
     terms = resolve_terms(FORMULA, net)
@@ -264,7 +264,7 @@ def parts_before_mcmle(graph):
 def ours(graph, args):
     import jax
 
-    from numpyro_ugm.models import fit_ergm
+    from numpyro_ugm.network import fit_ergm
 
     start = time.perf_counter()
     options = {"termination": args.termination}

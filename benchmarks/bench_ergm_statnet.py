@@ -1,4 +1,4 @@
-"""The statnet tutorials' ERGM fits, ours (``ugm.models.fit_ergm``) against ergmx (the
+"""The statnet tutorials' ERGM fits, ours (``ugm.network.fit_ergm``) against ergmx (the
 Python package with a Rust core and R ergm's interface) on the same data, in the same
 process: estimates ± standard errors side by side, whether they agree (estimates within
 two combined standard errors, standard errors within 15 %), and the wall time of each fit,
@@ -46,7 +46,7 @@ FITS = {
 
 def ours(name, **options):
     from numpyro_ugm import datasets
-    from numpyro_ugm.models import fit_ergm
+    from numpyro_ugm.network import fit_ergm
 
     data, formula = FITS[name]
     graph = datasets.network(data)

@@ -1,4 +1,4 @@
-"""The sparse-network TNT sampler (numpyro_ugm.models.network_sampler) on real-size
+"""The sparse-network TNT sampler (numpyro_ugm.network.sampling.tnt) on real-size
 sparse networks: dyad proposals per second, against a pure-Python neighbour-set sampler
 with the same proposal and against ergmx (a Rust-core port of R's ergm).
 
@@ -39,12 +39,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numpyro_ugm.models import network_chains as nc
-from numpyro_ugm.models import network_native as nn
-from numpyro_ugm.models import network_native_terms as nt
-from numpyro_ugm.models import network_sampler as ns
-from numpyro_ugm.models.graph_statistics import resolve_terms
-from numpyro_ugm.models.network_simulation import _each_group, chain_groups
+from numpyro_ugm.network.sampling import chains as nc
+from numpyro_ugm.network.sampling import compiled as nn
+from numpyro_ugm.network.terms import compiled as nt
+from numpyro_ugm.network.sampling import tnt as ns
+from numpyro_ugm.network.terms.structural import resolve_terms
+from numpyro_ugm.network.sampling.simulation import _each_group, chain_groups
 
 try:
     from _report import report, timeit_many
@@ -194,7 +194,7 @@ def our_rate(edges, n, theta, model, num_chains, num_proposals, threads=1):
 
 def native_rate(edges, n, theta, model, num_chains, num_proposals, threads=1):
     """(proposals per second, compile seconds) of the compiled sampler
-    (numpyro_ugm.models.network_native), the chains in ``threads`` groups on threads."""
+    (numpyro_ugm.network.sampling.compiled), the chains in ``threads`` groups on threads."""
     formula = f"edges + gwesp({DECAY}, fixed=TRUE)" if model == "gwesp" else "edges + triangle"
     program = nt.native_program(resolve_terms(formula, n), n)
     groups = chain_groups(num_chains, threads)

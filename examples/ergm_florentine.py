@@ -34,7 +34,8 @@ import optax
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models import check_degeneracy, ergm, ergm_statistics, graph_to_edges, mple
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import check_degeneracy, ergm_statistics, graph_to_edges, mple
 
 #: R ergm's MCMC MLE of flomarriage ~ edges + triangle (statnet tutorial)
 ERGM_R = (-1.6727, 0.1563)

@@ -17,7 +17,7 @@ from pathlib import Path
 import jax
 
 from numpyro_ugm import datasets
-from numpyro_ugm.models import fit_ergm, gof_ergm, mcmc_diagnostics
+from numpyro_ugm.network import fit_ergm, gof_ergm, mcmc_diagnostics
 
 FITS = [
     ("flomarriage", "edges + nodecov('wealth')"),

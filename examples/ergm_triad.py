@@ -20,7 +20,7 @@ What differs, and why:
 * The initial particles of PF and MCMC-MLE come from adaptive tempering from uniform
   graphs to p(·; θ_0) (plus the 10 sweeps for MCMC-MLE), not from 10 sweeps alone.
 * The paper initialises at "approximately the MPLE (found by CD with a single-variable
-  sampling step)"; here the MPLE is exact (``ugm.models.mple``: L-BFGS on the pseudo-likelihood).
+  sampling step)"; here the MPLE is exact (``ugm.network.mple``: L-BFGS on the pseudo-likelihood).
 * Besides the L1 error against the ground truth (which cannot fall below the sampling error
   of 500 graphs), the L1 error against the MLE of the training set is shown: the MLE is
   found independently by Newton–Raphson on MCMC moments (statnet's approach: long Gibbs
@@ -46,7 +46,8 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
-from numpyro_ugm.models import check_degeneracy, ergm, ergm_statistics, mple
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import check_degeneracy, ergm_statistics, mple
 
 NUM_NODES, NUM_TRAIN, NUM_PARTICLES = 10, 500, 100
 TRIAD = ("edges", "twostars", "triangles")

@@ -41,7 +41,8 @@ from numpyro.infer import MCMC, NUTS
 
 import numpyro_ugm as ugm
 from numpyro_ugm.validation import validate_data, to_data
-from numpyro_ugm.models import ergm, ergm_statistics, graph_to_edges, mple
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import ergm_statistics, graph_to_edges, mple
 
 VBM_UNITS = 6
 PAIRS = np.triu_indices(VBM_UNITS, 1)

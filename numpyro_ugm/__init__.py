@@ -4,7 +4,7 @@ The layers and the data flow are described in the documentation's architecture p
 (``docs/architecture.md``); the names below are the public contract.
 """
 
-from . import checkpoint, distributed, estimators, infer, kernels, models, posterior
+from . import checkpoint, distributed, estimators, infer, kernels, models, network, posterior
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .factors import factor
@@ -17,7 +17,7 @@ from .predict import Prediction, predict
 from .sampling import sample
 
 __version__ = "0.1.0"
-__all__ = ["checkpoint", "distributed", "estimators", "infer", "kernels", "models", "posterior", "Binary", "Categorical",
+__all__ = ["checkpoint", "distributed", "estimators", "infer", "kernels", "models", "network", "posterior", "Binary", "Categorical",
            "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
            "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",

@@ -17,7 +17,7 @@ LAYERS = [
     ["kernels"],
     ["estimators"],
     ["runloop", "checkpoint", "learn"],
-    ["evaluate", "sampling", "predict", "infer", "models", "datasets"],
+    ["evaluate", "sampling", "predict", "infer", "models", "network", "datasets"],
     ["posterior"],
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -51,9 +51,11 @@ def test_no_function_hides_a_module():
         assert getattr(models, info.name) is module, info.name
     for name in models.__all__:
         assert getattr(models, name) is not None
-    for name in ("rbm", "vbm", "grid_crf", "multilabel_crf", "ergm", "mple",
-                 "ergm_statistics", "change_statistics", "graph_to_edges"):
+    for name in ("rbm", "vbm", "grid_crf", "multilabel_crf", "ergm"):
         assert callable(getattr(ugm.models, name)), name
+    for name in ("ergm", "mple", "fit_ergm", "ergm_statistics", "change_statistics",
+                 "graph_to_edges"):
+        assert callable(getattr(ugm.network, name)), name
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -12,12 +12,12 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm import datasets
-from numpyro_ugm.models import ergm_statistics, fit_ergm, gof_ergm
-from numpyro_ugm.models import ergm_fit
-from numpyro_ugm.models.ergm_fit import _observed_network
-from numpyro_ugm.models.graph_statistics import DEFAULT_DECAY, resolve_terms
-from numpyro_ugm.models.network_simulation import chain_groups, sparse_simulator
-from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+from numpyro_ugm.network import ergm_statistics, fit_ergm, gof_ergm
+from numpyro_ugm.network import fit as ergm_fit
+from numpyro_ugm.network.fit import _observed_network
+from numpyro_ugm.network.terms.structural import DEFAULT_DECAY, resolve_terms
+from numpyro_ugm.network.sampling.simulation import chain_groups, sparse_simulator
+from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
 
 def _flomarriage():
@@ -52,10 +52,10 @@ def _small_network():
     for v in graph:
         graph.nodes[v]["x"] = float(v % 3)
     formula = "edges + triangle + nodecov('x')"
-    net = ugm.models.Network(6, False, {"x": np.array([0, 1, 2, 0, 1, 2], float)})
+    net = ugm.network.Network(6, False, {"x": np.array([0, 1, 2, 0, 1, 2], float)})
     graphs = np.array(list(itertools.product([0, 1], repeat=15)), np.float32)
     S = np.asarray(ergm_statistics(graphs, formula, network=net), np.float64)
-    observed = np.asarray(ergm_statistics(ugm.models.graph_to_edges(graph)[None]
+    observed = np.asarray(ergm_statistics(ugm.network.graph_to_edges(graph)[None]
                                           .astype(np.float32), formula, network=net))[0]
     theta = np.zeros(3)
     for _ in range(50):  # Newton on the exact log-likelihood
@@ -108,9 +108,9 @@ def test_bad_networks_are_refused():
     with pytest.raises(ValueError, match="node 1"):
         fit_ergm(graph, "edges + nodecov('x')")
     with pytest.raises(ValueError, match="edges="):
-        fit_ergm(ugm.models.Network(4), "edges")
+        fit_ergm(ugm.network.Network(4), "edges")
     with pytest.raises(ValueError, match="self-loops"):
-        fit_ergm(ugm.models.Network(4), "edges", edges=[[0, 1], [2, 2]])
+        fit_ergm(ugm.network.Network(4), "edges", edges=[[0, 1], [2, 2]])
     with pytest.raises(ValueError, match="triadic must be a probability"):
         fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
     with pytest.raises(ValueError, match="sparse sampler"):
@@ -146,7 +146,7 @@ def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
         raise Started(theta0)
 
     monkeypatch.setattr(ergm_fit, "dyad_independent_mle", no_mple)
-    monkeypatch.setattr("numpyro_ugm.models.ergm_fit.mcmle_fit", mcmle_fit)
+    monkeypatch.setattr("numpyro_ugm.network.fit.mcmle_fit", mcmle_fit)
     with pytest.raises(Started) as started:
         fit_ergm(graph, formula, init=exact, sampler="sparse")
     np.testing.assert_array_equal(started.value.args[0], exact)
@@ -195,8 +195,8 @@ class _AutocorrelatedChains:
 
 
 def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
-    from numpyro_ugm.models.network_simulation import adaptive_simulate
-    from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
+    from numpyro_ugm.network.sampling.simulation import adaptive_simulate
+    from numpyro_ugm.network.estimation.samples import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
     simulate, current, _ = adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
@@ -230,7 +230,7 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
     """``stop`` (the MCMLE's test that a step lost likelihood) ends the sampling at once,
     at a new θ first screening the burn-in drawn as a sample; ``rewind`` restores the
     simulator's chains and the interval reached before the last change of θ."""
-    from numpyro_ugm.models.network_simulation import adaptive_simulate
+    from numpyro_ugm.network.sampling.simulation import adaptive_simulate
 
     # a burn-in (16 steps) shorter than a sample (64 draws): the first sample is screened
     chains = _AutocorrelatedChains()
@@ -263,8 +263,8 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
 
 
 def test_a_start_that_is_not_stationary_is_dropped():
-    from numpyro_ugm.models.network_simulation import adaptive_simulate
-    from numpyro_ugm.models.ergm_sampled_statistics import geweke_p_value
+    from numpyro_ugm.network.sampling.simulation import adaptive_simulate
+    from numpyro_ugm.network.estimation.samples import geweke_p_value
 
     # chains 30 standard deviations from equilibrium, a burn-in far too short (0.99^16):
     # the decay is found and cut, and the rest is centred on the equilibrium
@@ -282,7 +282,7 @@ def test_a_start_that_is_not_stationary_is_dropped():
 
 
 def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
-    from numpyro_ugm.models.ergm_sampled_statistics import geweke_p_value, stationary_start
+    from numpyro_ugm.network.estimation.samples import geweke_p_value, stationary_start
 
     rng = np.random.default_rng(3)
     p_values = [geweke_p_value(rng.normal(size=(4, 200, 3))) for _ in range(200)]
@@ -296,7 +296,7 @@ def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
 
 
 def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
-    from numpyro_ugm.models.ergm_sampled_statistics import multivariate_effective_size
+    from numpyro_ugm.network.estimation.samples import multivariate_effective_size
 
     rng = np.random.default_rng(1)
     iid = rng.normal(size=(4, 2048, 3))
@@ -315,7 +315,7 @@ def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
 def test_the_chains_burn_in_only_when_theta_changes():
     """Repeated samples at one θ (an iteration's repeats, the final sample, a bridge's
     repeats) continue the chains already there; a new θ burns in again."""
-    from numpyro_ugm.models.network_simulation import NetworkSimulator
+    from numpyro_ugm.network.sampling.simulation import NetworkSimulator
 
     burnins = []
 
@@ -332,7 +332,7 @@ def test_the_chains_burn_in_only_when_theta_changes():
 def test_rewind_returns_the_chains_to_before_the_last_change_of_theta():
     """The MCMLE's trust region rewinds the chains after a rejected step: their state
     and θ go back to where the last θ change found them (so the next call burns in)."""
-    from numpyro_ugm.models.network_simulation import NetworkSimulator
+    from numpyro_ugm.network.sampling.simulation import NetworkSimulator
 
     chains, burnins = {"now": 0}, []
 

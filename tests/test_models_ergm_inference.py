@@ -1,5 +1,5 @@
 """ERGM Monte Carlo maximum likelihood at the level of the statistics
-(``numpyro_ugm.models.ergm_mcmle`` and the modules beside it), checked against exact answers:
+(``numpyro_ugm.network.estimation.mcmle`` and the modules beside it), checked against exact answers:
 
 * a dyad-independent model (200 dyads, a random design), sampled exactly: its MLE, standard
   errors and log-likelihood are exact by Newton on Σ_d log(1 + exp(θ·x_d));
@@ -24,16 +24,16 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from numpyro_ugm.models import ErgmDegeneracyError, ErgmFit
-from numpyro_ugm.models.ergm_dyad_independent import (dyad_independent_log_likelihood,
+from numpyro_ugm.network import ErgmDegeneracyError, ErgmFit
+from numpyro_ugm.network.estimation.dyad_independent import (dyad_independent_log_likelihood,
                                                       dyad_independent_mle)
-from numpyro_ugm.models.ergm_hotelling import _distance_to_ellipsoid_boundary
-from numpyro_ugm.models.ergm_log_likelihood import log_likelihood_bridge
-from numpyro_ugm.models.ergm_mcmle import mcmle
-from numpyro_ugm.models.ergm_mcmle_step import (_geyer_thompson_step, _lognormal_step,
+from numpyro_ugm.network.estimation.hotelling import _distance_to_ellipsoid_boundary
+from numpyro_ugm.network.estimation.log_likelihood import log_likelihood_bridge
+from numpyro_ugm.network.estimation.mcmle import mcmle
+from numpyro_ugm.network.estimation.step import (_geyer_thompson_step, _lognormal_step,
                                                 hummel_step_length)
-from numpyro_ugm.models.ergm_standard_errors import mcmle_standard_errors
-from numpyro_ugm.models.ergm_summary import dyad_independent_fit, mcmle_fit
+from numpyro_ugm.network.estimation.standard_errors import mcmle_standard_errors
+from numpyro_ugm.network.summary import dyad_independent_fit, mcmle_fit
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 

@@ -9,15 +9,16 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from numpyro_ugm.models import (change_statistics, ergm_fit, ergm_statistics, fit_ergm,
-                                gof_ergm, mple)
-from numpyro_ugm.models.ergm_sampled_mple import (mple_samplesize, sample_dyads,
+from numpyro_ugm.network import change_statistics, ergm_statistics, fit_ergm, gof_ergm, mple
+
+from numpyro_ugm.network import fit as ergm_fit
+from numpyro_ugm.network.estimation.sampled_mple import (mple_samplesize, sample_dyads,
                                                   sample_non_ties, sampled_mple,
                                                   sampled_reference)
-from numpyro_ugm.models.graph_statistics import resolve_terms
-from numpyro_ugm.models.graph_terms import Network
-from numpyro_ugm.models.graphs import graph_edge_list, graph_to_edges, pair_tables
-from numpyro_ugm.models.network_sparse_statistics import (dyad_change_statistics,
+from numpyro_ugm.network.terms.structural import resolve_terms
+from numpyro_ugm.network.terms.term import Network
+from numpyro_ugm.network.graphs import graph_edge_list, graph_to_edges, pair_tables
+from numpyro_ugm.network.estimation.sparse_statistics import (dyad_change_statistics,
                                                           dyadic_log_normalizer, dyadic_sums,
                                                           one_chain, sparse_statistics)
 

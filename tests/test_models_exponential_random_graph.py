@@ -21,8 +21,8 @@ from numpyro_ugm import structure
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)
 from numpyro_ugm.evaluate import exact
-from numpyro_ugm.models import (STATISTICS, change_statistics, edges_to_adjacency, ergm,
-                                ergm_statistics, mple)
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import STATISTICS, change_statistics, edges_to_adjacency, ergm_statistics, mple
 
 
 # --- brute force ---------------------------------------------------------------------

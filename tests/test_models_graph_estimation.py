@@ -14,7 +14,7 @@ from helpers import ergm_model as model
 
 import numpyro_ugm as ugm
 from numpyro_ugm.validation import to_data
-from numpyro_ugm.models import DegeneracyWarning, check_degeneracy, edges_to_adjacency, mple
+from numpyro_ugm.network import DegeneracyWarning, check_degeneracy, edges_to_adjacency, mple
 
 
 def logistic_regression(X, t, steps=50):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import brute_statistics
 
-from numpyro_ugm.models import STATISTICS, change_statistics, edges_to_adjacency, ergm_statistics
+from numpyro_ugm.network import STATISTICS, change_statistics, edges_to_adjacency, ergm_statistics
 
 
 def test_statistics_and_change_statistics_match_definitions():

@@ -21,12 +21,12 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm.analysis import find_structure
-from numpyro_ugm.models import (change_statistics, ergm, ergm_statistics, graph_to_edges,
-                                mple)
-from numpyro_ugm.models.exponential_random_graph import dyad_colors
-from numpyro_ugm.models.graph_statistics import (change_statistics_of, resolve_terms,
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import change_statistics, ergm_statistics, graph_to_edges, mple
+from numpyro_ugm.network.model import dyad_colors
+from numpyro_ugm.network.terms.structural import (change_statistics_of, resolve_terms,
                                                  term_names)
-from numpyro_ugm.models.graph_terms import Network, TermSpec, parse_terms, term
+from numpyro_ugm.network.terms.term import Network, TermSpec, parse_terms, term
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 

@@ -5,7 +5,7 @@ matrices that are not graphs."""
 import numpy as np
 import pytest
 
-from numpyro_ugm.models import edges_to_adjacency, edges_to_graph, graph_to_edges
+from numpyro_ugm.network import edges_to_adjacency, edges_to_graph, graph_to_edges
 
 
 def test_graph_conversions():

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpyro_ugm.models import DegeneracyWarning, graph_to_edges
-from numpyro_ugm.models import network_distributions
-from numpyro_ugm.models.network_diagnostics import check_ergm_degeneracy, mcmc_diagnostics
-from numpyro_ugm.models.network_distributions import (
+from numpyro_ugm.network import DegeneracyWarning, graph_to_edges
+from numpyro_ugm.network.diagnostics import distributions as network_distributions
+from numpyro_ugm.network.diagnostics.mcmc import check_ergm_degeneracy, mcmc_diagnostics
+from numpyro_ugm.network.diagnostics.distributions import (
     degree_distribution, edgewise_shared_partners, geodesic_distance_distribution,
     indicators_to_edge_lists, network_densities, shared_partner_distribution)
-from numpyro_ugm.models.network_gof_plot import _shown_columns
-from numpyro_ugm.models.network_goodness_of_fit import goodness_of_fit, monte_carlo_p_values
+from numpyro_ugm.network.diagnostics.gof_plot import _shown_columns
+from numpyro_ugm.network.diagnostics.goodness_of_fit import goodness_of_fit, monte_carlo_p_values
 
 NETWORKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 

@@ -22,16 +22,16 @@ import numpy as np
 import pytest
 
 from numpyro_ugm import datasets
-from numpyro_ugm.models import network_chains as nc
-from numpyro_ugm.models import network_native as nn
-from numpyro_ugm.models import network_native_terms as nt
-from numpyro_ugm.models import network_simulation as sim
-from numpyro_ugm.models.ergm_fit import _observed_network
-from numpyro_ugm.models.graph_statistics import (change_statistics_of, resolve_terms,
+from numpyro_ugm.network.sampling import chains as nc
+from numpyro_ugm.network.sampling import compiled as nn
+from numpyro_ugm.network.terms import compiled as nt
+from numpyro_ugm.network.sampling import simulation as sim
+from numpyro_ugm.network.fit import _observed_network
+from numpyro_ugm.network.terms.structural import (change_statistics_of, resolve_terms,
                                                  statistics_of)
-from numpyro_ugm.models.graph_terms import Network, Term
-from numpyro_ugm.models.graphs import pair_tables
-from numpyro_ugm.models.network_sparse_statistics import sparse_statistics
+from numpyro_ugm.network.terms.term import Network, Term
+from numpyro_ugm.network.graphs import pair_tables
+from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 
 UNDIRECTED = ("edges + kstar(2) + kstar(3) + triangle + isolates + degree(c(0, 1, 3)) "
               "+ gwesp(0.7, fixed=TRUE) + gwdegree(0.4, fixed=TRUE) + nodecov('x') "

@@ -27,10 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from numpyro_ugm.models import ergm_statistics, graph_to_edges
-from numpyro_ugm.models import network_chains as nc
-from numpyro_ugm.models import network_dyad_views as nv
-from numpyro_ugm.models import network_sampler as ns
+from numpyro_ugm.network import ergm_statistics, graph_to_edges
+from numpyro_ugm.network.sampling import chains as nc
+from numpyro_ugm.network.sampling import views as nv
+from numpyro_ugm.network.sampling import tnt as ns
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
 ALPHA = 0.7  # gwesp decay of the tests

@@ -18,7 +18,8 @@ from numpyro.infer import MCMC
 from helpers import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
-from numpyro_ugm.models import ergm, graph_to_edges
+from numpyro_ugm.models import ergm
+from numpyro_ugm.network import graph_to_edges
 from test_posterior_reference import crf_problem, field_crf
 
 

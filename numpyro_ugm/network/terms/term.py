@@ -1,0 +1,284 @@
+"""ERGM terms: what a term is (:class:`Term`), the network its covariates come from
+(:class:`Network`), and how users write terms (:func:`term`, statnet formulas).
+
+A **term** contributes k ≥ 1 statistics to s(y) and, for the samplers, their change
+statistics Δs = s(y with the dyad on) − s(y with it off), read from a *dyad view* (the
+quantities of :mod:`numpyro_ugm.network.terms.views`: degrees, shared partners, ...), so
+the dense block-Gibbs path and the sparse Metropolis–Hastings path share one formula per
+term. Its ``dependence`` says which dyads it couples, which fixes the Gibbs blocks:
+``"dyadic"`` (none: covariate terms, edges), ``"node"`` (dyads that share a node: stars,
+triangles, mutual, ...), ``"partners"`` (any two dyads: gwesp).
+
+Users name terms as statnet does, in any of three forms, mixed freely:
+
+* a statnet formula: ``"edges + nodematch('Grade') + gwesp(0.5, fixed=TRUE)"``;
+* a name or a (name, argument) pair: ``"triangles"``, ``("gwesp", 0.25)``;
+* :func:`term`: ``term("nodematch", "Grade", diff=True)``.
+
+The terms themselves are built by :mod:`numpyro_ugm.network.terms.structural`
+(structural) and :mod:`numpyro_ugm.network.terms.covariates` (node and dyad covariates).
+"""
+
+import ast
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Term", "TermSpec", "Network", "term", "parse_terms", "format_number",
+           "as_network", "spec_arguments"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Term:
+    """One resolved ERGM term.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Its coefficients' names, statnet's (``"nodematch.Grade"``, ``"gwesp.fixed.0.5"``).
+    dependence : str
+        ``"dyadic"``, ``"node"`` or ``"partners"`` (see the module docstring).
+    statistic : callable
+        ``statistic(y, A)`` -> (..., k): from the dyad variables (..., E) and the
+        adjacency (..., n, n).
+    change : callable
+        ``change(view)`` -> (b, k): change statistics of the view's dyads.
+    multilinear : bool
+        Whether ``statistic`` is a sum of products of distinct dyad variables as written
+        (then its gradient in y is its change statistics too).
+    empty : tuple of float
+        s of the empty graph (the start of the sparse sampler's running statistics).
+    native : tuple or None
+        The term as data for the compiled sparse sampler
+        (:mod:`~numpyro_ugm.network.terms.compiled`): a covariate form (``("add", U,
+        V)``, ``("table", codes, T)``, ``("absdiff", a, p)``, ``("matrix", M)``) or a
+        structural operation (``("gwesp", (), r)``, ``("degree", (d, ...))``, ...); None
+        for terms users build (the JAX sampler runs them).
+    """
+
+    names: tuple
+    dependence: str
+    statistic: Callable
+    change: Callable
+    multilinear: bool = True
+    empty: tuple | None = None
+    native: tuple | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def empty_value(self) -> np.ndarray:
+        return np.zeros(self.size) if self.empty is None else np.asarray(self.empty, float)
+
+
+@dataclasses.dataclass(frozen=True)
+class TermSpec:
+    """A term as a user names it (resolved against a :class:`Network` later)."""
+
+    name: str
+    args: tuple = ()
+    kwargs: tuple = ()  # sorted (key, value) pairs
+
+    def __str__(self):
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{self.name}({', '.join(parts)})" if parts else self.name
+
+
+def term(name: str, *args: Any, **kwargs: Any) -> TermSpec:
+    """An ERGM term by its statnet name and arguments, e.g. ``term("nodematch", "Grade",
+    diff=True)``, ``term("gwesp", 0.5)``, ``term("edgecov", matrix, name="friends")``."""
+    if not isinstance(name, str):
+        raise TypeError(f"ergm: a term name is a string, got {name!r}")
+    return TermSpec(name, tuple(args), tuple(sorted(kwargs.items())))
+
+
+_R_CONSTANTS = {"TRUE": True, "T": True, "FALSE": False, "F": False, "NULL": None,
+                "Inf": math.inf}
+
+
+def _literal(node, text):
+    if isinstance(node, ast.Name) and node.id in _R_CONSTANTS:
+        return _R_CONSTANTS[node.id]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "c":
+        return tuple(_literal(a, text) for a in node.args)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(f"ergm: in the formula {text!r}, the argument "
+                         f"{ast.unparse(node)!r} is not a literal (numbers, strings, "
+                         "TRUE/FALSE, c(...))") from None
+
+
+def _formula_terms(text: str) -> list[TermSpec]:
+    """The terms of a statnet formula ``"a + b(1) + c('x', diff=TRUE)"`` (an optional
+    ``net ~`` left side is dropped)."""
+    body = text.split("~", 1)[1] if "~" in text else text
+    try:
+        tree = ast.parse(body.strip(), mode="eval").body
+    except SyntaxError as err:
+        raise ValueError(f"ergm: cannot read the formula {text!r}: {err.msg}") from None
+    parts = []
+
+    def walk(node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            walk(node.left)
+            walk(node.right)
+        elif isinstance(node, ast.Name):
+            parts.append(TermSpec(node.id))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            args = tuple(_literal(a, text) for a in node.args)
+            kwargs = tuple(sorted((k.arg, _literal(k.value, text)) for k in node.keywords))
+            parts.append(TermSpec(node.func.id, args, kwargs))
+        else:
+            raise ValueError(f"ergm: cannot read {ast.unparse(node)!r} in the formula "
+                             f"{text!r} as a term (terms are names or calls joined by +)")
+
+    walk(tree)
+    return parts
+
+
+def parse_terms(terms: Any) -> tuple[TermSpec, ...]:
+    """Normalize terms as users write them (see the module docstring) to
+    :class:`TermSpec` s; errors name the entry at fault."""
+    if isinstance(terms, (str, TermSpec)):
+        terms = (terms,)
+    out = []
+    for entry in terms:
+        if isinstance(entry, TermSpec):
+            out.append(entry)
+        elif isinstance(entry, str):
+            if any(c in entry for c in "+(~"):
+                out.extend(_formula_terms(entry))
+            else:
+                out.append(TermSpec(entry))
+        elif isinstance(entry, (tuple, list)) and entry and isinstance(entry[0], str):
+            out.append(TermSpec(entry[0], tuple(entry[1:])))
+        else:
+            raise TypeError(f"ergm: cannot read {entry!r} as a term: give a name "
+                            "('edges'), a (name, argument) pair (('gwesp', 0.5)), "
+                            "ugm.network.term(...) or a formula string")
+    if not out:
+        raise ValueError("ergm: give at least one term")
+    return tuple(out)
+
+
+def format_number(x: float) -> str:
+    """A number as statnet prints it in coefficient names (0.5, 0.25, 7)."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+class Network:
+    """The nodes an ERGM's terms refer to: their number, whether ties are directed, and
+    their attributes (covariates).
+
+    Parameters
+    ----------
+    num_nodes : int
+    directed : bool
+    attributes : dict of str -> array (n,), optional
+        Node attributes (numbers or labels) for the covariate terms.
+    dyad_covariates : dict of str -> array (n, n), optional
+        Named dyadic covariates for ``edgecov("name")``.
+    """
+
+    def __init__(self, num_nodes: int, directed: bool = False,
+                 attributes: Mapping | None = None, dyad_covariates: Mapping | None = None):
+        self.num_nodes = int(num_nodes)
+        self.directed = bool(directed)
+        self.attributes = {}
+        for name, values in (attributes or {}).items():
+            values = np.asarray(values)
+            if values.shape != (self.num_nodes,):
+                raise ValueError(f"ergm: node attribute {name!r} has shape {values.shape}; "
+                                 f"expected ({self.num_nodes},), one value per node")
+            self.attributes[str(name)] = values
+        self.dyad_covariates = {str(k): np.asarray(v, float)
+                                for k, v in (dyad_covariates or {}).items()}
+
+    def attribute(self, name: str, term_name: str, numeric: bool = False) -> np.ndarray:
+        """Node attribute ``name`` for the term ``term_name``: errors name both when it
+        is missing, has a missing value (None / NaN) or, with ``numeric``, is not a
+        number."""
+        if name not in self.attributes:
+            known = sorted(self.attributes) or "none"
+            raise KeyError(f"ergm: term {term_name}({name!r}) needs the node attribute "
+                           f"{name!r}; the network has {known}")
+        values = self.attributes[name]
+        if values.dtype == object:
+            bad = [k for k, v in enumerate(values) if v is None
+                   or (isinstance(v, float) and math.isnan(v))]
+        elif np.issubdtype(values.dtype, np.number):
+            bad = np.flatnonzero(~np.isfinite(values.astype(float))).tolist()
+        else:
+            bad = []
+        if bad:
+            raise ValueError(f"ergm: node attribute {name!r} (term {term_name}) is missing "
+                             f"or not finite at {len(bad)} node(s), e.g. node {bad[0]}; "
+                             "ERGM terms need a value at every node")
+        if numeric:
+            try:
+                return values.astype(float)
+            except (TypeError, ValueError):
+                raise TypeError(f"ergm: term {term_name}({name!r}) needs a numeric "
+                                f"attribute; {name!r} holds {values.dtype} values such as "
+                                f"{values[0]!r}") from None
+        return values
+
+    def key(self) -> tuple:
+        return (self.num_nodes, self.directed, tuple(sorted(self.attributes)))
+
+    def __repr__(self):
+        kind = "directed" if self.directed else "undirected"
+        return (f"Network({self.num_nodes} nodes, {kind}, attributes="
+                f"{sorted(self.attributes)})")
+
+
+def as_network(network: Any, directed: bool | None = None) -> Network:
+    """A :class:`Network` from a node count, a :class:`Network` or a networkx graph (its
+    node attributes, in ``list(graph.nodes)`` order)."""
+    if isinstance(network, Network):
+        if directed is not None and bool(directed) != network.directed:
+            raise ValueError(f"ergm: directed={directed} but the network is "
+                             f"{'directed' if network.directed else 'undirected'}")
+        return network
+    if hasattr(network, "nodes") and hasattr(network, "adj"):
+        nodes = list(network.nodes)
+        names = sorted({k for v in nodes for k in network.nodes[v]})
+        attributes = {}
+        for k in names:  # a node without the attribute holds None (an error when used)
+            raw = [network.nodes[v].get(k) for v in nodes]
+            attributes[k] = (np.asarray(raw, dtype=object) if any(x is None for x in raw)
+                             else np.asarray(raw))
+        is_directed = network.is_directed()
+        if directed is not None and bool(directed) != is_directed:
+            raise ValueError(f"ergm: directed={directed} but the graph is a networkx "
+                             f"{type(network).__name__}")
+        return Network(len(nodes), is_directed, attributes)
+    if isinstance(network, (int, np.integer)):
+        return Network(int(network), bool(directed))
+    raise TypeError(f"ergm: expected a number of nodes, a Network or a networkx graph, "
+                    f"got {type(network).__name__}")
+
+
+def spec_arguments(spec: TermSpec, signature: Sequence[str], defaults: Mapping) -> dict:
+    """The arguments of ``spec`` by name, R style (positional in ``signature`` order,
+    then keywords), with ``defaults``; errors name the term."""
+    values = dict(defaults)
+    if len(spec.args) > len(signature):
+        raise TypeError(f"ergm: term {spec} takes at most {len(signature)} positional "
+                        f"argument(s) ({', '.join(signature) or 'none'})")
+    values.update(zip(signature, spec.args))
+    for key, value in spec.kwargs:
+        if key not in signature and key not in defaults:
+            raise TypeError(f"ergm: term {spec.name} has no argument {key!r}; it takes "
+                            f"{list(signature) or 'none'}")
+        values[key] = value
+    missing = [k for k in signature if k not in values]
+    if missing:
+        raise TypeError(f"ergm: term {spec.name} needs the argument(s) {missing}")
+    return values

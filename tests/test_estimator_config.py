@@ -78,8 +78,8 @@ def test_settings_are_normalized_once():
     (lambda: ugm.SMC(10, num_mcmc_steps=0), "^SMC: num_mcmc_steps"),
     (lambda: ugm.PSMC(10, target_ess=0.0), "^PSMC: target_ess"),
     (lambda: ugm.PSMC(10, max_betas=0), "^PSMC: max_betas"),
-    (lambda: ugm.kernels.gibbs(num_mcmc_steps=0), "^gibbs: num_mcmc_steps"),
-    (lambda: ugm.kernels.metropolis(num_mcmc_steps=0), "^metropolis: num_mcmc_steps"),
+    (lambda: ugm.kernels.gibbs(num_sweeps=0), "^gibbs: num_sweeps"),
+    (lambda: ugm.kernels.metropolis(num_sweeps=0), "^metropolis: num_sweeps"),
     # counts are never rounded (issue 13): non-integers, integral floats and bools too
     (lambda: ugm.PCD(2.5), r"^PCD: num_particles must be an integer >= 1, got 2.5 of type "
                            r"float \(counts are never rounded\)"),
@@ -94,7 +94,7 @@ def test_settings_are_normalized_once():
     (lambda: ugm.PSMC(10, keep_fraction=1.5), r"^PSMC: keep_fraction must be in \(0, 1\]"),
     (lambda: ugm.PSMC(4, keep_fraction=0.1),
      r"^PSMC: keep_fraction=0.1 of num_particles=4 keeps round\(0.4\) = 0 particles"),
-    (lambda: ugm.kernels.gibbs(num_mcmc_steps=1.5), "^gibbs: num_mcmc_steps"),
+    (lambda: ugm.kernels.gibbs(num_sweeps=1.5), "^gibbs: num_sweeps"),
     (lambda: ugm.kernels.tempered_transitions(every=0.5), "^tempered_transitions: every"),
     (lambda: ugm.kernels.parallel_tempering(betas=1), r"^parallel_tempering: betas \(a number\)"
                                                       " must be an integer >= 2, got 1"),

@@ -14,7 +14,9 @@ the estimator's own ``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo`
 with only the fields that apply to it.
 
 Every estimator calls the number of kernel steps per move ``num_mcmc_steps`` (blackjax's
-name) and takes its ``kernel`` by keyword.
+name; a kernel's own sweeps per step are its ``num_sweeps``), takes ``num_particles`` as
+its only positional argument (CD, which has no particles, none) and every other setting,
+``kernel`` among them, by keyword.
 """
 
 from typing import Any, ClassVar, NamedTuple, Optional

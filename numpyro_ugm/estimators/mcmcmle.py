@@ -80,9 +80,9 @@ class MCMCMLE(ReweightingEstimator):
     ----------
     num_particles : int
     num_mcmc_steps : int
-        Kernel steps (sweeps) per redraw.
+        Keyword only. Kernel steps per redraw.
     reset_every : int
-        Round length L in updates: at most this many updates per sample (default 10,
+        Keyword only. Round length L in updates: at most this many updates per sample (default 10,
         about PCD-1's cost with 10 sweeps per round). The ESS cannot see mass that moved
         to configurations no particle holds, and the gradient test is not met while the
         importance-sampled objective keeps rising, so at large learning rates the cap
@@ -108,9 +108,9 @@ class MCMCMLE(ReweightingEstimator):
     """
 
     num_particles: int
+    _: dataclasses.KW_ONLY
     num_mcmc_steps: int = 10
     reset_every: int = 10
-    _: dataclasses.KW_ONLY
     restart_threshold: float = 0.5
     gradient_tol: float = 0.01
     kernel: Optional[KernelSpec] = None

@@ -176,7 +176,8 @@ class MCMCMLE(ReweightingEstimator):
                            impossible.astype(dtype))
         return new_state, Particles(new_state.position, weights), info
 
-    def observe(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:
+    def record_gradients(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:
+        """Keep the mean absolute value of the update's gradient (``gradient_tol``)."""
         leaves = jax.tree.leaves(grads)
         size = sum(leaf.size for leaf in leaves)
         mean_abs = sum(jnp.sum(jnp.abs(leaf)) for leaf in leaves) / max(size, 1)

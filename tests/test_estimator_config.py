@@ -6,6 +6,7 @@ settings; each update reports a typed info ``NamedTuple`` with only the fields t
 apply."""
 
 import dataclasses
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +30,20 @@ def test_settings_after_num_particles_are_keyword_only(make):
     with pytest.raises(TypeError, match="positional"):
         make()
     assert ugm.PCD(100, num_mcmc_steps=5) == ugm.PCD(num_particles=100, num_mcmc_steps=5)
+
+
+def test_one_name_for_sweeps_per_kernel_step_another_for_kernel_steps_per_move():
+    """Kernels count sweeps per step (``num_sweeps``), estimators kernel steps per move
+    (``num_mcmc_steps``), and only ``num_particles`` is positional (issue 45)."""
+    for name in ("gibbs", "metropolis", "mala", "hmc", "rwm", "langevin"):
+        fields = {f.name for f in dataclasses.fields(getattr(ugm.kernels, name))}
+        assert "num_sweeps" in fields and "num_mcmc_steps" not in fields, name
+    for cls in (ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert "num_mcmc_steps" in fields and "num_sweeps" not in fields, cls
+        positional = [n for n, p in inspect.signature(cls).parameters.items()
+                      if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert positional == ([] if cls is ugm.CD else ["num_particles"]), cls
 
 
 ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),

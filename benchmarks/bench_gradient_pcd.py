@@ -220,7 +220,8 @@ def bench_gbrbm(visible, hidden, repeats, num_steps, chains=100, batch_size=100)
               jnp.zeros(hidden))
     v0 = jnp.asarray(data[:chains] if chains <= batch_size
                      else jax.random.normal(key, (chains, visible)))
-    learner = ugm.MLE(gbrbm, ugm.PCD(chains, num_mcmc_steps=1, kernel=ugm.kernels.mala(sites=("v",))),
+    learner = ugm.MLE(gbrbm, ugm.PCD(chains, num_mcmc_steps=1,
+                                     kernel=ugm.kernels.mala(sites=("v",))),
                       optax.sgd(LR))
     return compare(f"GB-RBM {visible}x{hidden} PCD-1 MALA ({chains} chains, batch "
                    f"{batch_size})", learner, {"v": data}, (visible, hidden),

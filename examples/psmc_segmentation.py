@@ -177,7 +177,8 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
         H = measured if H is None else H
     gibbs = ugm.kernels.gibbs()
     estimators = {
-        "PCD-1": lambda: ugm.PCD(particles, num_mcmc_steps=1), "PCD-H": lambda: ugm.PCD(particles, num_mcmc_steps=H),
+        "PCD-1": lambda: ugm.PCD(particles, num_mcmc_steps=1),
+        "PCD-H": lambda: ugm.PCD(particles, num_mcmc_steps=H),
         "TT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.tempered_transitions(
             kernel=gibbs, betas=H)),
         "PT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.parallel_tempering(

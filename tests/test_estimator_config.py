@@ -48,7 +48,8 @@ def test_one_name_for_sweeps_per_kernel_step_another_for_kernel_steps_per_move()
 
 ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),
               ugm.PSMC(10),
-              ugm.PCD(10, num_mcmc_steps=2, kernel=ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3)),
+              ugm.PCD(10, num_mcmc_steps=2,
+                      kernel=ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3)),
               ugm.PSMC(10, kernel=ugm.kernels.parallel_tempering(betas=(0.5, 1.0)))]
 
 

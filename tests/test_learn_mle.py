@@ -181,7 +181,8 @@ def _full_precision_gaussian(n):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", [
-    ugm.CD(num_mcmc_steps=1), ugm.PCD(200), ugm.PF(200), ugm.MCMCMLE(200), ugm.SMC(200), ugm.PSMC(200),
+    ugm.CD(num_mcmc_steps=1), ugm.PCD(200), ugm.PF(200), ugm.MCMCMLE(200), ugm.SMC(200),
+    ugm.PSMC(200),
     ugm.PCD(200, kernel=ugm.kernels.mala(sites=("x",)))],
     ids=["cd", "pcd", "pf", "mcmcmle", "smc", "psmc", "pcd-mala"])
 def test_every_estimator_learns_a_gaussian_mrf_to_the_inverse_sample_covariance(estimator):

@@ -89,8 +89,8 @@ class PSMC(TemperingEstimator):
     target_ess : float in (0, 1)
         Keyword only. σ*, the ESS fraction each bridge step keeps.
     keep_fraction : float in (0, 1]
-        Keyword only. Fraction of particles carried over (the paper: one half), rounded to a number of
-        particles (:attr:`num_keep`), which must be at least one.
+        Keyword only. Fraction of particles carried over (the paper: one half),
+        rounded to a number of particles (:attr:`num_keep`), which must be at least one.
     num_mcmc_steps, resampling, max_betas, kernel
         Keyword only. As in :class:`~numpyro_ugm.estimators.smc.SMC`.
     redraw : {"tempered", "uniform-heuristic"}

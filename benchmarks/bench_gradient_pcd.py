@@ -220,7 +220,8 @@ def bench_gbrbm(visible, hidden, repeats, num_steps, chains=100, batch_size=100)
               jnp.zeros(hidden))
     v0 = jnp.asarray(data[:chains] if chains <= batch_size
                      else jax.random.normal(key, (chains, visible)))
-    learner = ugm.MLE(gbrbm, ugm.PCD(chains, 1, kernel=ugm.kernels.mala(sites=("v",))),
+    learner = ugm.MLE(gbrbm, ugm.PCD(chains, num_mcmc_steps=1,
+                                     kernel=ugm.kernels.mala(sites=("v",))),
                       optax.sgd(LR))
     return compare(f"GB-RBM {visible}x{hidden} PCD-1 MALA ({chains} chains, batch "
                    f"{batch_size})", learner, {"v": data}, (visible, hidden),
@@ -234,7 +235,7 @@ def bench_ebm(repeats, num_steps, chains=256, batch_size=200):
     optimizer = optax.adam(1e-3)
     arrays, static = eqx.partition(net, eqx.is_inexact_array)
     x0 = jax.random.normal(jax.random.PRNGKey(1), (chains, 2))
-    learner = ugm.MLE(make_ebm(net), ugm.PCD(chains, 1, kernel=ugm.kernels.mala()),
+    learner = ugm.MLE(make_ebm(net), ugm.PCD(chains, num_mcmc_steps=1, kernel=ugm.kernels.mala()),
                       optimizer)
     return compare(f"neural EBM (MLP 2-64-64-1) PCD-1 MALA ({chains} chains, batch "
                    f"{batch_size})", learner, {"x": data}, (),

@@ -130,13 +130,13 @@ def learners(quick):
     particles = 128 if quick else 256
     mala = ugm.kernels.mala()
     return {
-        "PCD-5 MALA": ugm.PCD(particles, 5, kernel=mala),
-        "PCD-1 HMC (5 leapfrog)": ugm.PCD(particles, 1,
-                                          kernel=ugm.kernels.hmc(num_integration_steps=5)),
-        "PCD-5 Langevin eps=0.01": ugm.PCD(particles, 5,
-                                           kernel=ugm.kernels.langevin(step_size=0.01)),
+        "PCD-5 MALA": ugm.PCD(particles, num_mcmc_steps=5, kernel=mala),
+        "PCD-1 HMC (5 leapfrog)": ugm.PCD(
+            particles, num_mcmc_steps=1, kernel=ugm.kernels.hmc(num_integration_steps=5)),
+        "PCD-5 Langevin eps=0.01": ugm.PCD(
+            particles, num_mcmc_steps=5, kernel=ugm.kernels.langevin(step_size=0.01)),
         **({} if quick else {"PCD-5 Langevin eps=0.1": ugm.PCD(
-            particles, 5, kernel=ugm.kernels.langevin(step_size=0.1))}),
+            particles, num_mcmc_steps=5, kernel=ugm.kernels.langevin(step_size=0.1))}),
         "SMC (MALA moves)": ugm.SMC(particles, num_mcmc_steps=2, kernel=mala),
     }
 

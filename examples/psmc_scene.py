@@ -134,18 +134,18 @@ def main(quick=False, seed=0, lr_scale=10.0, particles=200, steps=100, prior_sca
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw=psmc_redraw))
+        results["PSMC"] = learn(ugm.PSMC(particles, target_ess=0.9, redraw=psmc_redraw))
         measured = max(1, int(round(float(np.nanmean(results["PSMC"][1]["num_betas"])))))
         H = measured if H is None else H
     gibbs = ugm.kernels.gibbs()
     estimators = {
-        "PCD-1": lambda: ugm.PCD(particles, 1),
-        "PCD-H": lambda: ugm.PCD(particles, H),
-        "TT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.tempered_transitions(
+        "PCD-1": lambda: ugm.PCD(particles, num_mcmc_steps=1),
+        "PCD-H": lambda: ugm.PCD(particles, num_mcmc_steps=H),
+        "TT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.tempered_transitions(
             kernel=gibbs, betas=max(H, 2))),
-        "PT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.parallel_tempering(
+        "PT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.parallel_tempering(
             kernel=gibbs, betas=max(H, 2))),
-        "SMC": lambda: ugm.SMC(particles, 0.9)}
+        "SMC": lambda: ugm.SMC(particles, target_ess=0.9)}
     for name in methods:
         if name != "PSMC":
             results[name] = learn(estimators[name]())

@@ -171,18 +171,19 @@ def main(quick=False, seed=0, particles=20, steps=60, lr_scale=1.0, methods=None
 
     results = {}
     if H is None or "PSMC" in methods:
-        results["PSMC"] = learn(ugm.PSMC(particles, 0.9, redraw=psmc_redraw))
+        results["PSMC"] = learn(ugm.PSMC(particles, target_ess=0.9, redraw=psmc_redraw))
         measured = max(2, int(round(float(np.mean(
             results["PSMC"][0].diagnostics["num_betas"])))))
         H = measured if H is None else H
     gibbs = ugm.kernels.gibbs()
     estimators = {
-        "PCD-1": lambda: ugm.PCD(particles, 1), "PCD-H": lambda: ugm.PCD(particles, H),
-        "TT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.tempered_transitions(
+        "PCD-1": lambda: ugm.PCD(particles, num_mcmc_steps=1),
+        "PCD-H": lambda: ugm.PCD(particles, num_mcmc_steps=H),
+        "TT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.tempered_transitions(
             kernel=gibbs, betas=H)),
-        "PT": lambda: ugm.PCD(particles, 1, kernel=ugm.kernels.parallel_tempering(
+        "PT": lambda: ugm.PCD(particles, num_mcmc_steps=1, kernel=ugm.kernels.parallel_tempering(
             kernel=gibbs, betas=H)),
-        "SMC": lambda: ugm.SMC(particles, 0.9)}
+        "SMC": lambda: ugm.SMC(particles, target_ess=0.9)}
     for name in methods:
         if name != "PSMC":
             results[name] = learn(estimators[name]())

@@ -96,14 +96,14 @@ def estimator(method, H=None, psmc_redraw="uniform-heuristic"):
     if method == "PCD-H":
         return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=H)
     if method == "SMC":
-        return ugm.SMC(NUM_PARTICLES, ESS_THRESHOLD)
+        return ugm.SMC(NUM_PARTICLES, target_ess=ESS_THRESHOLD)
     if method == "PCD-10":
         return ugm.PCD(NUM_PARTICLES, num_mcmc_steps=PAPER_H)
     if method == "PSMC":
-        return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=0.5,
+        return ugm.PSMC(NUM_PARTICLES, target_ess=ESS_THRESHOLD, keep_fraction=0.5,
                         redraw=psmc_redraw)  # default: the paper's re-draw
     if method == "PSMC keep=1":
-        return ugm.PSMC(NUM_PARTICLES, ESS_THRESHOLD, keep_fraction=1.0)
+        return ugm.PSMC(NUM_PARTICLES, target_ess=ESS_THRESHOLD, keep_fraction=1.0)
     raise ValueError(method)
 
 

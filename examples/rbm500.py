@@ -55,7 +55,7 @@ H = 200  # the PSMC paper's H for the large RBM (PCD-H, PT, TT)
 
 def estimator(method, num_particles):
     if method.startswith("CD-"):
-        return ugm.CD(int(method[3:]))
+        return ugm.CD(num_mcmc_steps=int(method[3:]))
     if method == "PCD-1":
         return ugm.PCD(num_particles)
     if method == "PCD-H":
@@ -67,9 +67,9 @@ def estimator(method, num_particles):
         return ugm.PCD(num_particles, kernel=ugm.kernels.tempered_transitions(
             betas=np.linspace(0.9, 1.0, H)))
     if method == "SMC":
-        return ugm.SMC(num_particles, 0.9)
+        return ugm.SMC(num_particles, target_ess=0.9)
     if method == "PSMC":
-        return ugm.PSMC(num_particles, 0.9)
+        return ugm.PSMC(num_particles, target_ess=0.9)
     raise ValueError(method)
 
 

@@ -151,9 +151,9 @@ def make_estimator(method, H, num_particles, ess_threshold, tt_match_sweeps=Fals
         return ugm.PCD(num_particles, num_mcmc_steps=1, kernel=ugm.kernels.tempered_transitions(
             betas=tt_betas(H, tt_match_sweeps)))
     if method == "SMC":
-        return ugm.SMC(num_particles, ess_threshold)
+        return ugm.SMC(num_particles, target_ess=ess_threshold)
     if method == "PSMC":
-        return ugm.PSMC(num_particles, ess_threshold, keep_fraction=0.5,
+        return ugm.PSMC(num_particles, target_ess=ess_threshold, keep_fraction=0.5,
                         redraw=psmc_redraw)  # default: the paper's re-draw
     raise ValueError(method)
 

@@ -187,7 +187,7 @@ def random_params(m, seed, scales):
 
 GIBBS = ugm.kernels.gibbs()
 GIBBS_RANDOM = ugm.kernels.gibbs(scan="random")
-GIBBS_2 = ugm.kernels.gibbs(num_mcmc_steps=2)
+GIBBS_2 = ugm.kernels.gibbs(num_sweeps=2)
 METROPOLIS = ugm.kernels.metropolis()
 
 # --- models ---------------------------------------------------------------------------

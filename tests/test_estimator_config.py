@@ -1,11 +1,12 @@
 """Estimators and kernel specs as configuration objects (issue 12): frozen, hashable,
 equal by value, validated at construction, generated ``repr``; one name for the kernel
-steps per move (``num_mcmc_steps``), ``kernel`` by keyword, separate names for the three
-ESS settings; each update reports a typed info ``NamedTuple`` with only the fields that
+steps per move (``num_mcmc_steps``; a kernel's sweeps per step are its ``num_sweeps``),
+every setting after ``num_particles`` by keyword, separate names for the three ESS
+settings; each update reports a typed info ``NamedTuple`` with only the fields that
 apply."""
 
 import dataclasses
-import warnings
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -22,19 +23,33 @@ GIBBS = ugm.kernels.gibbs()
 
 # --- construction -----------------------------------------------------------------------
 
-def test_positional_settings_that_kept_their_place_do_not_warn():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert ugm.CD(3) == ugm.CD(num_mcmc_steps=3)
-        assert ugm.PCD(100, 5) == ugm.PCD(num_particles=100, num_mcmc_steps=5)
-        assert ugm.PF(10, 0.5, 2) == ugm.PF(10, resample_threshold=0.5, num_mcmc_steps=2)
-        assert ugm.SMC(10, 0.8) == ugm.SMC(10, target_ess=0.8)
-        assert ugm.PSMC(10, 0.8, 1.0) == ugm.PSMC(10, target_ess=0.8, keep_fraction=1.0)
+@pytest.mark.parametrize("make", [
+    lambda: ugm.CD(3), lambda: ugm.PCD(100, 5), lambda: ugm.MCMCMLE(10, 2),
+    lambda: ugm.PF(10, 0.5), lambda: ugm.SMC(10, 0.8), lambda: ugm.PSMC(10, 0.8)])
+def test_settings_after_num_particles_are_keyword_only(make):
+    with pytest.raises(TypeError, match="positional"):
+        make()
+    assert ugm.PCD(100, num_mcmc_steps=5) == ugm.PCD(num_particles=100, num_mcmc_steps=5)
+
+
+def test_one_name_for_sweeps_per_kernel_step_another_for_kernel_steps_per_move():
+    """Kernels count sweeps per step (``num_sweeps``), estimators kernel steps per move
+    (``num_mcmc_steps``), and only ``num_particles`` is positional (issue 45)."""
+    for name in ("gibbs", "metropolis", "mala", "hmc", "rwm", "langevin"):
+        fields = {f.name for f in dataclasses.fields(getattr(ugm.kernels, name))}
+        assert "num_sweeps" in fields and "num_mcmc_steps" not in fields, name
+    for cls in (ugm.CD, ugm.PCD, ugm.MCMCMLE, ugm.PF, ugm.SMC, ugm.PSMC):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert "num_mcmc_steps" in fields and "num_sweeps" not in fields, cls
+        positional = [n for n, p in inspect.signature(cls).parameters.items()
+                      if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert positional == ([] if cls is ugm.CD else ["num_particles"]), cls
 
 
 ESTIMATORS = [ugm.CD(), ugm.PCD(10), ugm.MCMCMLE(10), ugm.PF(10), ugm.SMC(10),
               ugm.PSMC(10),
-              ugm.PCD(10, 2, kernel=ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3)),
+              ugm.PCD(10, num_mcmc_steps=2,
+                      kernel=ugm.kernels.tempered_transitions(kernel=GIBBS, betas=3)),
               ugm.PSMC(10, kernel=ugm.kernels.parallel_tempering(betas=(0.5, 1.0)))]
 
 
@@ -59,14 +74,14 @@ def test_settings_are_normalized_once():
     a = ugm.PF(np.int64(10), resample_threshold=np.float32(0.5), num_mcmc_steps=np.int8(2))
     assert type(a.num_particles) is int and type(a.num_mcmc_steps) is int
     assert type(a.resample_threshold) is float
-    assert a == ugm.PF(10, 0.5, 2)
-    assert ugm.PCD(10) != ugm.PCD(10, 2) and ugm.PCD(10) != ugm.PCD(11)
+    assert a == ugm.PF(10, resample_threshold=0.5, num_mcmc_steps=2)
+    assert ugm.PCD(10) != ugm.PCD(10, num_mcmc_steps=2) and ugm.PCD(10) != ugm.PCD(11)
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: ugm.CD(0), "^CD: num_mcmc_steps"),
-    (lambda: ugm.PCD(10, 1.5), "^PCD: num_mcmc_steps"),
-    (lambda: ugm.MCMCMLE(10, 0), "^MCMCMLE: num_mcmc_steps"),
+    (lambda: ugm.CD(num_mcmc_steps=0), "^CD: num_mcmc_steps"),
+    (lambda: ugm.PCD(10, num_mcmc_steps=1.5), "^PCD: num_mcmc_steps"),
+    (lambda: ugm.MCMCMLE(10, num_mcmc_steps=0), "^MCMCMLE: num_mcmc_steps"),
     (lambda: ugm.MCMCMLE(10, restart_threshold=1.0), "^MCMCMLE: restart_threshold"),
     (lambda: ugm.MCMCMLE(10, resample_threshold=1.5), "^MCMCMLE: resample_threshold"),
     (lambda: ugm.MCMCMLE(10, resample_threshold=float("nan")),
@@ -78,15 +93,15 @@ def test_settings_are_normalized_once():
     (lambda: ugm.SMC(10, num_mcmc_steps=0), "^SMC: num_mcmc_steps"),
     (lambda: ugm.PSMC(10, target_ess=0.0), "^PSMC: target_ess"),
     (lambda: ugm.PSMC(10, max_betas=0), "^PSMC: max_betas"),
-    (lambda: ugm.kernels.gibbs(num_mcmc_steps=0), "^gibbs: num_mcmc_steps"),
-    (lambda: ugm.kernels.metropolis(num_mcmc_steps=0), "^metropolis: num_mcmc_steps"),
+    (lambda: ugm.kernels.gibbs(num_sweeps=0), "^gibbs: num_sweeps"),
+    (lambda: ugm.kernels.metropolis(num_sweeps=0), "^metropolis: num_sweeps"),
     # counts are never rounded (issue 13): non-integers, integral floats and bools too
     (lambda: ugm.PCD(2.5), r"^PCD: num_particles must be an integer >= 1, got 2.5 of type "
                            r"float \(counts are never rounded\)"),
     (lambda: ugm.PCD(2.0), "^PCD: num_particles must be an integer >= 1, got 2.0"),
     (lambda: ugm.PCD(True), "^PCD: num_particles must be an integer >= 1, got True"),
     (lambda: ugm.PCD("3"), "^PCD: num_particles must be an integer >= 1, got '3'"),
-    (lambda: ugm.CD(1.7), "^CD: num_mcmc_steps must be an integer >= 1, got 1.7"),
+    (lambda: ugm.CD(num_mcmc_steps=1.7), "^CD: num_mcmc_steps must be an integer >= 1, got 1.7"),
     (lambda: ugm.MCMCMLE(10, reset_every=2.5), "^MCMCMLE: reset_every"),
     (lambda: ugm.PF(10, rejuvenate_every=1.5), "^PF: rejuvenate_every"),
     (lambda: ugm.SMC(10.0), "^SMC: num_particles"),
@@ -94,7 +109,7 @@ def test_settings_are_normalized_once():
     (lambda: ugm.PSMC(10, keep_fraction=1.5), r"^PSMC: keep_fraction must be in \(0, 1\]"),
     (lambda: ugm.PSMC(4, keep_fraction=0.1),
      r"^PSMC: keep_fraction=0.1 of num_particles=4 keeps round\(0.4\) = 0 particles"),
-    (lambda: ugm.kernels.gibbs(num_mcmc_steps=1.5), "^gibbs: num_mcmc_steps"),
+    (lambda: ugm.kernels.gibbs(num_sweeps=1.5), "^gibbs: num_sweeps"),
     (lambda: ugm.kernels.tempered_transitions(every=0.5), "^tempered_transitions: every"),
     (lambda: ugm.kernels.parallel_tempering(betas=1), r"^parallel_tempering: betas \(a number\)"
                                                       " must be an integer >= 2, got 1"),
@@ -117,7 +132,7 @@ def test_kernel_is_keyword_only_and_checked_at_construction(cls):
 INFO_FIELDS = {
     "CD": (lambda: ugm.CD(), CDInfo, ("ess", "acceptance")),
     "PCD": (lambda: ugm.PCD(16), PCDInfo, ("ess", "acceptance")),
-    "MCMCMLE": (lambda: ugm.MCMCMLE(16, 2, reset_every=2), MCMCMLEInfo,
+    "MCMCMLE": (lambda: ugm.MCMCMLE(16, num_mcmc_steps=2, reset_every=2), MCMCMLEInfo,
                 ("ess", "rejuvenated", "log_z", "log_z_se", "reannealed")),
     "PF": (lambda: ugm.PF(16), PFInfo,
            ("ess", "resampled", "rejuvenated", "acceptance", "log_z", "log_z_se",

@@ -21,7 +21,7 @@ def test_chains_start_at_the_batch_and_move_under_the_current_parameters():
     target = m.target()
     rows = np.where(np.arange(8)[:, None] % 2 == 0, 1, -1) * np.ones(4, np.int8)
     batch = validate_data(m.state_sites, {"x": rows.astype(np.int8)})
-    cd = ugm.CD(1)
+    cd = ugm.CD(num_mcmc_steps=1)
     state = cd.init(jax.random.PRNGKey(0), target, None, batch)
     update = jax.jit(lambda key, params, batch: cd.update(key, state, target, params, batch))
     frozen = {"W": jnp.full((4, 4), 3.0), "b": jnp.zeros(4)}

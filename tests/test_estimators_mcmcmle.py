@@ -18,7 +18,7 @@ from numpyro_ugm.evaluate import exact
 def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     """The PF paper's criterion: a round ends at the importance-sampled optimum (mean
     absolute gradient below ``gradient_tol``), which the learner reports through
-    ``Estimator.observe``; the learner's core hands it the gradient it took."""
+    ``Estimator.record_gradients``; the learner's core hands it the gradient it took."""
     m, start, _ = vbm8()
     est = ugm.MCMCMLE(16, num_mcmc_steps=1, restart_threshold=0.0, gradient_tol=0.05,
                       check_log_z=False)  # the check has tests of its own
@@ -26,7 +26,7 @@ def test_mcmcmle_starts_a_round_when_the_gradient_vanishes():
     update = jax.jit(lambda key, s: est.update(key, s, m.target(), start, None))
     grads = jax.tree.map(jnp.ones_like, start)
     for scale, expected in ((1.0, 0.0), (0.01, 1.0)):
-        observed = est.observe(state, jax.tree.map(lambda g: scale * g, grads))
+        observed = est.record_gradients(state, jax.tree.map(lambda g: scale * g, grads))
         np.testing.assert_allclose(float(observed.gradient), scale, rtol=1e-6)
         _, _, info = update(jax.random.PRNGKey(1), observed)
         assert float(info.rejuvenated) == expected

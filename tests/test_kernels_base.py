@@ -91,10 +91,10 @@ def test_kernel_contract_and_jit_vmap():
 def test_spec_validation():
     with pytest.raises(ValueError, match="scan"):
         ugm.kernels.gibbs(scan="sequential")
-    with pytest.raises(ValueError, match="num_mcmc_steps"):
-        ugm.kernels.gibbs(num_mcmc_steps=0)
-    with pytest.raises(ValueError, match="num_mcmc_steps"):
-        ugm.kernels.metropolis(num_mcmc_steps=0)
+    with pytest.raises(ValueError, match="num_sweeps"):
+        ugm.kernels.gibbs(num_sweeps=0)
+    with pytest.raises(ValueError, match="num_sweeps"):
+        ugm.kernels.metropolis(num_sweeps=0)
 
 
 def test_sample_labels_distribution():

@@ -296,7 +296,7 @@ def test_learning_with_an_input_graph_reaches_exact_conditional_ml_without_warni
     13, item 6; PF's genuine collapse still warns: test_estimators_pf)."""
     m, inputs, data = adjacency_crf_data()
     best = exact_conditional_ml_coupling(m, inputs, data)
-    learner = ugm.MLE(adjacency_crf, ugm.CD(10), optax.sgd(optax.exponential_decay(
+    learner = ugm.MLE(adjacency_crf, ugm.CD(num_mcmc_steps=10), optax.sgd(optax.exponential_decay(
         0.1, 300, 0.1)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -138,7 +138,7 @@ def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():
     proto = rng.random((3, 16)) < 0.5
     x = proto[rng.integers(0, 3, 300)] ^ (rng.random((300, 16)) < 0.05)
     data = {"v": x.astype(np.int8)}
-    learner = ugm.MLE(ugm.models.rbm, ugm.CD(1), optax.adam(0.05))
+    learner = ugm.MLE(ugm.models.rbm, ugm.CD(num_mcmc_steps=1), optax.adam(0.05))
     result = learner.run(jax.random.PRNGKey(0), 300, data, 16, 8, batch_size=50,
                          progress_bar=False)
     assert result.diagnostics["positive"].shape == (300,)
@@ -181,7 +181,8 @@ def _full_precision_gaussian(n):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", [
-    ugm.CD(1), ugm.PCD(200), ugm.PF(200), ugm.MCMCMLE(200), ugm.SMC(200), ugm.PSMC(200),
+    ugm.CD(num_mcmc_steps=1), ugm.PCD(200), ugm.PF(200), ugm.MCMCMLE(200), ugm.SMC(200),
+    ugm.PSMC(200),
     ugm.PCD(200, kernel=ugm.kernels.mala(sites=("x",)))],
     ids=["cd", "pcd", "pf", "mcmcmle", "smc", "psmc", "pcd-mala"])
 def test_every_estimator_learns_a_gaussian_mrf_to_the_inverse_sample_covariance(estimator):

@@ -5,6 +5,8 @@ optax transformations: hashable, equal by value, validated once at construction)
 
 * ``init(rng_key, target, params, batch) -> state``
 * ``update(rng_key, state, target, params, batch) -> (state, Particles, info)``
+* optionally ``record_gradients(state, grads) -> state``: the learner hands it the
+  gradient each update took (MCMC-MLE ends a round on it)
 
 where ``target`` is the model's :class:`~numpyro_ugm.target.Target` (latent sites set),
 ``params`` the current parameters θ_t (constrained space), ``batch`` the current data
@@ -14,7 +16,9 @@ the estimator's own ``NamedTuple`` of scalar diagnostics (``PCDInfo``, ``PFInfo`
 with only the fields that apply to it.
 
 Every estimator calls the number of kernel steps per move ``num_mcmc_steps`` (blackjax's
-name) and takes its ``kernel`` by keyword.
+name; a kernel's own sweeps per step are its ``num_sweeps``), takes ``num_particles`` as
+its only positional argument (CD, which has no particles, none) and every other setting,
+``kernel`` among them, by keyword.
 """
 
 from typing import Any, ClassVar, NamedTuple, Optional
@@ -137,7 +141,7 @@ class Estimator:
         """Move and weight the particles for the parameters ``params``."""
         raise NotImplementedError
 
-    def observe(self, state: Any, grads: dict) -> Any:
+    def record_gradients(self, state: Any, grads: dict) -> Any:
         """Hand the estimator the log-likelihood gradient its particles gave this update
         (unconstrained space); the state after. Default: nothing is kept (MCMC-MLE uses
         it to end a round at the importance-sampled optimum)."""

@@ -26,13 +26,14 @@ class CD(Estimator):
     Parameters
     ----------
     num_mcmc_steps : int
-        Kernel steps (sweeps) per update, the k of CD-k.
+        Keyword only. Kernel steps per update, the k of CD-k (sweeps, with a kernel of
+        one sweep per step).
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
     """
 
-    num_mcmc_steps: int = 1
     _: dataclasses.KW_ONLY
+    num_mcmc_steps: int = 1
     kernel: Optional[KernelSpec] = None
     importance_weighted: ClassVar[bool] = False
 

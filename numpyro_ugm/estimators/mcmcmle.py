@@ -80,9 +80,9 @@ class MCMCMLE(ReweightingEstimator):
     ----------
     num_particles : int
     num_mcmc_steps : int
-        Kernel steps (sweeps) per redraw.
+        Keyword only. Kernel steps per redraw.
     reset_every : int
-        Round length L in updates: at most this many updates per sample (default 10,
+        Keyword only. Round length L in updates: at most this many updates per sample (default 10,
         about PCD-1's cost with 10 sweeps per round). The ESS cannot see mass that moved
         to configurations no particle holds, and the gradient test is not met while the
         importance-sampled objective keeps rising, so at large learning rates the cap
@@ -108,9 +108,9 @@ class MCMCMLE(ReweightingEstimator):
     """
 
     num_particles: int
+    _: dataclasses.KW_ONLY
     num_mcmc_steps: int = 10
     reset_every: int = 10
-    _: dataclasses.KW_ONLY
     restart_threshold: float = 0.5
     gradient_tol: float = 0.01
     kernel: Optional[KernelSpec] = None
@@ -176,7 +176,8 @@ class MCMCMLE(ReweightingEstimator):
                            impossible.astype(dtype))
         return new_state, Particles(new_state.position, weights), info
 
-    def observe(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:
+    def record_gradients(self, state: MCMCMLEState, grads: dict) -> MCMCMLEState:
+        """Keep the mean absolute value of the update's gradient (``gradient_tol``)."""
         leaves = jax.tree.leaves(grads)
         size = sum(leaf.size for leaf in leaves)
         mean_abs = sum(jnp.sum(jnp.abs(leaf)) for leaf in leaves) / max(size, 1)

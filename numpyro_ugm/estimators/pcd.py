@@ -35,15 +35,16 @@ class PCD(Estimator):
     num_particles : int
         Number of persistent chains S.
     num_mcmc_steps : int
-        Kernel steps (sweeps) per update, the k of PCD-k.
+        Keyword only. Kernel steps per update, the k of PCD-k (sweeps, with a kernel of
+        one sweep per step).
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs; e.g.
         ``ugm.kernels.metropolis()``.
     """
 
     num_particles: int
-    num_mcmc_steps: int = 1
     _: dataclasses.KW_ONLY
+    num_mcmc_steps: int = 1
     kernel: Optional[KernelSpec] = None
     importance_weighted: ClassVar[bool] = False
 

@@ -98,12 +98,12 @@ class PerExample:
             means = means._replace(log_z_se=jnp.sqrt(jnp.mean(se ** 2) / se.shape[0]))
         return state, particles, means
 
-    def observe(self, state: Any, grads: dict) -> Any:
+    def record_gradients(self, state: Any, grads: dict) -> Any:
         """Hand every example's estimator state the update's (shared) gradient."""
-        if type(self.estimator).observe is Estimator.observe:
+        if type(self.estimator).record_gradients is Estimator.record_gradients:
             return state
-        return jax.vmap(lambda example_state: self.estimator.observe(example_state, grads))(
-            state)
+        return jax.vmap(lambda example_state: self.estimator.record_gradients(
+            example_state, grads))(state)
 
     def __repr__(self):
         return f"PerExample({self.estimator!r})"

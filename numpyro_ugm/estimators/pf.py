@@ -141,12 +141,14 @@ class PF(ReweightingEstimator):
     ----------
     num_particles : int
     resample_threshold : float > 0
-        Fraction of S below which the ESS triggers resampling (> 1: always).
+        Keyword only. Fraction of S below which the ESS triggers resampling (> 1:
+        always).
     num_mcmc_steps : int
-        Kernel steps n at each move.
+        Keyword only. Kernel steps n at each move.
     temperature : float > 0
-        Weight temperature T (``inf``: unit weights).
+        Keyword only. Weight temperature T (``inf``: unit weights).
     resampling : {"systematic", "stratified", "multinomial", "residual"}
+        Keyword only.
     kernel : KernelSpec, optional
         Keyword only. Default: systematic-scan block Gibbs.
     rejuvenate_every : int or None
@@ -164,11 +166,11 @@ class PF(ReweightingEstimator):
     """
 
     num_particles: int
+    _: dataclasses.KW_ONLY
     resample_threshold: float = 0.9
     num_mcmc_steps: int = 1
     temperature: float = 1.0
     resampling: str = "systematic"
-    _: dataclasses.KW_ONLY
     kernel: Optional[KernelSpec] = None
     rejuvenate_every: Optional[int] = 1
     adaptive: bool = True

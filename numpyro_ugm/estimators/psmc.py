@@ -87,17 +87,17 @@ class PSMC(TemperingEstimator):
     ----------
     num_particles : int
     target_ess : float in (0, 1)
-        σ*, the ESS fraction each bridge step keeps.
+        Keyword only. σ*, the ESS fraction each bridge step keeps.
     keep_fraction : float in (0, 1]
-        Fraction of particles carried over (the paper: one half), rounded to a number of
-        particles (:attr:`num_keep`), which must be at least one.
+        Keyword only. Fraction of particles carried over (the paper: one half),
+        rounded to a number of particles (:attr:`num_keep`), which must be at least one.
     num_mcmc_steps, resampling, max_betas, kernel
         Keyword only. As in :class:`~numpyro_ugm.estimators.smc.SMC`.
     redraw : {"tempered", "uniform-heuristic"}
         Keyword only. How the particles not kept are re-drawn (see above).
     """
 
-    keep_fraction: float = 0.5
+    keep_fraction: float = dataclasses.field(default=0.5, kw_only=True)
     redraw: str = dataclasses.field(default="tempered", kw_only=True)
 
     def __post_init__(self):

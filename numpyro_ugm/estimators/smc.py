@@ -31,7 +31,7 @@ class SMC(TemperingEstimator):
     ----------
     num_particles : int
     target_ess : float in (0, 1)
-        Target ESS fraction of each tempering step.
+        Keyword only. Target ESS fraction of each tempering step.
     num_mcmc_steps : int
         Keyword only. Kernel steps per β.
     resampling : {"systematic", "stratified", "multinomial", "residual"}

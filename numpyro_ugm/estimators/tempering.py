@@ -220,8 +220,8 @@ class TemperingEstimator(Estimator):
     for the parameters."""
 
     num_particles: int
-    target_ess: float = 0.9
     _: dataclasses.KW_ONLY
+    target_ess: float = 0.9
     num_mcmc_steps: int = 1
     resampling: str = "systematic"
     max_betas: int = 1000

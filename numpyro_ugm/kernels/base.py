@@ -10,6 +10,12 @@ What users pass to estimators and to :func:`~numpyro_ugm.sampling.sample` is a
 :class:`KernelSpec`: a description (``gibbs(scan="random")``) that is bound to a model's
 :class:`~numpyro_ugm.target.Target` (its domains and blocks) by ``spec.build(target)``,
 once per target (:func:`bound_kernel`).
+
+Vocabulary: a kernel's ``step`` makes ``num_sweeps`` sweeps (a sweep visits every block,
+and a gradient kernel's sweep ends with its gradient move); an estimator, or the numpyro
+``gibbs_fn``, runs ``num_mcmc_steps`` kernel steps per move (blackjax's name). The two
+multiply: ``PCD(100, num_mcmc_steps=5, kernel=gibbs(num_sweeps=2))`` makes 10 sweeps per
+update.
 """
 
 import weakref

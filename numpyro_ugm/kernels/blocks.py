@@ -38,7 +38,7 @@ class BlockKernelSpec(KernelSpec):
     scan : {"systematic", "random"}
         ``"systematic"``: one step visits every block in order. ``"random"``: one step
         updates ``num_blocks`` blocks drawn uniformly at random (reversible).
-    num_mcmc_steps : int
+    num_sweeps : int
         Number of such sweeps per ``step``.
     max_unrolled : int
         With systematic scan, models with at most this many blocks get each block's
@@ -50,7 +50,7 @@ class BlockKernelSpec(KernelSpec):
     """
 
     scan: str = "systematic"
-    num_mcmc_steps: int = 1
+    num_sweeps: int = 1
     max_unrolled: int = 16
     backward: bool = False
 
@@ -95,8 +95,8 @@ class BlockKernelSpec(KernelSpec):
         name = type(self).__name__
         if self.scan not in ("systematic", "random"):
             raise ValueError(f"{name}: scan must be 'systematic' or 'random', got {self.scan!r}")
-        object.__setattr__(self, "num_mcmc_steps",
-                           check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
+        object.__setattr__(self, "num_sweeps",
+                           check_count(name, "num_sweeps", self.num_sweeps))
 
     def build(self, target) -> Kernel:
         """The block kernel; on a model with real sites that are not in blocks
@@ -112,7 +112,7 @@ class BlockKernelSpec(KernelSpec):
         """The kernel that sweeps ``target.blocks`` (and nothing else)."""
         sweep = block_sweep(target, self.draw, self.num_uniforms, self.scan, self.backward,
                             self.max_unrolled)
-        sweeps, state = int(self.num_mcmc_steps), self.state
+        sweeps, state = int(self.num_sweeps), self.state
 
         def run(rng_key, position, logdensity_fn, chains=None):
             if sweeps == 1:

@@ -26,9 +26,9 @@ class gibbs(BlockKernelSpec):
 
     Parameters
     ----------
-    scan, num_mcmc_steps, max_unrolled, backward
+    scan, num_sweeps, max_unrolled, backward
         As in :class:`~numpyro_ugm.kernels.blocks.BlockKernelSpec` (``scan="systematic"``
-        or ``"random"``; ``num_mcmc_steps`` sweeps per step).
+        or ``"random"``; ``num_sweeps`` sweeps per step).
     """
 
     state = GibbsState

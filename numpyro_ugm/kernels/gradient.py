@@ -99,8 +99,8 @@ class GradientKernelSpec(KernelSpec):
         are swept by ``blocks``.
     blocks : KernelSpec, optional
         Block kernel for the other sites (default ``gibbs()``).
-    num_mcmc_steps : int
-        Steps (block sweep, then gradient move) per ``step``.
+    num_sweeps : int
+        Sweeps (a block sweep, then the gradient move) per ``step``.
     blocks_first : bool
         Order of the two parts in a step (:meth:`reverse` swaps it).
     """
@@ -111,7 +111,7 @@ class GradientKernelSpec(KernelSpec):
     adaptation_rate: float = 0.05
     sites: Optional[tuple] = None
     blocks: Optional[KernelSpec] = None
-    num_mcmc_steps: int = 1
+    num_sweeps: int = 1
     blocks_first: bool = True
 
     #: acceptance the adaptation aims at when ``target_acceptance`` is not given
@@ -119,8 +119,8 @@ class GradientKernelSpec(KernelSpec):
 
     def __post_init__(self):
         name = type(self).__name__
-        object.__setattr__(self, "num_mcmc_steps",
-                           check_count(name, "num_mcmc_steps", self.num_mcmc_steps))
+        object.__setattr__(self, "num_sweeps",
+                           check_count(name, "num_sweeps", self.num_sweeps))
         if self.step_size is not None and not (np.isfinite(self.step_size)
                                                and self.step_size > 0):
             raise ValueError(f"{name}: step_size must be positive, got {self.step_size}")
@@ -163,7 +163,7 @@ class GradientKernelSpec(KernelSpec):
         initial = 0.1 if self.step_size is None else float(self.step_size)
         goal = float(self.default_acceptance if self.target_acceptance is None
                      else self.target_acceptance)
-        rate, adapt, steps = self.adaptation_rate, self.adapt, self.num_mcmc_steps
+        rate, adapt, steps = self.adaptation_rate, self.adapt, self.num_sweeps
 
         def conditional(logdensity_fn, position):
             return lambda sub: logdensity_fn({**position, **sub})

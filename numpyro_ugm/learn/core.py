@@ -257,7 +257,7 @@ class LearnerCore:
             return self.objective(u, p, positive, negative), positive
 
         grads, positive = jax.grad(objective, has_aux=True)(state.params)
-        estimator_state = self.estimator.observe(estimator_state, grads)
+        estimator_state = self.estimator.record_gradients(estimator_state, grads)
         neg_grads = jax.tree.map(jnp.negative, grads)
         updates, opt_state = self.optimizer.update(neg_grads, state.opt_state, state.params)
         new_params = optax.apply_updates(state.params, updates)

@@ -57,7 +57,9 @@ class RunResult(NamedTuple):
         error is ``log_z_se``); with ``thinning``, one entry per ``thinning`` updates
         (the last one's), and what ``record`` returned. A run warns when the running
         log-likelihood is impossible (positive) or its standard error exceeds
-        ``LOG_Z_SE_TOLERANCE`` (1 nat).
+        ``LOG_Z_SE_TOLERANCE`` (1 nat). A dict, as numpyro's
+        ``MCMC.get_extra_fields()``: its keys depend on the estimator and on
+        ``record``.
     """
 
     params: dict

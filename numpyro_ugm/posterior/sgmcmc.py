@@ -34,8 +34,8 @@ from ..learn.mle import MLE
 PREFIX = "params/"
 
 
-class LangevinState(NamedTuple):
-    """State of :func:`langevin`: the step count, the running mean of squared
+class SGLDState(NamedTuple):
+    """State of :func:`sgld`: the step count, the running mean of squared
     gradients (preconditioned variant) and the key of the noise."""
 
     count: jax.Array
@@ -43,10 +43,12 @@ class LangevinState(NamedTuple):
     rng_key: jax.Array
 
 
-def langevin(rng_key: jax.Array, step_size: float | Callable, *,
-             preconditioned: bool = False, decay: float = 0.99,
-             eps: float = 1e-5) -> optax.GradientTransformation:
-    """The Langevin move as an optax transformation of the gradient of −log p(u | x).
+def sgld(rng_key: jax.Array, step_size: float | Callable, *,
+         preconditioned: bool = False, decay: float = 0.99,
+         eps: float = 1e-5) -> optax.GradientTransformation:
+    """The stochastic-gradient Langevin move (SGLD; pSGLD when ``preconditioned``) as an
+    optax transformation of the gradient of −log p(u | x); not the sampler of the state
+    :func:`ugm.kernels.langevin <numpyro_ugm.kernels.langevin>`.
 
     Parameters
     ----------
@@ -68,7 +70,7 @@ def langevin(rng_key: jax.Array, step_size: float | Callable, *,
 
     def init(params):
         zeros = jax.tree.map(jnp.zeros_like, params) if preconditioned else None
-        return LangevinState(jnp.zeros((), jnp.int32), zeros, as_key(rng_key, "langevin"))
+        return SGLDState(jnp.zeros((), jnp.int32), zeros, as_key(rng_key, "sgld"))
 
     def update(grads, state, params=None):
         eps_t = schedule(state.count)
@@ -87,7 +89,7 @@ def langevin(rng_key: jax.Array, step_size: float | Callable, *,
         updates = jax.tree.map(
             lambda g, G, z: -0.5 * eps_t * G * g + jnp.sqrt(eps_t * G) * z,
             grads, scale, noise)
-        return updates, LangevinState(state.count + 1, mean_square, key)
+        return updates, SGLDState(state.count + 1, mean_square, key)
 
     return optax.GradientTransformation(init, update)
 
@@ -132,7 +134,7 @@ class SGMCMC(MLE):
 
     The learner :class:`~numpyro_ugm.MLE` built with :class:`PosteriorCore` (the log
     posterior density in the unconstrained space as objective) and the Langevin step of
-    :func:`langevin` as optimizer, and run with the parameters recorded: same estimators,
+    :func:`sgld` as optimizer, and run with the parameters recorded: same estimators,
     minibatches, device mesh, checkpoints and step API (CRF ``inputs`` pass through to the
     learner but have not been checked against an exact posterior).
 
@@ -171,8 +173,8 @@ class SGMCMC(MLE):
         self.step_size, self.preconditioned = step_size, bool(preconditioned)
         self.decay, self.eps = float(decay), float(eps)
         # the noise key is a placeholder: init() gives every run its own
-        step = langevin(jax.random.PRNGKey(0), step_size, preconditioned=self.preconditioned,
-                        decay=self.decay, eps=self.eps)
+        step = sgld(jax.random.PRNGKey(0), step_size, preconditioned=self.preconditioned,
+                    decay=self.decay, eps=self.eps)
         super().__init__(model, estimator, step, mesh=mesh, core_class=PosteriorCore)
 
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,

@@ -29,7 +29,7 @@ def main(names):
     mesh = jax.make_mesh((4,), ("particles",))
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), 8, 100, 10)
     key = jax.random.PRNGKey(1)
-    estimators = {"PCD": ugm.PCD(64), "CD": ugm.CD(1), "PF": ugm.PF(64),
+    estimators = {"PCD": ugm.PCD(64), "CD": ugm.CD(num_mcmc_steps=1), "PF": ugm.PF(64),
                   "MCMCMLE": ugm.MCMCMLE(64, reset_every=5), "SMC": ugm.SMC(64),
                   "PSMC": ugm.PSMC(64)}
     for name, est in estimators.items():

@@ -163,7 +163,17 @@ class GradientKernelSpec(KernelSpec):
         initial = 0.1 if self.step_size is None else float(self.step_size)
         goal = float(self.default_acceptance if self.target_acceptance is None
                      else self.target_acceptance)
-        rate, adapt, steps = self.adaptation_rate, self.adapt, self.num_sweeps
+        tuning = Tuning(initial, goal, self.adaptation_rate)
+        init, refresh, run = self._moves(sites, sweep, dim, initial)
+        step, batch_step = _adaptive_steps(run, tuning)
+        return Kernel(init, step, refresh=refresh, batch_step=batch_step,
+                      tuning=tuning if self.adapt else None)
+
+    def _moves(self, sites, sweep, dim, initial):
+        """``init``, ``refresh`` and ``run(rng_key, state, logdensity_fn, step_size) ->
+        (state, mean acceptance)``: ``num_sweeps`` gradient moves of ``sites``, each
+        with a block sweep of the other sites (``sweep``; None: there are none)."""
+        adapt, steps = self.adapt, self.num_sweeps
 
         def conditional(logdensity_fn, position):
             return lambda sub: logdensity_fn({**position, **sub})
@@ -222,29 +232,33 @@ class GradientKernelSpec(KernelSpec):
                                              (state, jnp.zeros((), state.step_size.dtype)))
             return state, total / steps
 
-        tuning = Tuning(initial, goal, rate)
+        return init, refresh, run
 
-        def adapted(step_size, adapting, acceptance):
-            return jnp.where(adapting > 0, tuning.adapted(step_size, acceptance), step_size)
 
-        def step(rng_key, state, logdensity_fn, step_size=None, **unused):
-            eps = state.step_size if step_size is None else step_size
-            state, accepted = run(rng_key, state, logdensity_fn, eps)
-            state = state._replace(step_size=adapted(state.step_size, state.adapting,
-                                                     accepted))
-            return state, GradientInfo(accepted, eps)
+def _adaptive_steps(run, tuning):
+    """``step`` (one chain) and ``batch_step`` (many chains sharing one step size) around
+    ``run``, adapting the step size towards ``tuning``'s acceptance while
+    ``state.adapting``."""
 
-        def batch_step(rng_key, states, logdensity_fn):
-            keys = jax.random.split(rng_key, states.step_size.shape[0])
-            states, accepted = jax.vmap(lambda k, s: run(k, s, logdensity_fn,
-                                                         s.step_size))(keys, states)
-            eps = states.step_size
-            mean = jnp.mean(accepted)
-            states = states._replace(step_size=adapted(eps, states.adapting, mean))
-            return states, GradientInfo(accepted, eps)
+    def adapted(step_size, adapting, acceptance):
+        return jnp.where(adapting > 0, tuning.adapted(step_size, acceptance), step_size)
 
-        return Kernel(init, step, refresh=refresh, batch_step=batch_step,
-                      tuning=tuning if adapt else None)
+    def step(rng_key, state, logdensity_fn, step_size=None, **unused):
+        eps = state.step_size if step_size is None else step_size
+        state, accepted = run(rng_key, state, logdensity_fn, eps)
+        state = state._replace(step_size=adapted(state.step_size, state.adapting, accepted))
+        return state, GradientInfo(accepted, eps)
+
+    def batch_step(rng_key, states, logdensity_fn):
+        keys = jax.random.split(rng_key, states.step_size.shape[0])
+        states, accepted = jax.vmap(lambda k, s: run(k, s, logdensity_fn,
+                                                     s.step_size))(keys, states)
+        eps = states.step_size
+        mean = jnp.mean(accepted)
+        states = states._replace(step_size=adapted(eps, states.adapting, mean))
+        return states, GradientInfo(accepted, eps)
+
+    return step, batch_step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench docs clean
+.PHONY: demo test test-durations test-slow bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ TEST_XLA_FLAGS = --xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitter
 test: $(STAMP)
 	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile
 	$(MAKE) docs
+
+# each test file's time on a cold compilation cache, into tests/durations.json (the order
+# in which `make test` hands the files to its workers: longest first)
+test-durations: $(STAMP)
+	rm -rf .pytest_cache/jax
+	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile --store-durations
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html

@@ -1,8 +1,8 @@
 """Test-session settings.
 
-* Files run longest first (``LONGEST_FIRST``, measured), so that with
-  ``pytest -n 2 --dist loadfile`` the two workers finish together: the short files
-  fill in at the end.
+* Files run longest first (their times in ``durations.json``, written by
+  ``make test-durations``), so that with ``pytest -n 2 --dist loadfile`` the two workers
+  finish together: the short files fill in at the end.
   pytest-xdist would otherwise order files by their number of tests
   (``--loadscope-reorder``, its default), which put the one-test sharding file last.
 * A persistent JAX compilation cache shared by the tests and the workers: a computation
@@ -16,8 +16,10 @@
   repeated call reuses a compiled program (``from conftest import TraceCounter``).
 """
 
+import collections
 import contextlib
 import functools
+import json
 from pathlib import Path
 
 import jax
@@ -28,54 +30,15 @@ jax.config.update("jax_compilation_cache_dir",
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
-#: test files by their time on a cold compilation cache, longest first (per-file sums of
-#: a -n 2 --dist loadfile run with --junitxml, 2026-11-27; files under 5 s run after
-#: these, in collection order)
-LONGEST_FIRST = [
-    "test_models_network_native.py",  # numba compiles its kernels: ~45 s cold
-    "test_evaluate_enumeration.py",
-    "test_models_network_sampler.py",
-    "test_estimators_base.py",
-    "test_learn_mle.py",
-    "test_models.py",
-    "test_evaluate_ais.py",
-    "test_posterior_sgmcmc.py",
-    "test_checkpoint.py",
-    "test_evaluate_inputs.py",
-    "test_structure_discovery.py",
-    "test_kernels_gibbs.py",
-    "test_model_surface.py",
-    "test_infer_sampler.py",
-    "test_estimators_reweighting.py",
-    "test_kernels_tempered.py",
-    "test_predict.py",
-    "test_evaluate_exact.py",
-    "test_learn_crf.py",
-    "test_kernels_metropolis.py",
-    "test_kernels_base.py",
-    "test_learn_core.py",
-    "test_conditionals.py",
-    "test_estimators_pf.py",
-    "test_learn_averaging.py",
-    "test_sampling.py",
-    "test_models_ergm_fit.py",
-    "test_models_exponential_random_graph.py",
-    "test_posterior_exchange.py",
-    "test_model.py",
-    "test_estimator_config.py",
-    "test_posterior_reference.py",
-    "test_distributed.py",
-    "test_domains.py",
-    "test_evaluate_pseudo.py",
-    "test_evaluate_gaussian.py",
-    "test_factors.py",
-    "test_models_ergm_large.py",
-    "test_models_graph_terms.py",
-    "test_kernels_gradient.py",
-    "test_infer_coupling.py",
-    "test_diagnose.py",
-    "test_infer_conditioning.py",
-]
+#: per-file seconds of the last ``make test-durations`` run (cold compilation cache):
+#: files run longest first, so that with ``pytest -n 2 --dist loadfile`` the two workers
+#: finish together (files not listed run after them, in collection order)
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", action="store_true",
+                     help=f"write each test file's time to {DURATIONS.name}")
 
 
 def pytest_configure(config):
@@ -83,9 +46,26 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
+def pytest_collection_modifyitems(config, items):
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    root = Path(str(config.rootpath))
+    items.sort(key=lambda item: -seconds.get(item.path.relative_to(root).as_posix(), 0.0))
+
+
+#: seconds per test file of this session (setup, call and teardown of every test)
+_SECONDS = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    _SECONDS[report.location[0]] += report.duration
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("store_durations") and not hasattr(session.config,
+                                                                   "workerinput"):
+        DURATIONS.write_text(json.dumps(
+            {f: round(t, 2) for f, t in sorted(_SECONDS.items(), key=lambda kv: -kv[1])},
+            indent=1) + "\n")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm import datasets
-from numpyro_ugm.network import ergm_statistics, fit_ergm, gof_ergm
+from numpyro_ugm.network import (ErgmControl, SamplingControl, ergm_statistics, fit_ergm,
+                                 gof_ergm)
 from numpyro_ugm.network import fit as ergm_fit
 from numpyro_ugm.network.fit import _observed_network
 from numpyro_ugm.network.terms.structural import DEFAULT_DECAY, resolve_terms
@@ -32,7 +33,7 @@ def test_dyad_independent_fit_is_rs_exact_mle():
     # R ergm 4: summary(ergm(flomarriage ~ edges + nodecov("wealth")))
     np.testing.assert_allclose(fit.estimates, [-2.594929, 0.010546], atol=2e-6)
     np.testing.assert_allclose(fit.stderr, [0.536056, 0.004674], atol=2e-6)
-    assert fit.names == ["edges", "nodecov.wealth"]
+    assert fit.names == ("edges", "nodecov.wealth")
     assert abs(fit.log_likelihood - -51.5543) < 1e-3
     assert abs(fit.aic - 107.1086) < 1e-3 and abs(fit.bic - 112.6836) < 1e-3
     text = fit.summary()
@@ -73,7 +74,8 @@ def _small_network():
 @pytest.mark.parametrize("sampler", ["sparse", "gibbs"])
 def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
     graph, formula, exact, exact_se, log_lik = _small_network()
-    fit = fit_ergm(graph, formula, sampler=sampler, rng_key=jax.random.PRNGKey(3))
+    fit = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sampler=sampler)),
+                   rng_key=jax.random.PRNGKey(3))
     assert fit.converged
     mc = np.sqrt(np.diag(fit.cov_mcmc))
     assert np.all(np.abs(fit.estimates - exact) < 4 * mc + 0.05 * exact_se), (
@@ -87,7 +89,7 @@ def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
 @pytest.mark.slow
 def test_another_estimator_by_one_argument():
     graph, formula, exact, exact_se, _ = _small_network()
-    fit = fit_ergm(graph, formula, estimator=ugm.PCD(256), num_steps=3000,
+    fit = fit_ergm(graph, formula, control=ErgmControl(estimator=ugm.PCD(256), num_steps=3000),
                    rng_key=jax.random.PRNGKey(4), log_likelihood=False)
     assert "PCD" in fit.method
     assert np.all(np.abs(fit.estimates - exact) < 0.25 * exact_se), (fit.estimates, exact)
@@ -112,21 +114,27 @@ def test_bad_networks_are_refused():
     with pytest.raises(ValueError, match="self-loops"):
         fit_ergm(ugm.network.Network(4), "edges", edges=[[0, 1], [2, 2]])
     with pytest.raises(ValueError, match="triadic must be a probability"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
+        SamplingControl(sampler="sparse", triadic=1.5)
     with pytest.raises(ValueError, match="sparse sampler"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", triadic=0.5)
+        SamplingControl(sampler="gibbs", triadic=0.5)
     with pytest.raises(ValueError, match="native=True asks for the compiled sparse"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", native=True)
+        SamplingControl(sampler="gibbs", native=True)
     with pytest.raises(TypeError, match="native must be None, True or False"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", native="yes")
+        SamplingControl(native="yes")
     with pytest.raises(ValueError, match="threads"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", threads=0)
+        SamplingControl(threads=0)
+    with pytest.raises(ValueError, match="init must be a vector of finite values"):
+        ErgmControl(init=[0.0, float("nan")])
     with pytest.raises(ValueError, match=r"init must be 2 finite values.*'triangle'"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0, float("nan")])
-    with pytest.raises(ValueError, match="init must be 2 finite values"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0])
+        fit_ergm(nx.path_graph(4), "edges + triangle", control=ErgmControl(init=[0.0]))
     with pytest.raises(ValueError, match="cannot reach effective_size=64"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", num_chains=4, num_draws=16)
+        SamplingControl(num_chains=4, samplesize=64)
+    with pytest.raises(TypeError, match="control must be an ErgmControl"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", control=SamplingControl())
+    # triadic with a sampler that "auto" resolves to Gibbs (no compiled terms, few dyads)
+    with pytest.raises(ValueError, match="this fit uses 'gibbs'"):
+        fit_ergm(nx.path_graph(4), "edges + triangle",
+                 control=ErgmControl(SamplingControl(triadic=0.5, native=False)))
 
 
 def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
@@ -142,13 +150,14 @@ def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
     class Started(Exception):
         pass
 
-    def mcmle_fit(simulate, observed, theta0, **options):
+    def mcmle_fit(simulate, observed, theta0, *args, **options):
         raise Started(theta0)
 
     monkeypatch.setattr(ergm_fit, "dyad_independent_mle", no_mple)
     monkeypatch.setattr("numpyro_ugm.network.fit.mcmle_fit", mcmle_fit)
     with pytest.raises(Started) as started:
-        fit_ergm(graph, formula, init=exact, sampler="sparse")
+        fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sampler="sparse"),
+                                                     init=exact))
     np.testing.assert_array_equal(started.value.args[0], exact)
 
 

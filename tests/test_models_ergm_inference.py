@@ -24,15 +24,15 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from numpyro_ugm.network import ErgmDegeneracyError, ErgmFit
+from numpyro_ugm.network import ErgmDegeneracyError, ErgmFit, MCMLEControl
 from numpyro_ugm.network.estimation.dyad_independent import (dyad_independent_log_likelihood,
                                                       dyad_independent_mle)
-from numpyro_ugm.network.estimation.hotelling import _distance_to_ellipsoid_boundary
+from numpyro_ugm.network.estimation.hotelling import distance_to_ellipsoid_boundary
 from numpyro_ugm.network.estimation.log_likelihood import log_likelihood_bridge
 from numpyro_ugm.network.estimation.mcmle import mcmle
-from numpyro_ugm.network.estimation.step import (_geyer_thompson_step, _lognormal_step,
-                                                hummel_step_length)
-from numpyro_ugm.network.estimation.standard_errors import mcmle_standard_errors
+from numpyro_ugm.network.estimation.step import (geyer_thompson_step, hummel_step_length,
+                                                 lognormal_step)
+from numpyro_ugm.network.estimation.standard_errors import StandardErrors, mcmle_standard_errors
 from numpyro_ugm.network.summary import dyad_independent_fit, mcmle_fit
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
@@ -211,10 +211,10 @@ def test_distance_to_the_tolerance_boundary_matches_a_dense_search():
         boundary = (np.linalg.cholesky(shape) @ np.stack([np.cos(angles), np.sin(angles)])).T
         diff = boundary - point
         brute = np.min(np.einsum("ni,ij,nj->n", diff, np.linalg.inv(cov), diff))
-        got = _distance_to_ellipsoid_boundary(point, cov, np.linalg.inv(shape))
+        got = distance_to_ellipsoid_boundary(point, cov, np.linalg.inv(shape))
         assert got == pytest.approx(brute, rel=1e-6)
     # at the centre: the smallest boundary distance along the ellipse's principal axes
-    got = _distance_to_ellipsoid_boundary(np.zeros(2), np.eye(2), np.diag([1 / 4, 1]))
+    got = distance_to_ellipsoid_boundary(np.zeros(2), np.eye(2), np.diag([1 / 4, 1]))
     assert got == pytest.approx(1.0)
 
 
@@ -279,7 +279,7 @@ def test_mcmle_from_a_poor_start_reaches_the_exact_mle():
     x, observed = _design()
     exact = dyad_independent_mle(x, observed)
     fit = mcmle_fit(_bernoulli_simulator(x), observed, [2.0, -2.0],
-                      key=jax.random.PRNGKey(0), num_dyads=x.shape[0], names=["edges", "x"])
+                      jax.random.PRNGKey(0), num_dyads=x.shape[0], names=["edges", "x"])
     record = fit.mcmle
     assert fit.converged and record.converged
     # far from the MLE the observed statistics are outside the sample: Hummel steps < 1
@@ -313,7 +313,7 @@ def test_naive_metric_steps_match_the_observed_statistics_under_the_weights():
     x, observed = _design()
     exact = dyad_independent_mle(x, observed)
     record = mcmle(_bernoulli_simulator(x, seed=2), observed, [2.0, -2.0],
-                   key=jax.random.PRNGKey(0), metric="naive")
+                   jax.random.PRNGKey(0), control=MCMLEControl(metric="naive"))
     assert record.converged
     full = record.step_lengths == 1.0
     assert full.any()
@@ -331,18 +331,17 @@ def test_lognormal_step_is_exact_for_normal_statistics():
     stats = (mu + rng.normal(size=(4, 50_000, 3)) @ root.T)
     target = mu + np.array([0.3, -0.2, 0.1])
     expected = np.linalg.solve(sigma, target - mu)
-    np.testing.assert_allclose(_lognormal_step(stats, target), expected, atol=0.03)
-    np.testing.assert_allclose(_geyer_thompson_step(stats, target)[0], expected, atol=0.05)
+    np.testing.assert_allclose(lognormal_step(stats, target), expected, atol=0.03)
+    np.testing.assert_allclose(geyer_thompson_step(stats, target)[0], expected, atol=0.05)
     with pytest.raises(ValueError, match="metric must be one of"):
-        mcmle(lambda theta, key: stats[:, :100], target, np.zeros(3),
-              key=jax.random.PRNGKey(0), metric="Hummel")
+        MCMLEControl(metric="Hummel")
 
 
 def test_mcmle_hotelling_termination():
     x, observed = _design()
     exact = dyad_independent_mle(x, observed)
     record = mcmle(_bernoulli_simulator(x, seed=5), observed, [0.0, 0.0],
-                      key=jax.random.PRNGKey(1), termination="hotelling")
+                      jax.random.PRNGKey(1), control=MCMLEControl(termination="hotelling"))
     assert record.converged
     assert np.all(record.hotelling_p_values[-2:] >= 1 - math.sqrt(0.5))
     assert record.num_draws[-1] >= 4 * record.num_draws[0]  # grown after the first pass
@@ -354,7 +353,7 @@ def test_mcmle_hotelling_termination():
 
 def test_fit_with_exact_draws_matches_the_enumeration():
     fit = mcmle_fit(_exact_simulator(seed=4), OBSERVED5, [-2.0, 2.0],
-                      key=jax.random.PRNGKey(2), num_dyads=10, names=["edges", "triangle"])
+                      jax.random.PRNGKey(2), num_dyads=10, names=["edges", "triangle"])
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
     exact_se = np.sqrt(np.diag(COV5))
@@ -369,7 +368,8 @@ def test_fit_with_exact_draws_matches_the_enumeration():
 
 def test_fit_with_gibbs_draws_matches_the_enumeration():
     fit = mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=250, seed=3), OBSERVED5,
-                      [-2.0, 2.0], key=jax.random.PRNGKey(7), num_dyads=10, num_bridges=8)
+                      [-2.0, 2.0], jax.random.PRNGKey(7), num_dyads=10,
+                    control=MCMLEControl(num_bridges=8))
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
     iid_se = np.sqrt(np.diag(COV5) / fit.final_statistics[..., 0].size)
@@ -411,14 +411,14 @@ def test_gibbs_draws_have_more_monte_carlo_error_than_exact_draws():
 def test_bridge_log_likelihood_matches_the_enumeration():
     theta = np.array([-0.4, 0.6])
     bridge = log_likelihood_bridge(_exact_simulator(2, 500, seed=2), theta, OBSERVED5, 10,
-                                      key=jax.random.PRNGKey(3))
+                                      jax.random.PRNGKey(3))
     assert abs(bridge.log_likelihood - _exact_log_likelihood(theta)) < 4 * bridge.stderr
     assert 0 < bridge.stderr < 0.05
     assert bridge.log_normalizer == pytest.approx(_exact_moments(theta)[2],
                                                   abs=4 * bridge.stderr)
     # θ = 0: log Z(0) = N log 2 exactly
     zero = log_likelihood_bridge(_exact_simulator(1, 50), np.zeros(2), OBSERVED5, 10,
-                                    key=jax.random.PRNGKey(3), num_bridges=2)
+                                    jax.random.PRNGKey(3), num_bridges=2)
     assert zero.log_likelihood == pytest.approx(-10 * math.log(2)) and zero.stderr == 0
 
 
@@ -427,7 +427,7 @@ def test_bridge_log_likelihood_matches_the_enumeration():
 
 def test_summary_prints_the_coefficient_table_and_fit_statistics():
     fit = mcmle_fit(_exact_simulator(seed=6), OBSERVED5, [-1.0, 1.0],
-                      key=jax.random.PRNGKey(4), num_dyads=10,
+                      jax.random.PRNGKey(4), num_dyads=10,
                       names=["edges", "gwesp.fixed.0.5"])
     text = str(fit)
     assert text == fit.summary()
@@ -455,10 +455,10 @@ def test_summary_prints_the_coefficient_table_and_fit_statistics():
 
 
 def test_summary_stars_and_small_p_values():
-    fit = ErgmFit(names=["a", "bb"], estimates=np.array([5.0, 0.1]),
-                     stderr=np.array([1.0, 1.0]), cov=np.eye(2), cov_model=np.eye(2),
-                     cov_mcmc=np.zeros((2, 2)), mcmc_percent=np.array([3.0, 0.0]),
-                     z=np.array([5.0, 0.1]), p_values=np.array([5.7e-7, 0.92]),
+    errors = StandardErrors(np.array([5.0, 0.1]), np.array([1.0, 1.0]), np.eye(2), np.eye(2),
+                            np.zeros((2, 2)), np.array([3.0, 0.0]), np.array([5.0, 0.1]),
+                            np.array([5.7e-7, 0.92]), np.eye(2), 1.0, 100.0)
+    fit = ErgmFit(names=("a", "bb"), standard_errors=errors,
                      log_likelihood=float("nan"), log_likelihood_se=float("nan"),
                      aic=float("nan"), bic=float("nan"), num_dyads=10, converged=False,
                      iterations=3, message="reached max_iterations = 3")
@@ -482,8 +482,8 @@ def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges():
     the exact MLE."""
     start = np.array([-2.5, -0.5])
     with pytest.raises(ErgmDegeneracyError, match="zero variance"):
-        mcmle(_exact_simulator(), OBSERVED5, start, key=jax.random.PRNGKey(0),
-              names=["edges", "triangle"], max_loss=None)
+        mcmle(_exact_simulator(), OBSERVED5, start, jax.random.PRNGKey(0),
+              names=["edges", "triangle"], control=MCMLEControl(max_loss=None))
 
     exact = _exact_simulator()
     calls = {"stop": 0, "rewind": 0}
@@ -495,7 +495,7 @@ def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges():
     def rewind():
         calls["rewind"] += 1
 
-    fit = mcmle_fit(simulate, OBSERVED5, start, key=jax.random.PRNGKey(0), num_dyads=10,
+    fit = mcmle_fit(simulate, OBSERVED5, start, jax.random.PRNGKey(0), num_dyads=10,
                     names=["edges", "triangle"], log_likelihood=False, rewind=rewind)
     record = fit.mcmle
     assert fit.converged
@@ -531,8 +531,8 @@ def test_trust_region_gives_up_when_every_step_loses():
         return base + 1e5 * np.sign(theta)  # the chains run away from any step
 
     with pytest.raises(ErgmDegeneracyError, match="steps in a row") as info:
-        mcmle(simulate, [0.5, 0.5], [0.0, 0.0], key=jax.random.PRNGKey(0),
-              names=["edges", "triangle"], max_rejections=3)
+        mcmle(simulate, [0.5, 0.5], [0.0, 0.0], jax.random.PRNGKey(0),
+              names=["edges", "triangle"], control=MCMLEControl(max_rejections=3))
     record = info.value.record
     assert record.rejected.tolist() == [False, True, True, True]
     assert np.all(record.log_likelihood_gains[1:] < -1.0)
@@ -543,7 +543,7 @@ def test_zero_variance_term_stops_naming_it():
     have no triangles at all."""
     with pytest.raises(ErgmDegeneracyError, match="triangle") as info:
         mcmle(_exact_simulator(seed=7), [3.0, 0.0], [0.0, 0.0],
-                 key=jax.random.PRNGKey(5), names=["edges", "triangle"])
+                 jax.random.PRNGKey(5), names=["edges", "triangle"])
     assert info.value.terms == ["triangle"]
     assert "zero variance" in str(info.value)
     assert info.value.record is not None and info.value.record.iterations >= 1
@@ -560,7 +560,7 @@ def test_stalled_step_length_stops_naming_the_term():
         return points[None]
 
     with pytest.raises(ErgmDegeneracyError, match="outside the convex hull") as info:
-        mcmle(simulate, [0.5, 1.0], [0.0, 0.0], key=jax.random.PRNGKey(0),
+        mcmle(simulate, [0.5, 1.0], [0.0, 0.0], jax.random.PRNGKey(0),
                  names=["edges", "triangle"])
     assert info.value.terms == ["triangle"]
     assert "triangle: observed 1" in str(info.value)
@@ -577,7 +577,7 @@ def test_linearly_dependent_terms_are_named():
         return np.stack([e, 2 * e, rng.normal(size=(1, 200))], axis=-1)
 
     with pytest.raises(ErgmDegeneracyError, match="linearly dependent") as info:
-        mcmle(simulate, [4.0, 8.0, 0.0], np.zeros(3), key=jax.random.PRNGKey(0),
+        mcmle(simulate, [4.0, 8.0, 0.0], np.zeros(3), jax.random.PRNGKey(0),
                  names=["edges", "twice", "noise"])
     assert info.value.terms == ["edges", "twice"]
 
@@ -589,23 +589,23 @@ def test_bad_arguments_raise_clear_errors():
     simulate = _exact_simulator()
     key = jax.random.PRNGKey(0)
     with pytest.raises(TypeError, match="simulate must be a callable"):
-        mcmle(None, OBSERVED5, [0.0, 0.0], key=key)
+        mcmle(None, OBSERVED5, [0.0, 0.0], key)
     with pytest.raises(ValueError, match=r"theta0 must have shape \(2,\)"):
-        mcmle(simulate, OBSERVED5, [0.0], key=key)
+        mcmle(simulate, OBSERVED5, [0.0], key)
     with pytest.raises(ValueError, match="observed holds non-finite"):
-        mcmle(simulate, [1.0, np.nan], [0.0, 0.0], key=key)
+        mcmle(simulate, [1.0, np.nan], [0.0, 0.0], key)
     with pytest.raises(ValueError, match="termination must be one of"):
-        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, termination="Hummel")
+        MCMLEControl(termination="Hummel")
     with pytest.raises(ValueError, match="names must be 2 strings"):
-        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, names=["edges"])
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], key, names=["edges"])
     with pytest.raises(TypeError, match="rng_key must be one JAX PRNG key"):
-        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=3)
+        mcmle(simulate, OBSERVED5, [0.0, 0.0], 3)
     with pytest.raises(ValueError, match=r"must return an array \(num_chains, num_draws, 2\)"):
-        mcmle(lambda theta, key: np.zeros((10, 2)), OBSERVED5, [0.0, 0.0], key=key)
+        mcmle(lambda theta, key: np.zeros((10, 2)), OBSERVED5, [0.0, 0.0], key)
     with pytest.raises(ValueError, match="confidence must lie in"):
-        mcmle(simulate, OBSERVED5, [0.0, 0.0], key=key, confidence=1.5)
+        MCMLEControl(confidence=1.5)
     with pytest.raises(ValueError, match="num_dyads must be an integer"):
-        log_likelihood_bridge(simulate, [0.0, 0.0], OBSERVED5, 10.0, key=key)
+        log_likelihood_bridge(simulate, [0.0, 0.0], OBSERVED5, 10.0, key)
     with pytest.raises(ValueError, match="change_statistics has 3 columns"):
         dyad_independent_mle(np.ones((5, 3)), [1.0, 2.0])
 
@@ -621,8 +621,9 @@ def test_monte_carlo_errors_are_calibrated_under_gibbs_sampling():
     errors, reported, ll_z = [], [], []
     for seed in range(30):
         fit = mcmle_fit(_gibbs_simulator(num_chains=4, num_draws=500, seed=100 + seed),
-                          OBSERVED5, [-2.0, 2.0], key=jax.random.PRNGKey(seed),
-                          num_dyads=10, num_bridges=8)
+                          OBSERVED5, [-2.0, 2.0], jax.random.PRNGKey(seed),
+                          num_dyads=10,
+                    control=MCMLEControl(num_bridges=8))
         assert fit.converged
         errors.append(fit.estimates - THETA5)
         reported.append(np.diag(fit.cov_mcmc))
@@ -686,7 +687,7 @@ def test_flomarriage_edges_triangle_agrees_with_ergmx():
     adjacency = nx.to_numpy_array(graph, nodelist=range(n))
     observed = np.array([adjacency.sum() / 2, np.trace(adjacency @ adjacency @ adjacency) / 6])
     fit = mcmle_fit(_triangle_gibbs(n, num_draws=500), observed, [-1.5, 0.0],
-                      key=jax.random.PRNGKey(0), num_dyads=n * (n - 1) // 2,
+                      jax.random.PRNGKey(0), num_dyads=n * (n - 1) // 2,
                       names=["edges", "triangle"])
     print(fit)
     print(reference.summary())

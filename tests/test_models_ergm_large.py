@@ -9,9 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from numpyro_ugm.network import change_statistics, ergm_statistics, fit_ergm, gof_ergm, mple
-
-from numpyro_ugm.network import fit as ergm_fit
+from numpyro_ugm.network import (ErgmControl, MCMLEControl, SamplingControl, change_statistics,
+                                 ergm_statistics, fit_ergm, gof_ergm, mple)
 from numpyro_ugm.network.estimation.sampled_mple import (mple_samplesize, sample_dyads,
                                                   sample_non_ties, sampled_mple,
                                                   sampled_reference)
@@ -156,36 +155,39 @@ def test_the_stated_monte_carlo_error_of_the_case_control_mple_is_its_spread():
     assert np.all((spread > 0.6 * stated) & (spread < 1.6 * stated)), (spread, stated)
 
 
-def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one(monkeypatch):
+def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one():
     graph, _, _ = _network(80, 0.05, seed=2)
     formula = "edges + nodematch('group') + nodecov('x')"
     dense = fit_ergm(graph, formula)
-    sparse = fit_ergm(graph, formula, mple_samplesize=200)  # Newton from the sampled MLE
-    monkeypatch.setattr(ergm_fit, "SPARSE_LIMIT", 1000)  # "auto" takes the sparse path
-    auto = fit_ergm(graph, formula)
+    # Newton from the sampled MLE
+    sparse = fit_ergm(graph, formula, control=ErgmControl(mple_samplesize=200))
+    # "auto" takes the sparse path above sparse_limit dyads
+    auto = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sparse_limit=1000)))
     np.testing.assert_allclose(auto.estimates, sparse.estimates, rtol=1e-9)
-    monkeypatch.setattr(ergm_fit, "DYAD_DRAWS_LIMIT", 1000)
-    with pytest.raises(NotImplementedError, match="DYAD_DRAWS_LIMIT"):
-        gof_ergm(auto, 10)
+    limited = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(
+        sparse_limit=1000, dyad_draws_limit=1000)))
+    with pytest.raises(NotImplementedError, match="dyad_draws_limit = 1000"):
+        gof_ergm(limited, 10)
     # the same MLE; the dense observed statistics are float32 sums
     np.testing.assert_allclose(sparse.estimates, dense.estimates, rtol=1e-6)
     np.testing.assert_allclose(sparse.stderr, dense.stderr, rtol=1e-6)
     assert sparse.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-6)
     assert sparse.bic == pytest.approx(dense.bic, abs=1e-5)
     with pytest.raises(ValueError, match="mple_samplesize"):
-        fit_ergm(graph, formula, mple_samplesize="all")
+        ErgmControl(mple_samplesize="all")
 
 
 @pytest.mark.slow
 def test_a_gwesp_fit_from_the_edge_list_follows_the_dense_one():
     graph, _, _ = _network(80, 0.05, seed=2)
-    options = {"max_iterations": 2, "num_draws": 64, "interval": 256, "effective_size": None}
-    dense = fit_ergm(graph, GWESP, mple_samplesize=None, **options)
-    every = fit_ergm(graph, GWESP, mple_samplesize=10 ** 9, **options)
+    options = {"sampling": SamplingControl(samplesize=4 * 64, interval=256, effective_size=None),
+               "mcmle": MCMLEControl(max_iterations=2)}
+    dense = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=None, **options))
+    every = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=10 ** 9, **options))
     # every dyad: the same start, statistics and reference, so the same chains
     np.testing.assert_allclose(every.estimates, dense.estimates, atol=1e-4)
     assert every.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-3)
-    sampled = fit_ergm(graph, GWESP, mple_samplesize=500, **options)
+    sampled = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=500, **options))
     combined = np.hypot(sampled.stderr, dense.stderr)
     assert np.all(np.abs(sampled.estimates - dense.estimates) < 3 * combined)
     assert abs(sampled.log_likelihood - dense.log_likelihood) < 4 * np.hypot(

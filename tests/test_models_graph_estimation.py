@@ -14,7 +14,8 @@ from helpers import ergm_model as model
 
 import numpyro_ugm as ugm
 from numpyro_ugm.validation import to_data
-from numpyro_ugm.network import DegeneracyWarning, check_degeneracy, edges_to_adjacency, mple
+from numpyro_ugm.network import (DegeneracyWarning, check_particle_degeneracy,
+                                 edges_to_adjacency, mple)
 
 
 def logistic_regression(X, t, steps=50):
@@ -78,23 +79,23 @@ def test_degeneracy_warning():
     key = jax.random.PRNGKey(0)
     full = draws(jnp.array([-1.0, 2.0]), key)
     with pytest.warns(DegeneracyWarning, match="complete graph"):
-        summary = check_degeneracy(full)
-    assert summary["degenerate"] and summary["fraction_full"] > 0.9
+        summary = check_particle_degeneracy(full)
+    assert summary.degenerate and summary.fraction_full > 0.9
     empty = {"y": np.zeros((100, 28), np.int8)}
     with pytest.warns(DegeneracyWarning, match="empty graph"):
-        check_degeneracy(empty)
+        check_particle_degeneracy(empty)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegeneracyWarning)
         tame = draws(jnp.array([-1.0, 0.1]), key)
-        summary = check_degeneracy(tame)
-        assert not summary["degenerate"] and 0.1 < summary["mean_density"] < 0.5
+        summary = check_particle_degeneracy(tame)
+        assert not summary.degenerate and 0.1 < summary.mean_density < 0.5
         # the data themselves empty: nothing to warn about
-        check_degeneracy(empty, data={"y": np.zeros((3, 28), np.int8)})
+        check_particle_degeneracy(empty, data={"y": np.zeros((3, 28), np.int8)})
         # a learner's state: its estimator's particles (PCD starts uniform)
         learner = ugm.MLE(m, ugm.PCD(50), optax.sgd(0.0))
         state = learner.init(key, {"y": np.asarray(tame["y"][:20])})
-        assert 0.3 < check_degeneracy(state)["mean_density"] < 0.7
+        assert 0.3 < check_particle_degeneracy(state).mean_density < 0.7
     # weighted particles are read too
     with pytest.warns(DegeneracyWarning):
-        check_degeneracy(ugm.estimators.base.Particles(
+        check_particle_degeneracy(ugm.estimators.base.Particles(
             {"y": jnp.ones((10, 28))}, jnp.full(10, -jnp.log(10.0))))

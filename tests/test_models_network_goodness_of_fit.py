@@ -14,11 +14,12 @@ import pytest
 
 from numpyro_ugm.network import DegeneracyWarning, graph_to_edges
 from numpyro_ugm.network.diagnostics import distributions as network_distributions
-from numpyro_ugm.network.diagnostics.mcmc import check_ergm_degeneracy, mcmc_diagnostics
+from numpyro_ugm.network.diagnostics.degeneracy import check_fit_degeneracy
+from numpyro_ugm.network.diagnostics.mcmc import mcmc_diagnostics
 from numpyro_ugm.network.diagnostics.distributions import (
     degree_distribution, edgewise_shared_partners, geodesic_distance_distribution,
     indicators_to_edge_lists, network_densities, shared_partner_distribution)
-from numpyro_ugm.network.diagnostics.gof_plot import _shown_columns
+from numpyro_ugm.network.diagnostics.gof_plot import shown_columns
 from numpyro_ugm.network.diagnostics.goodness_of_fit import goodness_of_fit, monte_carlo_p_values
 
 NETWORKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "networks"
@@ -254,8 +255,8 @@ def test_gof_finds_an_observed_network_outside_the_simulations():
                                                                   "Inf")
     assert result["espartners"].outside_interval() == ()  # no partners anywhere
     # ergm's plotted values: up to 3 past the last p-value below 1, and "Inf"
-    assert _shown_columns(degree) == (list(range(9)), False)
-    assert _shown_columns(result["distance"]) == (list(range(8)) + [12], True)
+    assert shown_columns(degree) == (list(range(9)), False)
+    assert shown_columns(result["distance"]) == (list(range(8)) + [12], True)
     model = result["model"]
     assert model.labels == ("edges", "noise")
     np.testing.assert_allclose(model.p_values[0], 0.0)
@@ -285,13 +286,13 @@ def test_gof_directed_defaults_and_figures():
             "minimum geodesic distance"]
         for ax, name in zip(panels, ["model", "odegree", "idegree", "espartners",
                                      "distance"]):
-            cols, _ = _shown_columns(result[name])
+            cols, _ = shown_columns(result[name])
             assert len(ax.patches) == len(cols)  # one box per value shown
             assert len(ax.get_xticks()) == len(cols)
         assert panels[-1].get_xticklabels()[-1].get_text() == "NR"
         # the observed network as the thick line (proportions, or their log-odds)
         stat = result["idegree"]
-        cols, _ = _shown_columns(stat)
+        cols, _ = shown_columns(stat)
         thick = [line for line in panels[2].get_lines() if line.get_linewidth() > 2]
         expected = stat.observed_proportions[cols]
         if log_odds:
@@ -353,28 +354,30 @@ def test_degeneracy_warning_names_the_far_term():
     names = ["edges", "triangle"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a healthy fit: no warning
-        report = check_ergm_degeneracy(sampled, [101.0, 29.0], names,
-                                       simulated_densities=rng.uniform(0.09, 0.11, 50),
-                                       observed_density=0.1)
-    assert not report["degenerate"] and report["far_terms"] == []
+        report = check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                                      simulated_densities=rng.uniform(0.09, 0.11, 50),
+                                      observed_density=0.1)
+    assert not report.degenerate and report.far_terms == ()
     with pytest.warns(DegeneracyWarning, match="triangle") as record:
-        report = check_ergm_degeneracy(sampled, [101.0, 60.0], names)
+        report = check_fit_degeneracy(sampled, [101.0, 60.0], names)
     assert "edges" not in str(record[0].message).split("outside")[0]
-    assert report["degenerate"] and report["far_terms"] == ["triangle"]
-    assert report["terms"]["triangle"]["fraction_below"] == 1.0
+    assert report.degenerate and report.far_terms == ("triangle",)
+    assert report.term("triangle").fraction_below == 1.0
+    assert report.term("triangle").far and not report.term("edges").far
+    assert np.isnan(report.mean_density)  # no simulated densities given
     # the simulated networks collapsed to (nearly) empty graphs
     with pytest.warns(DegeneracyWarning, match="nearly empty"):
-        report = check_ergm_degeneracy(sampled, [101.0, 29.0], names,
-                                       simulated_densities=np.full(50, 0.002),
-                                       observed_density=0.1)
-    assert report["fraction_near_empty"] == 1.0 and report["far_terms"] == []
+        report = check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                                      simulated_densities=np.full(50, 0.002),
+                                      observed_density=0.1)
+    assert report.fraction_near_empty == 1.0 and report.far_terms == ()
     with pytest.warns(DegeneracyWarning, match="complete"):
-        check_ergm_degeneracy(sampled, [101.0, 29.0], names,
-                              simulated_densities=np.ones(10))
-    quiet = check_ergm_degeneracy(sampled, [101.0, 60.0], names, warn=False)
-    assert quiet["degenerate"]
+        check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                             simulated_densities=np.ones(10))
+    quiet = check_fit_degeneracy(sampled, [101.0, 60.0], names, warn=False)
+    assert quiet.degenerate
     with pytest.raises(ValueError, match="observed has 1"):
-        check_ergm_degeneracy(sampled, [1.0], names)
+        check_fit_degeneracy(sampled, [1.0], names)
 
 
 @pytest.mark.slow

@@ -1,55 +1,51 @@
-"""The ERGM estimation helpers (models/graph_estimation.py): MPLE is the logistic
-regression of each edge on its change statistics (computed here from the definitions),
-and the degeneracy check warns on draws piled at the empty or the complete graph."""
+"""ERGM degeneracy (``network/diagnostics/degeneracy.py``): a fit's far terms and collapsed
+simulations named, and a learner's particles collapsed to the empty or complete graph."""
 
 import warnings
 
+import numpy as np
+import pytest
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-import pytest
-from helpers import TRIAD, brute_statistics
-from helpers import ergm_model as model
 
+from numpyro_ugm.network import DegeneracyWarning, check_particle_degeneracy
+from numpyro_ugm.network.diagnostics.degeneracy import check_fit_degeneracy
+from helpers import ergm_model as model
 import numpyro_ugm as ugm
 from numpyro_ugm.validation import to_data
-from numpyro_ugm.network import (DegeneracyWarning, check_particle_degeneracy,
-                                 edges_to_adjacency, mple)
 
 
-def logistic_regression(X, t, steps=50):
-    """Newton-Raphson in float64: argmax Σ t log σ(Xβ) + (1 − t) log σ(−Xβ)."""
-    beta = np.zeros(X.shape[1])
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-X @ beta))
-        H = X.T @ (X * (p * (1 - p))[:, None])
-        beta = beta + np.linalg.solve(H, X.T @ (t - p))
-    return beta
-
-
-@pytest.mark.slow  # the triad6 fixture's exact fit costs 15 s; R's MPLE values are checked
-# by test_models_ergm_fit.py and test_models_graph_terms.py in the default suite
-def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
-    m, theta_true, data, _ = triad6_problem
-    y = np.asarray(data["y"][:40])
-    # change statistics from the definitions (toggle every pair of every graph)
-    rows = []
-    for g in y:
-        for e in range(len(g)):
-            on, off = g.copy(), g.copy()
-            on[e], off[e] = 1, 0
-            a, b = (brute_statistics(edges_to_adjacency(v)) for v in (on, off))
-            rows.append([a[s] - b[s] for s in TRIAD])
-    beta = logistic_regression(np.array(rows, np.float64), y.reshape(-1).astype(np.float64))
-    result = mple({"y": y}, TRIAD)
-    assert result.converged
-    np.testing.assert_allclose(np.asarray(result.params["theta"]), beta, atol=2e-4)
-    # the objective is ugm.pseudo_log_likelihood, at its maximum there
-    pl = float(ugm.pseudo_log_likelihood(m, result.params, {"y": y}))
-    np.testing.assert_allclose(float(result.pseudo_log_likelihood), pl, rtol=1e-5)
-    assert pl >= float(ugm.pseudo_log_likelihood(m, {"theta": jnp.asarray(beta + 0.01)},
-                                                 {"y": y}))
+def test_degeneracy_warning_names_the_far_term():
+    rng = np.random.default_rng(3)
+    sampled = np.stack([rng.normal(100, 5, (2, 500)), rng.normal(30, 3, (2, 500))], -1)
+    names = ["edges", "triangle"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a healthy fit: no warning
+        report = check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                                      simulated_densities=rng.uniform(0.09, 0.11, 50),
+                                      observed_density=0.1)
+    assert not report.degenerate and report.far_terms == ()
+    with pytest.warns(DegeneracyWarning, match="triangle") as record:
+        report = check_fit_degeneracy(sampled, [101.0, 60.0], names)
+    assert "edges" not in str(record[0].message).split("outside")[0]
+    assert report.degenerate and report.far_terms == ("triangle",)
+    assert report.term("triangle").fraction_below == 1.0
+    assert report.term("triangle").far and not report.term("edges").far
+    assert np.isnan(report.mean_density)  # no simulated densities given
+    # the simulated networks collapsed to (nearly) empty graphs
+    with pytest.warns(DegeneracyWarning, match="nearly empty"):
+        report = check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                                      simulated_densities=np.full(50, 0.002),
+                                      observed_density=0.1)
+    assert report.fraction_near_empty == 1.0 and report.far_terms == ()
+    with pytest.warns(DegeneracyWarning, match="complete"):
+        check_fit_degeneracy(sampled, [101.0, 29.0], names,
+                             simulated_densities=np.ones(10))
+    quiet = check_fit_degeneracy(sampled, [101.0, 60.0], names, warn=False)
+    assert quiet.degenerate
+    with pytest.raises(ValueError, match="observed has 1"):
+        check_fit_degeneracy(sampled, [1.0], names)
 
 
 def _gibbs_draws(m, num_chains=100, sweeps=30):

@@ -129,14 +129,17 @@ class IterationRecord(NamedTuple):
 
 
 class _History:
-    """The rows and θs of an MCMLE run so far, and its last sample."""
+    """The rows and θs of an MCMLE run so far, and its last sample (of the observed
+    statistics ``observed`` of the terms ``names``)."""
 
-    def __init__(self, theta0, termination, k):
+    def __init__(self, theta0, observed, names, termination):
         self.rows, self.thetas = [], [theta0.copy()]
-        self.termination, self.k = termination, k
+        self.observed, self.names, self.termination = observed, names, termination
+        self.k = observed.size
         self.last_statistics = None
 
     def add(self, row, theta):
+        """Record an iteration and the θ it leads to."""
         self.rows.append(row)
         self.thetas.append(theta.copy())
 
@@ -161,11 +164,11 @@ class _History:
             rejected=np.asarray(column["rejected"], dtype=bool),
             log_likelihood_gains=np.asarray(column["log_likelihood_gain"]))
 
-    def give_up(self, reason, theta, observed, names, repeats):
-        """Raise ErgmDegeneracyError, the terms the last sample misses named; θ not
-        updated (the record keeps its shapes)."""
-        self.thetas.append(theta.copy())
-        bad, details = terms_outside_sample(self.last_statistics, observed, names)
+    def give_up(self, reason, row, theta, repeats):
+        """Record the last iteration (``row``; θ not updated, so the record keeps its
+        shapes) and raise ErgmDegeneracyError, the terms the last sample misses named."""
+        self.add(row, theta)
+        bad, details = terms_outside_sample(self.last_statistics, self.observed, self.names)
         text = f"{reason}; terms {bad} ({'; '.join(details)})."
         raise ErgmDegeneracyError(text, bad, self.result(text, False, repeats))
 
@@ -324,10 +327,10 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
     names = as_names(owner, names, k)
     rng_key = as_key(rng_key, owner)
     control = _check_control(owner, control, rewind)
-    history, trust = _History(theta, control.termination, k), TrustRegion(observed,
-                                                                         control.max_loss)
+    history = _History(theta, observed, names, control.termination)
+    trust = TrustRegion(observed, control.max_loss)
     rule, stop_early = termination_rule(control, k), takes_stop(simulate)
-    repeats, stalled, verdict = 1, 0, None
+    repeats, stalled = 1, 0
     for iteration in range(1, control.max_iterations + 1):
         rng_key, subkey = jax.random.split(rng_key)
         gain_of, loses = trust.tests(theta)
@@ -336,14 +339,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
         history.last_statistics = stats
         gain = float("nan") if gain_of is None else gain_of(stats)
         if loses is not None and gain < -control.max_loss:  # the trust region rejects θ
-            history.rows.append(_rejected_row(stats, gain, k))
-            if trust.reject() >= control.max_rejections:
-                history.give_up(_runaway_message(trust, theta, gain), theta, observed,
-                                names, repeats)
-            rewind() if rewind is not None else None
-            theta, share = trust.retreat(theta, gain)
-            history.thetas.append(theta.copy())
-            _report_rejection(verbose, iteration, gain, control, history, share, theta)
+            theta = _step_back(theta, stats, gain, trust, history, repeats, control, rewind)
+            _report_rejection(verbose, iteration, gain, control, history, trust, theta)
             continue
         try:
             check_sample_degeneracy(owner, stats, names, observed, theta)
@@ -354,9 +351,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
         trust.accept(theta, it.moments.mean, stats)
         stalled = stalled + 1 if it.gamma < control.min_step_length else 0
         if stalled >= control.stall_iterations:
-            history.rows.append(_accepted_row(it, float("nan"), stats, gain))
-            history.give_up(_stall_message(it.gamma, control, theta), theta, observed,
-                            names, repeats)
+            history.give_up(_stall_message(it.gamma, control, theta),
+                            _accepted_row(it, float("nan"), stats, gain), theta, repeats)
         verdict = rule.check(it, repeats)
         repeats = verdict.repeats
         theta = theta + it.delta
@@ -366,6 +362,20 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
             return history.result(verdict.message, True, repeats)
     return history.result(f"reached max_iterations = {control.max_iterations}", False,
                           repeats)
+
+
+def _step_back(theta, stats, gain, trust, history, repeats, control, rewind):
+    """The trust region rejected the sample at θ: record it, give up after
+    ``control.max_rejections`` in a row, else rewind the chains and return θ_a plus the
+    share of the step that the trust region allows."""
+    row = _rejected_row(stats, gain, history.k)
+    if trust.reject() >= control.max_rejections:
+        history.give_up(_runaway_message(trust, theta, gain), row, theta, repeats)
+    if rewind is not None:
+        rewind()
+    theta = trust.retreat(theta, gain)
+    history.add(row, theta)
+    return theta
 
 
 def _check_control(owner, control, rewind):
@@ -380,11 +390,11 @@ def _check_control(owner, control, rewind):
     return control
 
 
-def _report_rejection(verbose, iteration, gain, control, history, share, theta):
+def _report_rejection(verbose, iteration, gain, control, history, trust, theta):
     if verbose:
         print(f"mcmle iteration {iteration}: step rejected (estimated log-likelihood "
               f"change {gain:.3g} < -{control.max_loss:g}, {history.rows[-1].num_draws} "
-              f"draws); {share:.3g} of it: theta {np.round(theta, 4).tolist()}")
+              f"draws); {trust.share:.3g} of it: theta {np.round(theta, 4).tolist()}")
 
 
 def _report(verbose, iteration, it, verdict, history, theta):

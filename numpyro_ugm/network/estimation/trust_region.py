@@ -1,6 +1,8 @@
 """The MCMLE's trust region (:func:`~numpyro_ugm.network.estimation.mcmle.mcmle`,
-``max_loss``): the estimated change of log-likelihood between two samples, the share of
-a rejected step to try next, and whether a ``simulate`` callback can stop early.
+``MCMLEControl.max_loss``): the estimated change of log-likelihood between two samples,
+the share of a rejected step to try next, whether a ``simulate`` callback can stop early,
+and the region itself (:class:`TrustRegion`: the last accepted θ, the rejections in a
+row, the radius).
 """
 
 import inspect
@@ -65,6 +67,7 @@ class TrustRegion:
         self.anchor = None  # (θ_a, s̄_a, sample at θ_a)
         self.rejections = 0
         self.radius = math.inf
+        self.share = 1.0  # of the last rejected step
 
     def tests(self, theta):
         """(gain, loses) at θ: ``gain(stats)`` the estimated l(θ) − l(θ_a) from a sample
@@ -91,12 +94,13 @@ class TrustRegion:
         return self.rejections
 
     def retreat(self, theta, gain):
-        """After a rejected step to θ: (θ_a + τ (θ − θ_a), τ), the new radius ‖τ Δθ‖."""
+        """After a rejected step to θ: θ_a + τ (θ − θ_a) (τ kept as ``share``), the new
+        radius ‖τ Δθ‖."""
         step = theta - self.anchor[0]
-        share = shrink_share(step, self.observed, self.anchor[1], gain)
-        theta = self.anchor[0] + share * step
+        self.share = shrink_share(step, self.observed, self.anchor[1], gain)
+        theta = self.anchor[0] + self.share * step
         self.radius = float(np.linalg.norm(theta - self.anchor[0]))
-        return theta, share
+        return theta
 
     def accept(self, theta, mean, stats):
         """θ's sample is accepted: it becomes the anchor."""

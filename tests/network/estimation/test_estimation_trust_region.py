@@ -11,7 +11,8 @@ from numpyro_ugm.network.estimation.mcmle import mcmle
 from numpyro_ugm.network.summary import mcmle_fit
 
 
-def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges(five_node):
+def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges(five_node,
+                                                                              capsys):
     """From θ0 = (−2.5, −0.5) the sample barely has triangles, so the lognormal step puts
     about 800 on the triangle term (the complete graph in every draw): without the trust
     region the fit stops there. With it, that step's estimated log-likelihood change is
@@ -33,8 +34,12 @@ def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges(fi
         calls["rewind"] += 1
 
     fit = mcmle_fit(simulate, five_node.observed, start, jax.random.PRNGKey(0), num_dyads=10,
-                    names=["edges", "triangle"], log_likelihood=False, rewind=rewind)
+                    names=["edges", "triangle"], log_likelihood=False, rewind=rewind,
+                    verbose=True)
     record = fit.mcmle
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == record.iterations  # one line per iteration
+    assert sum("step rejected" in line for line in printed) == record.rejected.sum()
     assert fit.converged
     assert record.rejected[1] and not record.rejected[0] and not record.rejected[-1]
     assert calls["rewind"] == record.rejected.sum()

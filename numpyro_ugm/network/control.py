@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_count
+from ..estimators.base import Estimator
 
 __all__ = ["ErgmControl", "SamplingControl", "MCMLEControl", "SAMPLERS", "TERMINATIONS",
            "METRICS"]
@@ -345,6 +346,10 @@ class ErgmControl:
         elif size is not None:
             object.__setattr__(self, "mple_samplesize", _count(owner, "mple_samplesize",
                                                                size))
+        if self.estimator is not None and not isinstance(self.estimator, Estimator):
+            raise TypeError(f"{owner}: estimator must be one of the package's estimators "
+                            f"(ugm.PCD(...), ugm.PSMC(...), ...) or None, got "
+                            f"{type(self.estimator).__name__}")
         object.__setattr__(self, "num_steps", _count(owner, "num_steps", self.num_steps))
         for name in ("init", "update"):
             if self.optimizer is not None and not callable(getattr(self.optimizer, name,

@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+import numpyro_ugm as ugm
 from numpyro_ugm.network import ErgmControl, MCMLEControl, SamplingControl
 from numpyro_ugm.network.estimation.mcmle import mcmle
 
@@ -91,6 +92,9 @@ def test_the_fit_control_checks_its_parts():
         ErgmControl(num_steps=0)
     with pytest.raises(TypeError, match="optimizer must be an optax"):
         ErgmControl(optimizer="adam")
+    with pytest.raises(TypeError, match="estimator must be one of the package's estimators"):
+        ErgmControl(estimator="PCD")
+    assert isinstance(ErgmControl(estimator=ugm.PCD(16)).estimator, ugm.PCD)
     assert ErgmControl(mple_samplesize=None).mple_samplesize is None
     # a sample that cannot reach its effective size is refused before any fit runs
     with pytest.raises(ValueError, match="cannot reach effective_size=64"):

@@ -47,7 +47,8 @@ def _count(owner, name, value, minimum=1, optional=False):
 
 def _number(owner, name, value, low=0.0, high=math.inf, closed_low=False, closed_high=False,
             optional=False):
-    """``value`` as a float inside (low, high) (ends closed on request)."""
+    """``value`` as a finite float inside (low, high) (ends closed on request; None
+    passes when ``optional``)."""
     if optional and value is None:
         return None
     try:
@@ -57,8 +58,7 @@ def _number(owner, name, value, low=0.0, high=math.inf, closed_low=False, closed
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{owner}: {name} must be a number, got {value!r}")
     inside = ((v >= low if closed_low else v > low) and (v <= high if closed_high else v < high))
-    if not (math.isfinite(v) or (high == math.inf and v == math.inf and closed_high)) \
-            or not inside:
+    if not math.isfinite(v) or not inside:
         lo, hi = ("[" if closed_low else "("), ("]" if closed_high else ")")
         raise ValueError(f"{owner}: {name} must lie in {lo}{low:g}, {high:g}{hi}, got "
                          f"{value!r}")
@@ -66,6 +66,7 @@ def _number(owner, name, value, low=0.0, high=math.inf, closed_low=False, closed
 
 
 def _choice(owner, name, value, choices):
+    """Refuse a ``value`` not among ``choices``."""
     if value not in choices:
         raise ValueError(f"{owner}: {name} must be one of {choices}, got {value!r}")
     return value

@@ -81,7 +81,7 @@ class ErgmFit:
         How the estimation ended.
     mcmle : MCMLEResult or None
         The per-iteration diagnostics.
-    final_statistics : array (num_chains, num_draws, k) or None
+    final_statistics : array (num_chains, num_samples, k) or None
         The final sample at the estimate (from which the standard errors come).
     log_likelihood_bridge : BridgeLogLikelihood or None
     network_fit : NetworkFit or None
@@ -185,7 +185,7 @@ class ErgmFit:
             out["mcmle"] = {name: plain(getattr(record, name)) for name in (
                 "termination", "theta_history", "step_lengths", "hotelling_statistics",
                 "hotelling_p_values", "tolerance_distances", "convergence_p_values",
-                "predicted_differences", "num_draws", "effective_sizes", "rejected",
+                "predicted_differences", "num_samples", "effective_sizes", "rejected",
                 "log_likelihood_gains")}
         return out
 
@@ -231,7 +231,7 @@ class ErgmFit:
                 lines.append(f"Last iteration: step length {record.step_lengths[-1]:.3g}, "
                              f"Hotelling p-value {record.hotelling_p_values[-1]:.3g}, "
                              f"convergence p-value {record.convergence_p_values[-1]:.3g}, "
-                             f"{record.num_draws[-1]} draws.")
+                             f"{record.num_samples[-1]} draws.")
                 rejected = 0 if record.rejected is None else int(record.rejected.sum())
                 if rejected:
                     lines.append(f"The trust region rejected {rejected} step(s) that lost "
@@ -326,7 +326,7 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_ke
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, rng_key) -> stats`` (num_chains, num_draws, k), persistent
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), persistent
         chains.
     observed, theta0 : arrays (k,)
     rng_key : jax PRNG key

@@ -121,8 +121,8 @@ def as_sampled_statistics(owner: str, sampled_statistics: Any, observed: Any,
     if x.ndim == 2:
         x = x[None]
     if x.ndim != 3:
-        raise ValueError(f"{owner}: sampled_statistics must be (num_chains, num_draws, k) "
-                         f"(or (num_draws, k)), got shape {np.shape(sampled_statistics)}")
+        raise ValueError(f"{owner}: sampled_statistics must be (num_chains, num_samples, k) "
+                         f"(or (num_samples, k)), got shape {np.shape(sampled_statistics)}")
     if x.shape[1] < 2:
         raise ValueError(f"{owner}: sampled_statistics needs at least 2 draws per chain, "
                          f"got {x.shape[1]}")
@@ -229,7 +229,7 @@ def check_fit_degeneracy(sampled_statistics: Any, observed: Any,
 
     Parameters
     ----------
-    sampled_statistics : array (num_chains, num_draws, k) or (num_draws, k)
+    sampled_statistics : array (num_chains, num_samples, k) or (num_samples, k)
     observed : array (k,)
     names : sequence of str, optional
         Term names, used in the warning.

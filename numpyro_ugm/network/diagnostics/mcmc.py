@@ -32,7 +32,7 @@ class StatisticsDiagnostics:
     ----------
     names : tuple of str
     observed : numpy.ndarray (k,)
-    samples : numpy.ndarray (num_chains, num_draws, k)
+    samples : numpy.ndarray (num_chains, num_samples, k)
     mean, sd : numpy.ndarray (k,)
         Over all chains and draws (sd with ddof=1).
     effective_sample_size : numpy.ndarray (k,)
@@ -118,7 +118,7 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
 
     Parameters
     ----------
-    sampled_statistics : array (num_chains, num_draws, k) or (num_draws, k)
+    sampled_statistics : array (num_chains, num_samples, k) or (num_samples, k)
         Statistics of the sampled networks, chains in order.
     observed : array (k,)
         The observed network's statistics.

@@ -14,7 +14,8 @@ from jax.typing import ArrayLike
 from scipy import special
 
 from ..._checks import as_key, check_count
-from .samples import as_vector, check_simulate, autocorrelation_inflation, sample_statistics, split_keys
+from .samples import (as_vector, autocorrelation_inflation, check_simulate, sample_statistics,
+                      split_keys)
 
 __all__ = ["log_likelihood_bridge", "BridgeLogLikelihood"]
 
@@ -84,7 +85,7 @@ def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayL
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, rng_key) -> stats`` (num_chains, num_draws, k), persistent chains.
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), persistent chains.
     theta, observed : arrays (k,)
     num_dyads : int
         N, the number of dyads (node pairs) of the graph.

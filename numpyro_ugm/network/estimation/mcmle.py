@@ -74,11 +74,11 @@ class MCMLEResult:
         s_obs − Ê_{θ_{t+1}}[s], the importance-sampling estimate from iteration t's sample
         of how far the update's expected statistics miss s_obs (after a full step: 0 up
         to the solver's tolerance with ``metric="naive"``, small with ``"lognormal"``).
-    num_draws : array (iterations,)
+    num_samples : array (iterations,)
         Draws (all chains) in each iteration's sample.
     effective_sizes : array (iterations,)
         tr(Cov s) / tr(Cov s̄): the effective number of independent draws.
-    last_statistics : array (num_chains, num_draws, k)
+    last_statistics : array (num_chains, num_samples, k)
         The last iteration's sample, drawn at ``theta_history[-2]``.
     repeats : int
         ``simulate`` calls per sample reached.
@@ -104,7 +104,7 @@ class MCMLEResult:
     tolerance_distances: np.ndarray
     convergence_p_values: np.ndarray
     predicted_differences: np.ndarray
-    num_draws: np.ndarray
+    num_samples: np.ndarray
     effective_sizes: np.ndarray
     last_statistics: np.ndarray | None
     repeats: int = 1
@@ -121,7 +121,7 @@ class IterationRecord(NamedTuple):
     hotelling_p_value: float
     tolerance_distance: float
     convergence_p_value: float
-    num_draws: int
+    num_samples: int
     effective_size: float
     predicted_difference: np.ndarray
     rejected: bool
@@ -158,7 +158,7 @@ class _History:
             convergence_p_values=np.asarray(column["convergence_p_value"]),
             predicted_differences=np.asarray(column["predicted_difference"]).reshape(
                 -1, self.k),
-            num_draws=np.asarray(column["num_draws"], dtype=np.int64),
+            num_samples=np.asarray(column["num_samples"], dtype=np.int64),
             effective_sizes=np.asarray(column["effective_size"]),
             last_statistics=self.last_statistics, repeats=repeats,
             rejected=np.asarray(column["rejected"], dtype=bool),
@@ -262,8 +262,9 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
       twice in a row (the sample grows 4 times after the first).
     * ``"none"``: run ``max_iterations`` iterations.
 
-    Trust region (``control.max_loss``, :class:`~numpyro_ugm.network.estimation.trust_region.TrustRegion`): each sample at θ_{t+1} = θ_a + Δθ (θ_a the last accepted
-    θ, s̄_a its sample mean) estimates the change of log-likelihood l(θ_{t+1}) − l(θ_a) =
+    Trust region (``control.max_loss``,
+    :class:`~numpyro_ugm.network.estimation.trust_region.TrustRegion`): each sample at
+    θ_{t+1} = θ_a + Δθ (θ_a the last accepted θ, s̄_a its sample mean) estimates the change of log-likelihood l(θ_{t+1}) − l(θ_a) =
     Δθ·s_obs − log Z(θ_{t+1})/Z(θ_a) with the ratio by the geometric bridge between the
     two samples, log mean_a exp(Δθ·s/2) − log mean_{t+1} exp(−Δθ·s/2) (about
     Δθ·(s̄_a + s̄_{t+1})/2 where the samples do not overlap). Below
@@ -289,7 +290,7 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, rng_key) -> stats`` (num_chains, num_draws, k), draws in chain
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), draws in chain
         order; persistent chains (two calls at the same θ continue them).
     observed : array (k,)
         Observed statistics s(y_obs).
@@ -393,7 +394,7 @@ def _check_control(owner, control, rewind):
 def _report_rejection(verbose, iteration, gain, control, history, trust, theta):
     if verbose:
         print(f"mcmle iteration {iteration}: step rejected (estimated log-likelihood "
-              f"change {gain:.3g} < -{control.max_loss:g}, {history.rows[-1].num_draws} "
+              f"change {gain:.3g} < -{control.max_loss:g}, {history.rows[-1].num_samples} "
               f"draws); {trust.share:.3g} of it: theta {np.round(theta, 4).tolist()}")
 
 
@@ -401,5 +402,5 @@ def _report(verbose, iteration, it, verdict, history, theta):
     if verbose:
         print(f"mcmle iteration {iteration}: step length {it.gamma:.3f}, d2 {it.d2:.3g}, "
               f"Hotelling p {it.p_nonconvergence:.3g}, convergence p "
-              f"{verdict.p_value:.3g}, {history.rows[-1].num_draws} draws, theta "
+              f"{verdict.p_value:.3g}, {history.rows[-1].num_samples} draws, theta "
               f"{np.round(theta, 4).tolist()}")

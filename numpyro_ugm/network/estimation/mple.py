@@ -53,7 +53,8 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
         Maximum Newton steps.
     tol : float
         Stop when the gradient's largest entry, relative to the statistics' scale, is
-        below ``tol`` (:func:`~numpyro_ugm.network.estimation.dyad_independent.dyad_independent_mle`).
+        below ``tol``
+        (:func:`~numpyro_ugm.network.estimation.dyad_independent.dyad_independent_mle`).
 
     Returns
     -------

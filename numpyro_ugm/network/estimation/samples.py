@@ -8,7 +8,7 @@ estimators (:mod:`~numpyro_ugm.network.estimation.mcmle`,
 :mod:`~numpyro_ugm.network.estimation.log_likelihood`, :mod:`~numpyro_ugm.network.summary`)
 work from sampled statistics, never from graphs, and take the sampler as a callback::
 
-    simulate(theta, rng_key) -> stats   # array (num_chains, num_draws, k), draws in chain order
+    simulate(theta, rng_key) -> stats   # array (num_chains, num_samples, k), draws in chain order
 
 The callback keeps its own chain state between calls (persistent chains; its burn-in after
 θ moves is its own business). Two calls at the same θ continue the same chains, so a larger
@@ -73,14 +73,14 @@ def as_names(owner, names, k):
 
 
 def as_statistics(owner, value, k, name="simulate(theta, rng_key)"):
-    """Sampled statistics as float64 (num_chains, num_draws, k)."""
+    """Sampled statistics as float64 (num_chains, num_samples, k)."""
     try:
         s = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{owner}: {name} must return a numeric array (num_chains, "
-                        f"num_draws, k), got {type(value).__name__}") from error
+                        f"num_samples, k), got {type(value).__name__}") from error
     if s.ndim != 3 or s.shape[2] != k:
-        raise ValueError(f"{owner}: {name} must return an array (num_chains, num_draws, {k}) "
+        raise ValueError(f"{owner}: {name} must return an array (num_chains, num_samples, {k}) "
                          f"(draws in chain order; num_chains may be 1), got shape {s.shape}")
     if s.shape[0] < 1 or s.shape[1] < 2:
         raise ValueError(f"{owner}: {name} must return at least one chain of at least 2 "
@@ -94,7 +94,7 @@ def check_simulate(owner, simulate):
     """Refuse a ``simulate`` that is not callable."""
     if not callable(simulate):
         raise TypeError(f"{owner}: simulate must be a callable simulate(theta, rng_key) -> "
-                        f"stats (num_chains, num_draws, k), got {type(simulate).__name__}")
+                        f"stats (num_chains, num_samples, k), got {type(simulate).__name__}")
 
 
 def check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_high=True):

@@ -93,7 +93,7 @@ def mcmle_standard_errors(stats: ArrayLike, observed: ArrayLike, theta: ArrayLik
 
     Parameters
     ----------
-    stats : array (num_chains, num_draws, k)
+    stats : array (num_chains, num_samples, k)
         A sample drawn at ``theta`` (draws in chain order).
     observed : array (k,)
     theta : array (k,)

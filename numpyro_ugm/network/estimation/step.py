@@ -44,7 +44,7 @@ def hummel_step_length(stats: ArrayLike, observed: ArrayLike, *, margin: float =
 
     Parameters
     ----------
-    stats : array (num_chains, num_draws, k) or (num_draws, k)
+    stats : array (num_chains, num_samples, k) or (num_samples, k)
         Sampled statistics.
     observed : array (k,)
         Observed statistics s_obs.

@@ -72,7 +72,7 @@ def test_mcmle_hotelling_termination(dyad_model):
                       jax.random.PRNGKey(1), control=MCMLEControl(termination="hotelling"))
     assert record.converged
     assert np.all(record.hotelling_p_values[-2:] >= 1 - math.sqrt(0.5))
-    assert record.num_draws[-1] >= 4 * record.num_draws[0]  # grown after the first pass
+    assert record.num_samples[-1] >= 4 * record.num_samples[0]  # grown after the first pass
     np.testing.assert_allclose(record.theta, exact.theta, atol=0.05)
 
 
@@ -135,7 +135,7 @@ def test_bad_arguments_raise_clear_errors(five_node):
         mcmle(simulate, five_node.observed, [0.0, 0.0], key, names=["edges"])
     with pytest.raises(TypeError, match="rng_key must be one JAX PRNG key"):
         mcmle(simulate, five_node.observed, [0.0, 0.0], 3)
-    with pytest.raises(ValueError, match=r"must return an array \(num_chains, num_draws, 2\)"):
+    with pytest.raises(ValueError, match=r"must return an array \(num_chains, num_samples, 2\)"):
         mcmle(lambda theta, key: np.zeros((10, 2)), five_node.observed, [0.0, 0.0], key)
     with pytest.raises(ValueError, match="confidence must lie in"):
         MCMLEControl(confidence=1.5)

@@ -35,7 +35,8 @@ def test_non_ties_are_a_uniform_sample_without_repeats(attributed_network):
     assert mple_samplesize(10 ** 8, 100) == 80_000 and mple_samplesize(100, 3) == 320
 
 
-def test_case_control_mple_equals_the_dense_mple_with_every_dyad_and_is_close_without(gwesp_network):
+def test_case_control_mple_equals_the_dense_mple_with_every_dyad_and_is_close_without(
+        gwesp_network):
     graph, net, ties, terms, _ = gwesp_network
     observed = sparse_statistics(net, terms, ties)
     dense = np.asarray(mple(graph, GWESP, network=net).params["theta"], np.float64)

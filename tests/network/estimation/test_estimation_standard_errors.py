@@ -29,8 +29,8 @@ def test_fit_with_exact_draws_matches_the_enumeration(five_node):
 
 
 def test_fit_with_gibbs_draws_matches_the_enumeration(five_node):
-    fit = mcmle_fit(five_node.gibbs_simulator(num_chains=4, num_draws=250, seed=3), five_node.observed,
-                      [-2.0, 2.0], jax.random.PRNGKey(7), num_dyads=10,
+    fit = mcmle_fit(five_node.gibbs_simulator(num_chains=4, num_draws=250, seed=3),
+                    five_node.observed, [-2.0, 2.0], jax.random.PRNGKey(7), num_dyads=10,
                     control=MCMLEControl(num_bridges=8))
     assert fit.converged
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
@@ -86,8 +86,8 @@ def test_monte_carlo_errors_are_calibrated_under_gibbs_sampling(five_node):
         reported.append(np.diag(fit.cov_mcmc))
         ll_z.append((fit.log_likelihood - five_node.log_likelihood(fit.estimates))
                     / fit.log_likelihood_se)
-        np.testing.assert_allclose(np.sqrt(np.diag(fit.cov_model)), np.sqrt(np.diag(five_node.cov)),
-                                   rtol=0.15)
+        np.testing.assert_allclose(np.sqrt(np.diag(fit.cov_model)),
+                                   np.sqrt(np.diag(five_node.cov)), rtol=0.15)
     z = np.asarray(errors) / np.sqrt(np.asarray(reported))
     assert np.all(np.abs(z.mean(0)) < 0.6), z.mean(0)
     assert np.all((0.6 < z.std(0)) & (z.std(0) < 1.5)), z.std(0)

@@ -59,7 +59,8 @@ def test_trust_region_rejects_a_step_into_the_degenerate_region_and_converges(fi
     assert f"The trust region rejected {record.rejected.sum()} step(s)" in str(fit)
     assert fit.to_dict()["mcmle"]["rejected"] == record.rejected.tolist()
     mc_se = np.sqrt(np.diag(fit.cov_mcmc))
-    assert np.all(np.abs(fit.estimates - five_node.theta) < 4.5 * mc_se + 0.02), (fit.estimates, five_node.theta)
+    assert np.all(np.abs(fit.estimates - five_node.theta) < 4.5 * mc_se + 0.02), (
+        fit.estimates, five_node.theta)
 
 
 def test_trust_region_gives_up_when_every_step_loses():

@@ -15,8 +15,9 @@ import numpyro_ugm as ugm
 from numpyro_ugm import datasets
 from numpyro_ugm.network import (ErgmControl, SamplingControl, ergm_statistics, fit_ergm,
                                  gof_ergm, fit as ergm_fit, MCMLEControl)
-from numpyro_ugm.network.fit import _observed_network
+from numpyro_ugm.network.graphs import graph_edge_list
 from numpyro_ugm.network.terms.structural import DEFAULT_DECAY, resolve_terms
+from numpyro_ugm.network.terms.term import as_network
 from numpyro_ugm.network.sampling.simulation import chain_groups, sparse_simulator
 from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 from ergm_cases import GWESP, random_network
@@ -205,7 +206,7 @@ def test_the_sparse_simulators_threads_do_not_change_its_draws():
     """The chains run in groups on threads; each chain draws from its own stream, so one
     thread and two give the same statistics (4 chains: groups of 2 and 2)."""
     graph, formula, _, _, _ = _small_network()
-    net, ties = _observed_network(graph, None)
+    net, ties = as_network(graph), graph_edge_list(graph)  # as fit_ergm reads a graph
     terms = resolve_terms(formula, net, DEFAULT_DECAY)
     observed = sparse_statistics(net, terms, ties)
     assert chain_groups(4, 3) == [(0, 2), (2, 1), (3, 1)]

@@ -18,7 +18,8 @@ Then:
 
 * the sampler's rate (proposals per second, all chains together) at the true θ with
   ``--num-chains`` chains, and the time of one sweep-equivalent (N proposals) at it;
-* ``fit_ergm(graph, formula, num_chains=, num_draws=, log_likelihood=False)`` (the
+* ``fit_ergm(graph, formula, control=ErgmControl(SamplingControl(num_chains=,
+  samplesize=)), log_likelihood=False)`` (the
   log-likelihood's bridge sampling too with ``--loglik``): its wall time (with
   compilation) and its parts before the Monte Carlo MLE (observed statistics from the
   edge list, the case-control MPLE, the bridge reference's exact log Z), timed apart;
@@ -264,17 +265,18 @@ def parts_before_mcmle(graph):
 def ours(graph, args):
     import jax
 
-    from numpyro_ugm.network import fit_ergm
+    from numpyro_ugm.network import ErgmControl, MCMLEControl, SamplingControl, fit_ergm
 
     start = time.perf_counter()
-    options = {"termination": args.termination}
+    mcmle = {"termination": args.termination}
     if args.max_iterations is not None:
-        options["max_iterations"] = args.max_iterations
+        mcmle["max_iterations"] = args.max_iterations
+    sampling = {"num_chains": args.num_chains, "samplesize": args.num_chains * args.num_draws}
     if args.interval is not None:  # a fixed interval (no adaptation)
-        options.update(interval=args.interval, effective_size=None)
-    fit = fit_ergm(graph, FORMULA, num_chains=args.num_chains, num_draws=args.num_draws,
-                   rng_key=jax.random.PRNGKey(args.seed), log_likelihood=args.loglik,
-                   verbose=args.verbose, **options)
+        sampling.update(interval=args.interval, effective_size=None)
+    control = ErgmControl(SamplingControl(**sampling), MCMLEControl(**mcmle))
+    fit = fit_ergm(graph, FORMULA, control=control, rng_key=jax.random.PRNGKey(args.seed),
+                   log_likelihood=args.loglik, verbose=args.verbose)
     seconds = time.perf_counter() - start
     return {"names": list(fit.names), "estimates": np.asarray(fit.estimates).tolist(),
             "stderr": np.asarray(fit.stderr).tolist(), "loglik": float(fit.log_likelihood),

@@ -44,14 +44,17 @@ FITS = {
 }
 
 
-def ours(name, **options):
+def ours(name, num_chains=4, num_draws=256, log_likelihood=True, verbose=False):
     from numpyro_ugm import datasets
-    from numpyro_ugm.network import fit_ergm
+    from numpyro_ugm.network import ErgmControl, SamplingControl, fit_ergm
 
     data, formula = FITS[name]
     graph = datasets.network(data)
     start = time.perf_counter()
-    fit = fit_ergm(graph, formula, **options)
+    control = ErgmControl(SamplingControl(num_chains=num_chains,
+                                          samplesize=num_chains * num_draws))
+    fit = fit_ergm(graph, formula, control=control, log_likelihood=log_likelihood,
+                   verbose=verbose)
     seconds = time.perf_counter() - start
     return {"names": list(fit.names), "estimates": np.asarray(fit.estimates).tolist(),
             "stderr": np.asarray(fit.stderr).tolist(), "loglik": float(fit.log_likelihood),

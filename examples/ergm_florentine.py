@@ -35,7 +35,8 @@ import optax
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
 from numpyro_ugm.models import ergm
-from numpyro_ugm.network import check_degeneracy, ergm_statistics, graph_to_edges, mple
+from numpyro_ugm.network import (check_particle_degeneracy, ergm_statistics, graph_to_edges,
+                                 mple)
 
 #: R ergm's MCMC MLE of flomarriage ~ edges + triangle (statnet tutorial)
 ERGM_R = (-1.6727, 0.1563)
@@ -87,7 +88,7 @@ def moment_check(theta, observed, seed, chains=100, samples=200, warmup=100, thi
     draws = ugm.sample(m, {"theta": jnp.asarray(theta, jnp.float32)},
                        jax.random.PRNGKey(1000 + seed), samples, num_chains=chains,
                        num_warmup=warmup, thinning=thinning)
-    summary = check_degeneracy(draws)
+    summary = check_particle_degeneracy(draws)
     s = np.asarray(ergm_statistics(draws["y"], STATS), np.float64)
     cov = np.cov(s.T)
     per_chain = s.reshape(chains, samples, -1).mean(1)
@@ -98,7 +99,7 @@ def moment_check(theta, observed, seed, chains=100, samples=200, warmup=100, thi
             "difference": diff.tolist(), "difference_mc_se": mc_se.tolist(),
             "newton_step": (fisher_inv @ -diff).tolist(),
             "std_errors": np.sqrt(np.diag(fisher_inv)).tolist(),
-            "num_draws": int(len(s)), "mean_density": summary["mean_density"]}
+            "num_draws": int(len(s)), "mean_density": summary.mean_density}
 
 
 def main(seeds=4, steps=2000, particles=200, lr=0.05, decay=0.02, out="outputs"):

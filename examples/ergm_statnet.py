@@ -17,7 +17,8 @@ from pathlib import Path
 import jax
 
 from numpyro_ugm import datasets
-from numpyro_ugm.network import fit_ergm, gof_ergm, mcmc_diagnostics
+from numpyro_ugm.network import (ErgmControl, SamplingControl, fit_ergm, gof_ergm,
+                                 mcmc_diagnostics)
 
 FITS = [
     ("flomarriage", "edges + nodecov('wealth')"),
@@ -48,8 +49,9 @@ def main():
         start = time.perf_counter()
         # the large networks' chains mix slowly: many short chains reach the effective
         # sample size sooner than a few long ones
-        chains = {"num_chains": 32, "num_draws": 32} if k >= len(FITS) else {}
-        fit = fit_ergm(graph, formula, rng_key=jax.random.PRNGKey(k), **chains)
+        control = (ErgmControl(SamplingControl(num_chains=32, samplesize=32 * 32))
+                   if k >= len(FITS) else None)
+        fit = fit_ergm(graph, formula, control=control, rng_key=jax.random.PRNGKey(k))
         print(fit)
         print(f"({time.perf_counter() - start:.1f} s)")
         gof = gof_ergm(fit, 100)

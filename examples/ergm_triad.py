@@ -47,7 +47,7 @@ import optax
 
 import numpyro_ugm as ugm
 from numpyro_ugm.models import ergm
-from numpyro_ugm.network import check_degeneracy, ergm_statistics, mple
+from numpyro_ugm.network import check_particle_degeneracy, ergm_statistics, mple
 
 NUM_NODES, NUM_TRAIN, NUM_PARTICLES = 10, 500, 100
 TRIAD = ("edges", "twostars", "triangles")
@@ -207,7 +207,7 @@ def run_problem(problem, run, key, num_epochs, every, lr, lr_final, burn_in, lea
             thetas, seconds, diag, result = learn_curve(
                 learner, jax.random.fold_in(key, 1000 * problem + 1), init, data,
                 num_epochs, every)
-        degeneracy = check_degeneracy(result, data=data, warn=False)
+        degeneracy = check_particle_degeneracy(result, data=data, warn=False)._asdict()
         sweeps = 1.0 if name == "PCD-1" else (  # PCD's "rejuvenated" is all NaN
             (10 if name == "MCMC-MLE" else 1) * float(np.nanmean(diag["rejuvenated"])))
         l1_truth = np.abs(thetas - theta_true).sum(1)

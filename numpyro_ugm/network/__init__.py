@@ -14,16 +14,20 @@ The subpackage's folders show its parts, in the order a fit uses them:
 * :mod:`~numpyro_ugm.network.estimation`: MPLE, the Monte Carlo MLE loop, its step,
   termination rules and trust region, standard errors, the log-likelihood, and the
   paths for large sparse networks;
-* :mod:`~numpyro_ugm.network.diagnostics`: goodness of fit, network distributions and
-  MCMC diagnostics;
+* :mod:`~numpyro_ugm.network.diagnostics`: goodness of fit, network distributions,
+  MCMC diagnostics and degeneracy;
+* :mod:`~numpyro_ugm.network.control`: every setting of a fit in one checked
+  :class:`ErgmControl` (statnet's ``control.ergm()``);
 * :mod:`~numpyro_ugm.network.fit` and :mod:`~numpyro_ugm.network.summary`:
   :func:`fit_ergm` in one call and its :class:`ErgmFit`.
 """
 
+from .control import ErgmControl, MCMLEControl, SamplingControl
+from .diagnostics.degeneracy import (DegeneracyWarning, ErgmDegeneracyError,
+                                     check_fit_degeneracy, check_particle_degeneracy)
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .diagnostics.mcmc import mcmc_diagnostics
-from .estimation.mple import DegeneracyWarning, check_degeneracy, mple
-from .estimation.samples import ErgmDegeneracyError
+from .estimation.mple import mple
 from .fit import fit_ergm, gof_ergm
 from .graphs import (edges_to_adjacency, edges_to_graph, graph_to_edges, num_dyads, num_nodes_of,
                      num_pairs)
@@ -36,4 +40,5 @@ __all__ = ["ergm", "STATISTICS", "TERMS", "term", "term_names", "Network", "ergm
            "change_statistics", "graph_to_edges", "edges_to_adjacency", "edges_to_graph",
            "num_pairs", "num_dyads", "num_nodes_of", "mple", "fit_ergm", "gof_ergm", "ErgmFit",
            "ErgmDegeneracyError", "GoodnessOfFit", "goodness_of_fit", "mcmc_diagnostics",
-           "check_degeneracy", "DegeneracyWarning"]
+           "check_particle_degeneracy", "check_fit_degeneracy", "DegeneracyWarning",
+           "ErgmControl", "SamplingControl", "MCMLEControl"]

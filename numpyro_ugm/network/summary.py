@@ -21,11 +21,12 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_key, check_count
-from .estimation.dyad_independent import DyadIndependentMLE, _as_design, dyad_independent_mle
+from .control import MCMLEControl
+from .estimation.dyad_independent import DyadIndependentMLE, as_design, dyad_independent_mle
 from .estimation.log_likelihood import BridgeLogLikelihood, log_likelihood_bridge
 from .estimation.mcmle import MCMLEResult, mcmle
-from .estimation.samples import _as_names, _as_vector, _check_simulate, _simulate, _split
-from .estimation.standard_errors import _wald, mcmle_standard_errors
+from .estimation.samples import as_names, as_vector, check_simulate, sample_statistics, split_keys
+from .estimation.standard_errors import StandardErrors, mcmle_standard_errors, wald
 
 __all__ = ["ErgmFit", "mcmle_fit", "fit_at", "dyad_independent_fit", "exact_fit"]
 
@@ -51,20 +52,20 @@ def _format_p(p):
     return "<1e-04" if p < 1e-4 else f"{p:.4f}" if p < 0.1 else f"{p:.3f}"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True, eq=False)
 class ErgmFit:
     """An ERGM fit: estimates, standard errors, tests, log-likelihood and diagnostics,
-    printed like R's ``summary(ergm)`` (``print(fit)`` or ``fit.summary()``).
+    printed like R's ``summary(ergm)`` (``print(fit)`` or ``fit.summary()``). Frozen:
+    ``dataclasses.replace`` makes a changed copy.
 
     Attributes
     ----------
-    names : list of str
-    estimates, stderr, mcmc_percent, z, p_values : arrays (k,)
-        The coefficient table (see
-        :func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors` for the
-        definitions).
-    cov, cov_model, cov_mcmc : arrays (k, k)
-        Total, inverse Fisher information and Monte Carlo covariances.
+    names : tuple of str
+    standard_errors : StandardErrors
+        The coefficient table and covariances
+        (:func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors`);
+        ``estimates``, ``stderr``, ``mcmc_percent``, ``z``, ``p_values`` (k,) and
+        ``cov``, ``cov_model``, ``cov_mcmc`` (k, k) read through to it.
     log_likelihood, log_likelihood_se : float
         l(θ̂) and its Monte Carlo s.e. (NaN when not computed; 0 when exact).
     aic, bic : float
@@ -80,20 +81,16 @@ class ErgmFit:
         How the estimation ended.
     mcmle : MCMLEResult or None
         The per-iteration diagnostics.
-    final_statistics : array (num_chains, num_draws, k) or None
+    final_statistics : array (num_chains, num_samples, k) or None
         The final sample at the estimate (from which the standard errors come).
     log_likelihood_bridge : BridgeLogLikelihood or None
+    network_fit : NetworkFit or None
+        The network, terms, control and chains of :func:`~numpyro_ugm.network.fit_ergm`
+        (for :func:`~numpyro_ugm.network.gof_ergm`).
     """
 
-    names: list
-    estimates: np.ndarray
-    stderr: np.ndarray
-    cov: np.ndarray
-    cov_model: np.ndarray
-    cov_mcmc: np.ndarray
-    mcmc_percent: np.ndarray
-    z: np.ndarray
-    p_values: np.ndarray
+    names: tuple
+    standard_errors: StandardErrors
     log_likelihood: float
     log_likelihood_se: float
     aic: float
@@ -106,6 +103,47 @@ class ErgmFit:
     mcmle: MCMLEResult | None = None
     final_statistics: np.ndarray | None = None
     log_likelihood_bridge: BridgeLogLikelihood | None = None
+    network_fit: Any = None
+
+    @property
+    def estimates(self) -> np.ndarray:
+        """θ̂ (k,)."""
+        return self.standard_errors.estimates
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """Total standard errors (k,)."""
+        return self.standard_errors.stderr
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Total covariance (k, k): ``cov_model + cov_mcmc``."""
+        return self.standard_errors.cov
+
+    @property
+    def cov_model(self) -> np.ndarray:
+        """The inverse Fisher information (k, k)."""
+        return self.standard_errors.cov_model
+
+    @property
+    def cov_mcmc(self) -> np.ndarray:
+        """The Monte Carlo covariance of θ̂ (k, k)."""
+        return self.standard_errors.cov_mcmc
+
+    @property
+    def mcmc_percent(self) -> np.ndarray:
+        """ergm's ``MCMC %`` (k,)."""
+        return self.standard_errors.mcmc_percent
+
+    @property
+    def z(self) -> np.ndarray:
+        """Wald z values (k,)."""
+        return self.standard_errors.z
+
+    @property
+    def p_values(self) -> np.ndarray:
+        """Two-sided p-values of z (k,)."""
+        return self.standard_errors.p_values
 
     @property
     def null_deviance(self) -> float:
@@ -130,6 +168,8 @@ class ErgmFit:
         def plain(v):
             if isinstance(v, np.ndarray):
                 return v.tolist()
+            if isinstance(v, tuple):
+                return list(v)
             if isinstance(v, (np.floating, np.integer, np.bool_)):
                 return v.item()
             return v
@@ -145,7 +185,7 @@ class ErgmFit:
             out["mcmle"] = {name: plain(getattr(record, name)) for name in (
                 "termination", "theta_history", "step_lengths", "hotelling_statistics",
                 "hotelling_p_values", "tolerance_distances", "convergence_p_values",
-                "predicted_differences", "num_draws", "effective_sizes", "rejected",
+                "predicted_differences", "num_samples", "effective_sizes", "rejected",
                 "log_likelihood_gains")}
         return out
 
@@ -191,7 +231,7 @@ class ErgmFit:
                 lines.append(f"Last iteration: step length {record.step_lengths[-1]:.3g}, "
                              f"Hotelling p-value {record.hotelling_p_values[-1]:.3g}, "
                              f"convergence p-value {record.convergence_p_values[-1]:.3g}, "
-                             f"{record.num_draws[-1]} draws.")
+                             f"{record.num_samples[-1]} draws.")
                 rejected = 0 if record.rejected is None else int(record.rejected.sum())
                 if rejected:
                     lines.append(f"The trust region rejected {rejected} step(s) that lost "
@@ -215,6 +255,13 @@ def _information_criteria(log_likelihood, k, num_dyads):
     return -2.0 * log_likelihood + 2.0 * k, -2.0 * log_likelihood + k * math.log(num_dyads)
 
 
+def _information(cov):
+    """The Fisher information of an exact fit: cov⁻¹ (NaN where cov is not finite)."""
+    if not np.all(np.isfinite(cov)):
+        return np.full(cov.shape, np.nan)
+    return np.linalg.pinv(cov, hermitian=True)
+
+
 def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
                          names: Sequence[str] | None = None, **options) -> ErgmFit:
     """The exact fit of a dyad-independent ERGM as an :class:`ErgmFit` (what R's ergm
@@ -230,10 +277,10 @@ def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
         Passed to :func:`~numpyro_ugm.network.estimation.dyad_independent.dyad_independent_mle`.
     """
     owner = "dyad_independent_fit"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    x = _as_design(owner, change_statistics, k)
-    names = _as_names(owner, names, k)
+    x = as_design(owner, change_statistics, k)
+    names = as_names(owner, names, k)
     return exact_fit(dyad_independent_mle(x, observed, **options), names, x.shape[0])
 
 
@@ -243,61 +290,58 @@ def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int) -> 
     :func:`~numpyro_ugm.network.estimation.dyad_independent.newton_mle`) on ``num_dyads``
     dyads."""
     k = len(mle.theta)
-    z, p = _wald(mle.theta, mle.stderr)
+    z, p = wald(mle.theta, mle.stderr)
     aic, bic = _information_criteria(mle.log_likelihood, k, num_dyads)
-    return ErgmFit(names=list(names), estimates=mle.theta, stderr=mle.stderr, cov=mle.cov,
-                   cov_model=mle.cov, cov_mcmc=np.zeros((k, k)), mcmc_percent=np.zeros(k),
-                   z=z, p_values=p, log_likelihood=mle.log_likelihood, log_likelihood_se=0.0,
+    errors = StandardErrors(mle.theta, mle.stderr, mle.cov, mle.cov, np.zeros((k, k)),
+                            np.zeros(k), z, p, _information(mle.cov), 1.0, math.inf)
+    return ErgmFit(names=tuple(names), standard_errors=errors,
+                   log_likelihood=mle.log_likelihood, log_likelihood_se=0.0,
                    aic=aic, bic=bic, num_dyads=num_dyads, converged=mle.converged,
                    iterations=0, method="MLE",
                    message="exact Newton" if mle.converged else "Newton did not converge "
                    "(the MLE may not exist)")
 
 
-#: The final sample is at least this many ``simulate`` calls (ergm's ``MCMLE.last.boost``):
-#: the standard errors invert its covariance, and a fit that converges at once (e.g.
-#: flomarriage + triangle: 32 x 29 draws) had its triangle s.e. 5 % above the value from
-#: 16,000 draws.
-LAST_BOOST = 4
-
-
-def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
-             num_dyads: int, names: Sequence[str] | None = None,
-             log_likelihood: bool = True, num_bridges: int = 16,
-             final_repeats: int | None = None, bridge_simulate: Callable | None = None,
-             bridge_reference: tuple | None = None, **mcmle_options) -> ErgmFit:
+def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: Any, *,
+              num_dyads: int, names: Sequence[str] | None = None,
+              control: MCMLEControl | None = None, log_likelihood: bool = True,
+              bridge_simulate: Callable | None = None, bridge_reference: tuple | None = None,
+              rewind: Callable[[], None] | None = None, verbose: bool = False) -> ErgmFit:
     """Fit an ERGM by Monte Carlo maximum likelihood in one call, as R's ``ergm()``.
 
-    1. :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` from ``theta0`` (e.g. the MPLE) to
-       convergence;
-    2. a final sample at its estimate (``final_repeats`` ``simulate`` calls, default as
-       many as the last iteration used and at least ``LAST_BOOST`` (4)) and
-       :func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors` from it (one
-       last Geyer–Thompson update, Fisher information, Monte Carlo covariance, ``MCMC %``,
-       z, p);
+    1. :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` from ``theta0`` (e.g. the MPLE)
+       to convergence;
+    2. a final sample at its estimate (``control.final_repeats`` ``simulate`` calls,
+       default as many as the last iteration used and at least ``control.last_boost``
+       (4): the standard errors invert its covariance, and a fit that converges at once,
+       e.g. flomarriage + triangle with 32 x 29 draws, had its triangle s.e. 5 % above the
+       value from 16,000 draws) and
+       :func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors` from it
+       (one last Geyer–Thompson update, Fisher information, Monte Carlo covariance,
+       ``MCMC %``, z, p);
     3. with ``log_likelihood``,
-       :func:`~numpyro_ugm.network.estimation.log_likelihood.log_likelihood_bridge` at the estimate,
-       then AIC and BIC (N = ``num_dyads``).
+       :func:`~numpyro_ugm.network.estimation.log_likelihood.log_likelihood_bridge` at the
+       estimate (``control.num_bridges`` bridges), then AIC and BIC (N = ``num_dyads``).
 
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, key) -> stats`` (num_chains, num_draws, k), persistent chains.
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), persistent
+        chains.
     observed, theta0 : arrays (k,)
-    key : jax PRNG key
+    rng_key : jax PRNG key
     num_dyads : int
         N, the number of dyads.
     names : sequence of str, optional
         Term names (e.g. ``["edges", "nodematch.Grade", "gwesp.fixed.0.5"]``).
+    control : MCMLEControl, optional
+        The MCMLE's settings (default ``MCMLEControl()``).
     log_likelihood : bool
-        Compute the bridge log-likelihood (``num_bridges`` more simulations).
-    num_bridges : int
-    final_repeats : int, optional
-        ``simulate`` calls in the final sample; default max(the last iteration's,
-        ``LAST_BOOST`` (4)).
-    **mcmle_options
-        Passed to :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` (``max_iterations``,
-        ``termination``, ...).
+        Compute the bridge log-likelihood.
+    bridge_simulate, bridge_reference
+        As in :func:`fit_at`.
+    rewind, verbose
+        As in :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`.
 
     Returns
     -------
@@ -309,24 +353,24 @@ def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key
         From :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` or the final sample.
     """
     owner = "mcmle_fit"
-    _check_simulate(owner, simulate)
-    observed = _as_vector(owner, "observed", observed)
-    k = observed.size
-    names = _as_names(owner, names, k)
+    check_simulate(owner, simulate)
+    observed = as_vector(owner, "observed", observed)
+    names = as_names(owner, names, observed.size)
     num_dyads = check_count(owner, "num_dyads", num_dyads)
-    key = as_key(key, owner)
-    key_mcmle, key_rest = _split(key, 2)
-    record = mcmle(simulate, observed, theta0, key=key_mcmle, names=names, **mcmle_options)
-    repeats = max(record.repeats, LAST_BOOST) if final_repeats is None else check_count(
-        owner, "final_repeats", final_repeats)
-    return fit_at(simulate, observed, record.theta, key=key_rest, num_dyads=num_dyads,
+    control = MCMLEControl() if control is None else control
+    key_mcmle, key_rest = split_keys(as_key(rng_key, owner), 2)
+    record = mcmle(simulate, observed, theta0, key_mcmle, names=names, control=control,
+                   rewind=rewind, verbose=verbose)
+    repeats = (max(record.repeats, control.last_boost) if control.final_repeats is None
+               else control.final_repeats)
+    return fit_at(simulate, observed, record.theta, key_rest, num_dyads=num_dyads,
                   names=names, record=record, repeats=repeats, log_likelihood=log_likelihood,
-                  num_bridges=num_bridges, bridge_simulate=bridge_simulate,
+                  num_bridges=control.num_bridges, bridge_simulate=bridge_simulate,
                   bridge_reference=bridge_reference,
-                  steplength_margin=mcmle_options.get("steplength_margin", 0.05))
+                  steplength_margin=control.steplength_margin)
 
 
-def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: Any,
+def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, rng_key: Any, *,
            num_dyads: int, names: Sequence[str] | None = None,
            record: MCMLEResult | None = None, update: bool = True, repeats: int = 1,
            log_likelihood: bool = True, num_bridges: int = 16, method: str = "MCMLE",
@@ -334,21 +378,23 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
            steplength_margin: float = 0.05, bridge_simulate: Callable | None = None,
            bridge_reference: tuple | None = None) -> ErgmFit:
     """The :class:`ErgmFit` of an estimate θ: a final sample there (``repeats``
-    ``simulate`` calls), :func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors`
-    (with ``update``, one last Geyer–Thompson step first), and with ``log_likelihood`` the
+    ``simulate`` calls, keys from ``rng_key``),
+    :func:`~numpyro_ugm.network.estimation.standard_errors.mcmle_standard_errors` (with
+    ``update``, one last Geyer–Thompson step first), and with ``log_likelihood`` the
     bridge log-likelihood, AIC and BIC (from ``bridge_simulate`` if given, called once per
     bridge, e.g. a cheaper sampler: the bridges need fewer draws than the standard
-    errors; else from ``repeats`` calls of ``simulate`` per bridge). ``record`` (the
-    :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` run) supplies the convergence report;
-    without it, ``method``, ``message`` and ``converged`` do (an estimate from elsewhere,
-    e.g. another estimator)."""
+    errors; else from ``repeats`` calls of ``simulate`` per bridge; the path from
+    ``bridge_reference`` = (θ_ref, log Z(θ_ref)) if given). ``record`` (the
+    :func:`~numpyro_ugm.network.estimation.mcmle.mcmle` run) supplies the convergence
+    report; without it, ``method``, ``message`` and ``converged`` do (an estimate from
+    elsewhere, e.g. another estimator)."""
     owner = "fit_at"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    names = _as_names(owner, names, k)
-    key_final, key_bridge = _split(as_key(key, owner), 2)
-    final = _simulate(simulate, _as_vector(owner, "theta", theta, k), key_final, repeats, k,
-                      owner)
+    names = as_names(owner, names, k)
+    key_final, key_bridge = split_keys(as_key(rng_key, owner), 2)
+    final = sample_statistics(simulate, as_vector(owner, "theta", theta, k), key_final,
+                              repeats, k, owner)
     errors = mcmle_standard_errors(final, observed, theta, update=update, names=names,
                                    steplength_margin=steplength_margin)
     if record is not None:
@@ -361,16 +407,14 @@ def fit_at(simulate: Callable, observed: ArrayLike, theta: ArrayLike, *, key: An
     bridge, ll, ll_se = None, float("nan"), float("nan")
     if log_likelihood:
         bridge = log_likelihood_bridge(bridge_simulate or simulate, errors.estimates,
-                                       observed, num_dyads, key=key_bridge,
+                                       observed, num_dyads, key_bridge,
                                        num_bridges=num_bridges,
                                        repeats=1 if bridge_simulate else repeats,
                                        reference=bridge_reference)
         ll, ll_se = bridge.log_likelihood, bridge.stderr
     aic, bic = _information_criteria(ll, k, num_dyads)
-    return ErgmFit(names=names, estimates=errors.estimates, stderr=errors.stderr,
-                   cov=errors.cov, cov_model=errors.cov_model, cov_mcmc=errors.cov_mcmc,
-                   mcmc_percent=errors.mcmc_percent, z=errors.z, p_values=errors.p_values,
-                   log_likelihood=ll, log_likelihood_se=ll_se, aic=aic, bic=bic,
-                   num_dyads=num_dyads, converged=converged, iterations=iterations,
-                   method=method, message=message, mcmle=record, final_statistics=final,
+    return ErgmFit(names=tuple(names), standard_errors=errors, log_likelihood=ll,
+                   log_likelihood_se=ll_se, aic=aic, bic=bic, num_dyads=num_dyads,
+                   converged=converged, iterations=iterations, method=method,
+                   message=message, mcmle=record, final_statistics=final,
                    log_likelihood_bridge=bridge)

@@ -23,7 +23,8 @@ from ..graphs import check_edge_list
 
 __all__ = ["degree_distribution", "edgewise_shared_partners", "shared_partner_distribution",
            "geodesic_distance_distribution", "network_densities", "indicators_to_edge_lists",
-           "SHARED_PARTNER_TYPES"]
+           "SHARED_PARTNER_TYPES", "Networks", "degree_rows", "shared_partner_rows",
+           "distance_rows", "check_partner_type"]
 
 #: what a shared partner k of a directed edge i → j is (ergm's ``esp(type=)``); OTP is
 #: ergm's default for directed networks
@@ -79,7 +80,7 @@ def _as_networks(owner, name, networks):
                     f"got {type(networks).__name__}")
 
 
-class _Networks:
+class Networks:
     """Edge lists of S networks on n nodes, checked, as one block-diagonal graph of S·n
     nodes (network s holds the nodes s·n ... s·n + n − 1)."""
 
@@ -161,17 +162,17 @@ def degree_distribution(edges: Any, num_nodes: int, *, directed: bool = False,
     numpy.ndarray (n,) or (S, n)
         Counts of nodes by degree, int64.
     """
-    nets = _Networks("degree_distribution", "edges", edges, num_nodes, directed)
+    nets = Networks("degree_distribution", "edges", edges, num_nodes, directed)
     kinds = ("idegree", "odegree") if nets.directed else ("degree",)
     kind = kinds[0] if kind is None and not nets.directed else kind
     if kind not in kinds:
         raise ValueError(f"degree_distribution: kind must be one of {kinds} for a "
                          f"{'directed' if nets.directed else 'undirected'} network, got "
                          f"{kind!r}")
-    return nets.result(_degree_rows(nets, kind))
+    return nets.result(degree_rows(nets, kind))
 
 
-def _degree_rows(nets, kind):
+def degree_rows(nets, kind):
     """(S, n) degree counts of every network at once."""
     N = nets.count * nets.n
     ends = {"degree": np.concatenate([nets.source, nets.target]),
@@ -202,7 +203,8 @@ def _shared_partners(nets, kind):
     return np.asarray(left.multiply(right).sum(axis=1), np.int64).reshape(-1)
 
 
-def _check_partner_type(owner, partner_type):
+def check_partner_type(owner, partner_type):
+    """Refuse a shared partner type not in :data:`SHARED_PARTNER_TYPES`."""
     if partner_type not in SHARED_PARTNER_TYPES:
         raise ValueError(f"{owner}: partner_type must be one of {tuple(SHARED_PARTNER_TYPES)}"
                          f", got {partner_type!r}")
@@ -230,8 +232,8 @@ def edgewise_shared_partners(edges: Any, num_nodes: int, *, directed: bool = Fal
         Shared partners of each edge, in the order of the rows of the edge list(s).
     """
     owner = "edgewise_shared_partners"
-    nets = _Networks(owner, "edges", edges, num_nodes, directed)
-    partners = _shared_partners(nets, _check_partner_type(owner, partner_type))
+    nets = Networks(owner, "edges", edges, num_nodes, directed)
+    partners = _shared_partners(nets, check_partner_type(owner, partner_type))
     per_network = np.split(partners, np.cumsum(nets.sizes)[:-1])
     return per_network[0] if nets.single else per_network
 
@@ -252,12 +254,12 @@ def shared_partner_distribution(edges: Any, num_nodes: int, *, directed: bool = 
         Counts of edges by their number of shared partners, int64.
     """
     owner = "shared_partner_distribution"
-    nets = _Networks(owner, "edges", edges, num_nodes, directed)
-    _check_partner_type(owner, partner_type)
-    return nets.result(_shared_partner_rows(nets, partner_type))
+    nets = Networks(owner, "edges", edges, num_nodes, directed)
+    check_partner_type(owner, partner_type)
+    return nets.result(shared_partner_rows(nets, partner_type))
 
 
-def _shared_partner_rows(nets, partner_type):
+def shared_partner_rows(nets, partner_type):
     """(S, n − 1) shared partner counts of every network at once."""
     partners = _shared_partners(nets, partner_type)
     return _histograms(partners, nets.network, nets.count, nets.n - 1)
@@ -350,11 +352,11 @@ def geodesic_distance_distribution(edges: Any, num_nodes: int, *,
         Entry d − 1 counts the pairs at distance d (d = 1, ..., n − 1); the last entry
         counts the pairs with no path ("Inf"). int64.
     """
-    nets = _Networks("geodesic_distance_distribution", "edges", edges, num_nodes, directed)
-    return nets.result(_distance_rows(nets))
+    nets = Networks("geodesic_distance_distribution", "edges", edges, num_nodes, directed)
+    return nets.result(distance_rows(nets))
 
 
-def _distance_rows(nets):
+def distance_rows(nets):
     """(S, n) distance counts, one all-pairs search per network."""
     rows = np.empty((nets.count, nets.n), np.int64)
     for s, e in enumerate(nets.lists):
@@ -365,7 +367,7 @@ def _distance_rows(nets):
 def network_densities(edges: Any, num_nodes: int, *, directed: bool = False) -> np.ndarray:
     """Density (edges over pairs: n(n−1)/2, or n(n−1) when directed) of each network:
     a float for one edge list, an array (S,) for a sequence."""
-    nets = _Networks("network_densities", "edges", edges, num_nodes, directed)
+    nets = Networks("network_densities", "edges", edges, num_nodes, directed)
     pairs = nets.n * (nets.n - 1) // (1 if nets.directed else 2)
     density = nets.sizes / pairs
     return float(density[0]) if nets.single else density

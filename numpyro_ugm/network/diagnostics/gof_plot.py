@@ -5,6 +5,8 @@
 
 import numpy as np
 
+__all__ = ["plot_panel", "shown_columns"]
+
 _X_LABELS = {"model": "model statistic", "distance": "minimum geodesic distance",
              "odegree": "odegree", "idegree": "idegree", "degree": "degree",
              "espartners": "edge-wise shared partners"}
@@ -12,7 +14,7 @@ _UNITS = {"model": "statistics", "distance": "dyads", "odegree": "nodes",
           "idegree": "nodes", "degree": "nodes", "espartners": "edges"}
 
 
-def _shown_columns(stat):
+def shown_columns(stat):
     """ergm's plot.gof choice of columns (0-based): all for model statistics; else up to
     3 past the last p-value below 1 (or the last observed non-zero; where there is none
     either, the first 4 values, where ergm shows them all), with the Inf column of
@@ -29,8 +31,10 @@ def _shown_columns(stat):
     return (cols + [L - 1], True) if infinite else (cols, False)
 
 
-def _plot_panel(ax, stat, log_odds):
-    cols, gap = _shown_columns(stat)
+def plot_panel(ax, stat, log_odds):
+    """One :class:`~numpyro_ugm.network.diagnostics.goodness_of_fit.GofStatistic` as
+    ergm's ``plot(gof)`` panel on the matplotlib axes ``ax``."""
+    cols, gap = shown_columns(stat)
     sim = stat.simulated_proportions
     obs = stat.observed_proportions
     bds = np.quantile(sim, [0.025, 0.975], axis=0)

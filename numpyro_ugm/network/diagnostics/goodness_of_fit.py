@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .distributions import (_check_partner_type, _degree_rows, _distance_rows, _Networks,
-                                    _shared_partner_rows)
-from .gof_plot import _plot_panel
+from .distributions import (check_partner_type, degree_rows, distance_rows, Networks,
+                                    shared_partner_rows)
+from .gof_plot import plot_panel
 
 __all__ = ["monte_carlo_p_values", "goodness_of_fit", "GoodnessOfFit", "GofStatistic",
            "GOF_STATISTICS"]
@@ -73,7 +73,7 @@ def _decimals(values, most=4):
     return most
 
 
-def _format_table(labels, columns, header):
+def format_table(labels, columns, header):
     """Right-aligned text table: ``columns`` a list of arrays, one per header name."""
     cells = []
     for col in columns:
@@ -174,7 +174,7 @@ class GofStatistic:
         """(2, L) central ``level`` interval of the simulations (R's default quantiles):
         of the proportions plotted (``scale="proportion"``, ergm's band; for ``"model"``
         this is the raw statistics) or of the counts (``scale="count"``)."""
-        _check_level("GofStatistic.interval", level)
+        check_level("GofStatistic.interval", level)
         if scale not in ("proportion", "count"):
             raise ValueError(f"GofStatistic.interval: scale must be 'proportion' or "
                              f"'count', got {scale!r}")
@@ -200,14 +200,15 @@ class GofStatistic:
         columns = [self.observed[rows], self.minimum[rows], self.mean[rows],
                    self.maximum[rows], self.p_values[rows]]
         return (f"Goodness-of-fit for {self.title}\n\n" +
-                _format_table([self.labels[r] for r in rows], columns,
+                format_table([self.labels[r] for r in rows], columns,
                               ["obs", "min", "mean", "max", "MC p-value"]))
 
     def __str__(self) -> str:
         return self.table()
 
 
-def _check_level(owner, level):
+def check_level(owner, level):
+    """Refuse a ``level`` outside (0, 1)."""
     if not 0 < float(level) < 1:
         raise ValueError(f"{owner}: level must be in (0, 1), got {level!r}")
 
@@ -302,7 +303,7 @@ class GoodnessOfFit:
         fig, axes = plt.subplots(rows, cols, squeeze=False, layout="constrained",
                                  figsize=figsize or (4.8 * cols, 3.9 * rows))
         for ax, s in zip(axes.ravel(), names):
-            _plot_panel(ax, self.statistics[s], log_odds)
+            plot_panel(ax, self.statistics[s], log_odds)
         for ax in axes.ravel()[len(names):]:
             ax.set_visible(False)
         fig.suptitle(title)
@@ -348,16 +349,16 @@ def goodness_of_fit(observed_edges: Any, simulated_edges: Any, num_nodes: int,
         figure.
     """
     owner = "goodness_of_fit"
-    obs = _Networks(owner, "observed_edges", observed_edges, num_nodes, directed)
+    obs = Networks(owner, "observed_edges", observed_edges, num_nodes, directed)
     if not obs.single:
         raise ValueError(f"{owner}: observed_edges must be one edge list (m, 2), got "
                          f"{obs.count} networks")
-    sims = _Networks(owner, "simulated_edges", simulated_edges, num_nodes, directed)
+    sims = Networks(owner, "simulated_edges", simulated_edges, num_nodes, directed)
     if sims.single:
         raise ValueError(f"{owner}: simulated_edges must be a sequence of edge lists (one "
                          "per simulated network), got a single edge list")
     n, directed, S = obs.n, obs.directed, sims.count
-    _check_partner_type(owner, partner_type)
+    check_partner_type(owner, partner_type)
     has_model = observed_model_statistics is not None or simulated_model_statistics is not None
     allowed = (("idegree", "odegree") if directed else ("degree",)) + (
         "espartners", "distance", "model")
@@ -374,13 +375,13 @@ def goodness_of_fit(observed_edges: Any, simulated_edges: Any, num_nodes: int,
     result = {}
     for s in statistics:
         if s in ("degree", "idegree", "odegree"):
-            pair = [_degree_rows(x, s) for x in (obs, sims)]
+            pair = [degree_rows(x, s) for x in (obs, sims)]
             labels = tuple(str(d) for d in range(n))
         elif s == "espartners":
-            pair = [_shared_partner_rows(x, partner_type) for x in (obs, sims)]
+            pair = [shared_partner_rows(x, partner_type) for x in (obs, sims)]
             labels = tuple(str(d) for d in range(n - 1))
         elif s == "distance":
-            pair = [_distance_rows(x) for x in (obs, sims)]
+            pair = [distance_rows(x) for x in (obs, sims)]
             labels = tuple(str(d) for d in range(1, n)) + ("Inf",)
         else:
             pair, labels = _model_statistics(owner, model_names, observed_model_statistics,

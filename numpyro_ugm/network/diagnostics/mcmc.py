@@ -1,12 +1,10 @@
 """Diagnostics of the statistics sampled at an ERGM fit, as statnet's ``mcmc.diagnostics()``
-and its degeneracy warnings.
+
 
 * :func:`mcmc_diagnostics`: effective sample size, split R-hat, autocorrelation and the
   Monte Carlo z-score of each sampled statistic against the observed
   (:class:`StatisticsDiagnostics`, with a trace and autocorrelation figure).
-* :func:`check_ergm_degeneracy`: warns (:class:`~numpyro_ugm.network.DegeneracyWarning`)
-  naming the terms whose observed value lies outside the bulk of the sampled values, and
-  when the simulated networks are nearly empty or nearly complete.
+* the degeneracy checks live in :mod:`~numpyro_ugm.network.diagnostics.degeneracy`.
 
 matplotlib is imported by the plotting method only.
 """
@@ -20,34 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..._checks import check_count
-from ..estimation.mple import DegeneracyWarning
-from .goodness_of_fit import _check_level, _format_table
+from .degeneracy import as_sampled_statistics
+from .goodness_of_fit import format_table
 
-__all__ = ["mcmc_diagnostics", "StatisticsDiagnostics", "check_ergm_degeneracy"]
-
-
-def _as_samples(owner, sampled_statistics, observed, names):
-    x = np.asarray(sampled_statistics, np.float64)
-    if x.ndim == 2:
-        x = x[None]
-    if x.ndim != 3:
-        raise ValueError(f"{owner}: sampled_statistics must be (num_chains, num_draws, k) "
-                         f"(or (num_draws, k)), got shape {np.shape(sampled_statistics)}")
-    if x.shape[1] < 2:
-        raise ValueError(f"{owner}: sampled_statistics needs at least 2 draws per chain, "
-                         f"got {x.shape[1]}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{owner}: sampled_statistics has non-finite values")
-    obs = np.asarray(observed, np.float64).reshape(-1)
-    if obs.shape[0] != x.shape[2]:
-        raise ValueError(f"{owner}: observed has {obs.shape[0]} values for {x.shape[2]} "
-                         "sampled statistics")
-    names = (tuple(f"stat{k}" for k in range(x.shape[2])) if names is None
-             else tuple(str(s) for s in names))
-    if len(names) != x.shape[2]:
-        raise ValueError(f"{owner}: names has {len(names)} names for {x.shape[2]} "
-                         "statistics")
-    return x, obs, names
+__all__ = ["mcmc_diagnostics", "StatisticsDiagnostics"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +32,7 @@ class StatisticsDiagnostics:
     ----------
     names : tuple of str
     observed : numpy.ndarray (k,)
-    samples : numpy.ndarray (num_chains, num_draws, k)
+    samples : numpy.ndarray (num_chains, num_samples, k)
     mean, sd : numpy.ndarray (k,)
         Over all chains and draws (sd with ddof=1).
     effective_sample_size : numpy.ndarray (k,)
@@ -96,7 +70,7 @@ class StatisticsDiagnostics:
         columns = [np.round(c, 4) for c in columns]
         header = ["obs", "mean", "sd", "MC s.e.", "z", "p-value", "ESS", "R-hat"]
         return (f"Sampled statistics: {C} chain(s) x {D} draws\n\n" +
-                _format_table(self.names, columns, header))
+                format_table(self.names, columns, header))
 
     def __str__(self) -> str:
         return self.table()
@@ -144,7 +118,7 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
 
     Parameters
     ----------
-    sampled_statistics : array (num_chains, num_draws, k) or (num_draws, k)
+    sampled_statistics : array (num_chains, num_samples, k) or (num_samples, k)
         Statistics of the sampled networks, chains in order.
     observed : array (k,)
         The observed network's statistics.
@@ -160,7 +134,7 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
     from numpyro.diagnostics import autocorrelation, effective_sample_size, split_gelman_rubin
 
     owner = "mcmc_diagnostics"
-    x, obs, names = _as_samples(owner, sampled_statistics, observed, names)
+    x, obs, names = as_sampled_statistics(owner, sampled_statistics, observed, names)
     max_lag = check_count(owner, "max_lag", max_lag, minimum=0)
     C, D, k = x.shape
     flat = x.reshape(C * D, k)
@@ -182,109 +156,3 @@ def mcmc_diagnostics(sampled_statistics: Any, observed: Any, names: Sequence | N
                      np.where(diff == 0, 0.0, np.sign(diff) * np.inf))
     p = np.array([math.erfc(abs(v) / math.sqrt(2)) for v in z])
     return StatisticsDiagnostics(names, obs, x, mean, sd, ess, rhat, acf, se, z, p)
-
-
-# --- degeneracy --------------------------------------------------------------------------
-
-
-def check_ergm_degeneracy(sampled_statistics: Any, observed: Any,
-                          names: Sequence | None = None, simulated_densities: Any = None, *,
-                          observed_density: float | None = None, level: float = 0.99,
-                          near_extreme: float = 0.1, extreme_fraction: float = 0.5,
-                          warn: bool = True) -> dict:
-    """Warn when a fitted ERGM is degenerate: its sampled statistics far from the observed,
-    or its simulated networks nearly empty or nearly complete.
-
-    A term is far when the observed value lies outside the central ``level`` interval
-    of its sampled values (all chains pooled): at the MLE the observed statistics are
-    the model's mean, well inside. A simulated network is nearly empty when its density
-    is at most ``near_extreme`` times the observed density (nearly complete: when its
-    non-edge density is at most ``near_extreme`` times the observed one); without
-    ``observed_density``, only exactly empty or complete networks count. Either is
-    reported when at least ``extreme_fraction`` of the simulated networks are.
-
-    Parameters
-    ----------
-    sampled_statistics : array (num_chains, num_draws, k) or (num_draws, k)
-    observed : array (k,)
-    names : sequence of str, optional
-        Term names, used in the warning.
-    simulated_densities : array (S,), optional
-        Densities of networks simulated from the fit
-        (:func:`~numpyro_ugm.network.diagnostics.distributions.network_densities`).
-    observed_density : float, optional
-        The observed network's density.
-    level : float
-        Central probability of the sampled values the observed must lie in.
-    near_extreme, extreme_fraction : float
-        What nearly empty / complete means, and how many such networks are too many.
-    warn : bool
-        Issue the :class:`~numpyro_ugm.network.DegeneracyWarning` (else only report).
-
-    Returns
-    -------
-    dict
-        ``degenerate`` (bool), ``far_terms`` (names of the far terms), ``terms`` (per
-        name: ``observed``, ``mean``, ``sd``, ``lower``, ``upper`` (the interval),
-        ``fraction_below`` (of the sampled values under the observed), ``far``), and,
-        with densities, ``mean_density``, ``fraction_near_empty``,
-        ``fraction_near_complete``.
-    """
-    owner = "check_ergm_degeneracy"
-    x, obs, names = _as_samples(owner, sampled_statistics, observed, names)
-    _check_level(owner, level)
-    for name, value in (("near_extreme", near_extreme),
-                        ("extreme_fraction", extreme_fraction)):
-        if not 0 < float(value) <= 1:
-            raise ValueError(f"{owner}: {name} must be in (0, 1], got {value!r}")
-    flat = x.reshape(-1, x.shape[2])
-    tail = (1 - level) / 2
-    lower, upper = np.quantile(flat, [tail, 1 - tail], axis=0)
-    far = (obs < lower) | (obs > upper)
-    terms = {name: {"observed": float(obs[t]), "mean": float(flat[:, t].mean()),
-                    "sd": float(flat[:, t].std(ddof=1)), "lower": float(lower[t]),
-                    "upper": float(upper[t]),
-                    "fraction_below": float(np.mean(flat[:, t] < obs[t])),
-                    "far": bool(far[t])}
-             for t, name in enumerate(names)}
-    report = {"far_terms": [names[t] for t in np.flatnonzero(far)], "terms": terms}
-    problems = []
-    if report["far_terms"]:
-        detail = "; ".join(
-            f"{s}: observed {terms[s]['observed']:.6g}, sampled mean {terms[s]['mean']:.6g} "
-            f"(central {level:.0%}: {terms[s]['lower']:.6g} to {terms[s]['upper']:.6g})"
-            for s in report["far_terms"])
-        problems.append(f"the observed {', '.join(report['far_terms'])} lie(s) outside the "
-                        f"central {level:.0%} of the sampled values ({detail})")
-    if simulated_densities is not None:
-        d = np.asarray(simulated_densities, np.float64).reshape(-1)
-        if d.size == 0 or np.any((d < 0) | (d > 1)) or not np.all(np.isfinite(d)):
-            raise ValueError(f"{owner}: simulated_densities must be a non-empty array of "
-                             "densities in [0, 1]")
-        if observed_density is None:
-            empty, full = d == 0, d == 1
-            what = "empty", "complete"
-        else:
-            d0 = float(observed_density)
-            if not 0 <= d0 <= 1:
-                raise ValueError(f"{owner}: observed_density must be in [0, 1], got {d0}")
-            empty = (d <= near_extreme * d0) if d0 > 0 else np.zeros(d.shape, bool)
-            full = ((1 - d) <= near_extreme * (1 - d0)) if d0 < 1 else np.zeros(d.shape, bool)
-            what = "nearly empty", "nearly complete"
-        report.update(mean_density=float(d.mean()), fraction_near_empty=float(empty.mean()),
-                      fraction_near_complete=float(full.mean()))
-        for frac, label in ((empty.mean(), what[0]), (full.mean(), what[1])):
-            if frac >= extreme_fraction:
-                problems.append(f"{frac:.0%} of the {d.size} simulated networks are {label} "
-                                f"(mean density {d.mean():.4g}"
-                                + ("" if observed_density is None
-                                   else f", observed {float(observed_density):.4g}") + ")")
-    report["degenerate"] = bool(problems)
-    if problems and warn:
-        warnings.warn(
-            "ERGM degeneracy: " + "; and ".join(problems) + ". The fit (or its sampler) "
-            "does not reproduce the observed network: the parameters may be in a "
-            "degenerate region, or the MCMC has not converged. Check the terms named, "
-            "try curved terms (gwesp, gwdegree) instead of triangles/stars, or a longer "
-            "burn-in.", DegeneracyWarning, stacklevel=2)
-    return report

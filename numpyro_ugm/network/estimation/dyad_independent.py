@@ -15,13 +15,14 @@ from jax.typing import ArrayLike
 from scipy import special
 
 from ..._checks import check_count
-from .samples import _as_vector
+from .samples import as_vector
 
-__all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_mle",
+__all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_mle", "as_design",
            "DyadIndependentMLE"]
 
 
-def _as_design(owner, change_statistics, k=None):
+def as_design(owner, change_statistics, k=None):
+    """Change statistics as a checked float64 design (N, k)."""
     x = np.asarray(change_statistics, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{owner}: change_statistics must be an array (num_dyads, k) of "
@@ -50,9 +51,9 @@ def dyad_independent_log_likelihood(theta: ArrayLike, change_statistics: ArrayLi
         s(y_obs) = Σ_d y_obs,d x_d.
     """
     owner = "dyad_independent_log_likelihood"
-    observed = _as_vector(owner, "observed", observed)
-    theta = _as_vector(owner, "theta", theta, observed.size)
-    x = _as_design(owner, change_statistics, observed.size)
+    observed = as_vector(owner, "observed", observed)
+    theta = as_vector(owner, "theta", theta, observed.size)
+    x = as_design(owner, change_statistics, observed.size)
     return float(theta @ observed - np.sum(np.logaddexp(0.0, x @ theta)))
 
 
@@ -105,9 +106,9 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         statistics' range, e.g. no edges).
     """
     owner = "dyad_independent_mle"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    x = _as_design(owner, change_statistics, k)
+    x = as_design(owner, change_statistics, k)
     w = np.ones(len(x)) if weights is None else np.asarray(weights, np.float64)
     if w.shape != (len(x),) or not np.all(np.isfinite(w) & (w >= 0)):
         raise ValueError(f"{owner}: weights must be {len(x)} finite values >= 0, one per row "
@@ -162,9 +163,9 @@ def newton_mle(sums: Callable, observed: ArrayLike, scale: ArrayLike, *,
         As in :func:`dyad_independent_mle`.
     """
     owner = "newton_mle"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    theta = np.zeros(k) if theta0 is None else _as_vector(owner, "theta0", theta0, k)
+    theta = np.zeros(k) if theta0 is None else as_vector(owner, "theta0", theta0, k)
     max_iterations = check_count(owner, "max_iterations", max_iterations)
     penalty = 0.0 if prior_scale is None else 1.0 / float(prior_scale) ** 2
 

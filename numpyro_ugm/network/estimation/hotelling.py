@@ -7,8 +7,10 @@ ergm's tolerance region.
 import numpy as np
 from scipy import optimize, stats as scipy_stats
 
+__all__ = ["tsq_sf", "tsq_quantile", "hotelling_t2", "distance_to_ellipsoid_boundary"]
 
-def _tsq_sf(t2, dim, df):
+
+def tsq_sf(t2, dim, df):
     """P(T² > t2) for Hotelling's T² with ``dim`` variables and ``df`` degrees of freedom
     (F(dim, df − dim + 1) scaled); NaN when df <= dim."""
     if not df > dim:
@@ -17,17 +19,19 @@ def _tsq_sf(t2, dim, df):
     return float(scipy_stats.f.sf(t2 * scale, dim, df - dim + 1))
 
 
-def _tsq_quantile(q, dim, df):
+def tsq_quantile(q, dim, df):
+    """The ``q`` quantile of Hotelling's T² with ``dim`` variables and ``df`` degrees of
+    freedom."""
     scale = (df - dim + 1) / (dim * df)
     return float(scipy_stats.f.ppf(q, dim, df - dim + 1) / scale)
 
 
-def _hotelling(difference, mean_cov):
+def hotelling_t2(difference, mean_cov):
     """T² = dᵀ V⁻¹ d (pseudo-inverse)."""
     return float(difference @ np.linalg.pinv(mean_cov, hermitian=True) @ difference)
 
 
-def _distance_to_ellipsoid_boundary(point, cov, shape_inverse):
+def distance_to_ellipsoid_boundary(point, cov, shape_inverse):
     """min over x with xᵀ A x = 1 of (x − point)ᵀ cov⁻¹ (x − point), A = ``shape_inverse``,
     for ``point`` inside the ellipsoid: the squared Mahalanobis distance (metric ``cov``)
     from the point to the boundary of the tolerance region (ergm's

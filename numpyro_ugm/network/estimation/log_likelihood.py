@@ -14,7 +14,8 @@ from jax.typing import ArrayLike
 from scipy import special
 
 from ..._checks import as_key, check_count
-from .samples import _as_vector, _check_simulate, _inflation, _simulate, _split
+from .samples import (as_vector, autocorrelation_inflation, check_simulate, sample_statistics,
+                      split_keys)
 
 __all__ = ["log_likelihood_bridge", "BridgeLogLikelihood"]
 
@@ -57,12 +58,12 @@ def _bridge_increment(stats, half_step):
     influence = np.exp(up - la) - np.exp(-up - lb)
     variance = influence.var()
     if variance > 0:
-        variance *= _inflation(influence.reshape(c, d, 1))[0] / influence.size
+        variance *= autocorrelation_inflation(influence.reshape(c, d, 1))[0] / influence.size
     return float(value), float(math.sqrt(variance))
 
 
 def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayLike,
-                          num_dyads: int, *, key: Any, num_bridges: int = 16,
+                          num_dyads: int, rng_key: Any, *, num_bridges: int = 16,
                           repeats: int = 1, reference: tuple | None = None
                           ) -> BridgeLogLikelihood:
     """The log-likelihood l(θ) = θ·s_obs − log Z(θ) by bridge sampling, with its Monte
@@ -84,11 +85,11 @@ def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayL
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, key) -> stats`` (num_chains, num_draws, k), persistent chains.
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), persistent chains.
     theta, observed : arrays (k,)
     num_dyads : int
         N, the number of dyads (node pairs) of the graph.
-    key : jax PRNG key
+    rng_key : jax PRNG key
     num_bridges : int
         J (ergm's ``bridge.nsteps``, 16).
     repeats : int
@@ -99,26 +100,26 @@ def log_likelihood_bridge(simulate: Callable, theta: ArrayLike, observed: ArrayL
     BridgeLogLikelihood
     """
     owner = "log_likelihood_bridge"
-    _check_simulate(owner, simulate)
-    observed = _as_vector(owner, "observed", observed)
+    check_simulate(owner, simulate)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    theta = _as_vector(owner, "theta", theta, k)
+    theta = as_vector(owner, "theta", theta, k)
     num_dyads = check_count(owner, "num_dyads", num_dyads)
     num_bridges = check_count(owner, "num_bridges", num_bridges)
     repeats = check_count(owner, "repeats", repeats)
-    key = as_key(key, owner)
+    rng_key = as_key(rng_key, owner)
     if reference is None:
         start, log_z_start = np.zeros(k), num_dyads * math.log(2.0)
     else:
-        start, log_z_start = _as_vector(owner, "reference[0]", reference[0], k), float(
+        start, log_z_start = as_vector(owner, "reference[0]", reference[0], k), float(
             reference[1])
     half_step = (theta - start) / (2.0 * num_bridges)
     increments = np.zeros(num_bridges)
     errors = np.zeros(num_bridges)
-    keys = _split(key, num_bridges)
+    keys = split_keys(rng_key, num_bridges)
     for j in reversed(range(num_bridges)):
         midpoint = start + (j + 0.5) / num_bridges * (theta - start)
-        stats = _simulate(simulate, midpoint, keys[j], repeats, k, owner)
+        stats = sample_statistics(simulate, midpoint, keys[j], repeats, k, owner)
         increments[j], errors[j] = _bridge_increment(stats, half_step)
     log_ratio = float(increments.sum())
     log_normalizer = log_ratio + log_z_start

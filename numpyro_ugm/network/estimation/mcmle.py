@@ -6,39 +6,40 @@ Simulate at θ_t (the ``simulate`` callback of
 :mod:`~numpyro_ugm.network.estimation.samples`), find the Hummel step length
 (:func:`~numpyro_ugm.network.estimation.step.hummel_step_length`), step to the maximum of
 the lognormal (ergm 4's default) or Geyer–Thompson approximation of the log-likelihood
-with the target moved that far towards s_obs, and stop by ergm 4's default ``"confidence"`` criterion (or
-ergm's ``"Hotelling"`` one, :mod:`~numpyro_ugm.network.estimation.hotelling`). Degenerate samples
-stop it with :class:`~numpyro_ugm.network.ErgmDegeneracyError`, naming the terms.
+with the target moved that far towards s_obs, within the trust region
+(:mod:`~numpyro_ugm.network.estimation.trust_region`), and stop by a termination rule
+(:mod:`~numpyro_ugm.network.estimation.termination`). Degenerate samples stop it with
+:class:`~numpyro_ugm.network.ErgmDegeneracyError`, naming the terms. The settings are an
+:class:`~numpyro_ugm.network.control.MCMLEControl`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from ..._checks import as_key, check_count
-from .hotelling import _distance_to_ellipsoid_boundary, _hotelling, _tsq_quantile, _tsq_sf
-from .step import _geyer_thompson_step, _hummel, _lognormal_step
-from .samples import (ErgmDegeneracyError, _as_names, _as_vector,
-                                      _check_degenerate, _check_fraction, _check_simulate,
-                                      _moments, _simulate)
-from .trust_region import _bridge_gain, _shrink, _takes_stop
+from ..._checks import as_key
+from ..control import MCMLEControl
+from ..diagnostics.degeneracy import (ErgmDegeneracyError, check_sample_degeneracy,
+                                      terms_outside_sample)
+from .hotelling import hotelling_t2, tsq_sf
+from .samples import as_names, as_vector, check_simulate, sample_moments, sample_statistics
+from .step import geyer_thompson_step, hull_step_length, lognormal_step
+from .termination import IterationSummary, termination_rule
+from .trust_region import TrustRegion, takes_stop
 
-__all__ = ["mcmle", "MCMLEResult"]
+__all__ = ["mcmle", "MCMLEResult", "IterationRecord"]
 
-_TERMINATIONS = ("confidence", "hotelling", "none")
-_METRICS = {"lognormal": _lognormal_step,
-            "naive": lambda stats, target: _geyer_thompson_step(stats, target)[0]}
+_METRICS = {"lognormal": lognormal_step,
+            "naive": lambda stats, target: geyer_thompson_step(stats, target)[0]}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True, eq=False)
 class MCMLEResult:
     """The record of :func:`mcmle`.
 
@@ -73,11 +74,11 @@ class MCMLEResult:
         s_obs − Ê_{θ_{t+1}}[s], the importance-sampling estimate from iteration t's sample
         of how far the update's expected statistics miss s_obs (after a full step: 0 up
         to the solver's tolerance with ``metric="naive"``, small with ``"lognormal"``).
-    num_draws : array (iterations,)
+    num_samples : array (iterations,)
         Draws (all chains) in each iteration's sample.
     effective_sizes : array (iterations,)
         tr(Cov s) / tr(Cov s̄): the effective number of independent draws.
-    last_statistics : array (num_chains, num_draws, k)
+    last_statistics : array (num_chains, num_samples, k)
         The last iteration's sample, drawn at ``theta_history[-2]``.
     repeats : int
         ``simulate`` calls per sample reached.
@@ -103,7 +104,7 @@ class MCMLEResult:
     tolerance_distances: np.ndarray
     convergence_p_values: np.ndarray
     predicted_differences: np.ndarray
-    num_draws: np.ndarray
+    num_samples: np.ndarray
     effective_sizes: np.ndarray
     last_statistics: np.ndarray | None
     repeats: int = 1
@@ -111,37 +112,123 @@ class MCMLEResult:
     log_likelihood_gains: np.ndarray | None = None
 
 
-def _outside_terms(stats, observed, names):
-    """Terms whose observed value is at or beyond the sampled range; else those farthest
-    from the sample mean (in standard deviations)."""
-    flat = stats.reshape(-1, stats.shape[-1])
-    low, high = flat.min(axis=0), flat.max(axis=0)
-    outside = np.flatnonzero((observed <= low) | (observed >= high))
-    if outside.size:
-        return [names[i] for i in outside], [
-            f"{names[i]}: observed {observed[i]:g}, sampled range [{low[i]:g}, {high[i]:g}]"
-            for i in outside]
-    z = np.abs(observed - flat.mean(axis=0)) / flat.std(axis=0)
-    order = np.argsort(-z)[:max(1, min(2, len(names)))]
-    return [names[i] for i in order], [
-        f"{names[i]}: observed {observed[i]:g} is {z[i]:.1f} sd from the sampled mean "
-        f"{flat[:, i].mean():g}" for i in order]
+class IterationRecord(NamedTuple):
+    """One MCMLE iteration's row of :class:`MCMLEResult` (NaN where a rejected step left
+    it unmeasured)."""
+
+    step_length: float
+    hotelling_statistic: float
+    hotelling_p_value: float
+    tolerance_distance: float
+    convergence_p_value: float
+    num_samples: int
+    effective_size: float
+    predicted_difference: np.ndarray
+    rejected: bool
+    log_likelihood_gain: float
 
 
-def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: Any,
-          names: Sequence[str] | None = None, max_iterations: int = 60,
-          termination: str = "confidence", confidence: float = 0.99,
-          precision: float = 0.1, steplength_margin: float = 0.05,
-          max_step: float = 1.0, min_step_length: float = 1e-4,
-          stall_iterations: int = 3, max_repeats: int = 8,
-          hotelling_min_p_value: float = 0.5, metric: str = "lognormal",
-          max_loss: float | None = 1.0, max_rejections: int = 8,
+class _History:
+    """The rows and θs of an MCMLE run so far, and its last sample (of the observed
+    statistics ``observed`` of the terms ``names``)."""
+
+    def __init__(self, theta0, observed, names, termination):
+        self.rows, self.thetas = [], [theta0.copy()]
+        self.observed, self.names, self.termination = observed, names, termination
+        self.k = observed.size
+        self.last_statistics = None
+
+    def add(self, row, theta):
+        """Record an iteration and the θ it leads to."""
+        self.rows.append(row)
+        self.thetas.append(theta.copy())
+
+    def result(self, message, converged, repeats):
+        """The :class:`MCMLEResult` of the rows so far."""
+        column = {name: [getattr(row, name) for row in self.rows]
+                  for name in IterationRecord._fields}
+        return MCMLEResult(
+            theta=self.thetas[-1].copy(), converged=converged, iterations=len(self.rows),
+            termination=self.termination, message=message,
+            theta_history=np.asarray(self.thetas),
+            step_lengths=np.asarray(column["step_length"]),
+            hotelling_statistics=np.asarray(column["hotelling_statistic"]),
+            hotelling_p_values=np.asarray(column["hotelling_p_value"]),
+            tolerance_distances=np.asarray(column["tolerance_distance"]),
+            convergence_p_values=np.asarray(column["convergence_p_value"]),
+            predicted_differences=np.asarray(column["predicted_difference"]).reshape(
+                -1, self.k),
+            num_samples=np.asarray(column["num_samples"], dtype=np.int64),
+            effective_sizes=np.asarray(column["effective_size"]),
+            last_statistics=self.last_statistics, repeats=repeats,
+            rejected=np.asarray(column["rejected"], dtype=bool),
+            log_likelihood_gains=np.asarray(column["log_likelihood_gain"]))
+
+    def give_up(self, reason, row, theta, repeats):
+        """Record the last iteration (``row``; θ not updated, so the record keeps its
+        shapes) and raise ErgmDegeneracyError, the terms the last sample misses named."""
+        self.add(row, theta)
+        bad, details = terms_outside_sample(self.last_statistics, self.observed, self.names)
+        text = f"{reason}; terms {bad} ({'; '.join(details)})."
+        raise ErgmDegeneracyError(text, bad, self.result(text, False, repeats))
+
+
+def _summarize(stats, observed, control, trust):
+    """The :class:`~numpyro_ugm.network.estimation.termination.IterationSummary` of an
+    accepted sample at θ_t: moments, tests, step length and the update Δθ (which the
+    trust region shortens)."""
+    k = observed.size
+    moments = sample_moments(stats)
+    difference = observed - moments.mean
+    t2 = hotelling_t2(difference, moments.mean_cov)
+    p_nonconvergence = tsq_sf(t2, k, moments.effective_size - 1.0)
+    tolerance_inverse = np.linalg.pinv(control.precision * moments.cov, hermitian=True)
+    d2 = float(difference @ tolerance_inverse @ difference)
+    gamma = hull_step_length(stats, observed, control.steplength_margin, control.max_step)
+    target = moments.mean + gamma * difference
+    delta = trust.clip(_METRICS[control.metric](stats, target))
+    weighted = sample_moments(stats, stats.reshape(-1, k) @ delta)
+    return IterationSummary(moments, difference, t2, p_nonconvergence, tolerance_inverse,
+                            d2, gamma, delta, weighted, observed - weighted.mean)
+
+
+def _rejected_row(stats, gain, k):
+    return IterationRecord(*[float("nan")] * 5, stats.shape[0] * stats.shape[1],
+                           float("nan"), np.full(k, np.nan), True, gain)
+
+
+def _accepted_row(it, p_converged, stats, gain):
+    return IterationRecord(it.gamma, it.hotelling_statistic, it.p_nonconvergence, it.d2,
+                           p_converged, stats.shape[0] * stats.shape[1],
+                           it.moments.effective_size, it.predicted, False, gain)
+
+
+def _stall_message(gamma, control, theta):
+    return (f"mcmle: the observed statistics stay outside the convex hull of the sampled "
+            f"ones (Hummel step length {gamma:.2g} < {control.min_step_length:g} in "
+            f"{control.stall_iterations} successive iterations) at theta = "
+            f"{np.round(theta, 4).tolist()}: the MLE may not exist (an observed statistic "
+            f"at the edge of its possible values) or the model is degenerate near this "
+            f"theta")
+
+
+def _runaway_message(trust, theta, gain):
+    anchor = trust.anchor[0]
+    return (f"mcmle: {trust.rejections} steps in a row from theta = "
+            f"{np.round(anchor, 4).tolist()} lost log-likelihood (the last, "
+            f"{np.round(theta - anchor, 4).tolist()}, by an estimated {-gain:.3g}): the "
+            f"chains run away from the observed statistics even this close, so the model "
+            f"is degenerate near this theta")
+
+
+def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: Any, *,
+          names: Sequence[str] | None = None, control: MCMLEControl | None = None,
           rewind: Callable[[], None] | None = None, verbose: bool = False) -> MCMLEResult:
     """Monte Carlo maximum likelihood (statnet's MCMLE: Hummel, Hunter & Handcock 2012).
 
     Iteration t: draw s_1..s_n at θ_t (``simulate``); take the Hummel step length γ
     (:func:`~numpyro_ugm.network.estimation.step.hummel_step_length`, margin
-    ``steplength_margin``); set θ_{t+1} = θ_t + Δθ with Δθ maximizing an approximation
+    ``control.steplength_margin``); set θ_{t+1} = θ_t + Δθ with Δθ maximizing an approximation
     of l(θ_t + Δθ) − l(θ_t) with s_obs replaced by the target ξ = s̄ + γ (s_obs − s̄)
     (s_obs when γ = 1), by ``metric``:
 
@@ -151,7 +238,7 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
       but it extrapolates its tail: far from the MLE of a near-degenerate model (gwesp on
       faux.magnolia.high) its steps land where the chains run away.
 
-    Termination (``termination``):
+    Termination (``control.termination``, :mod:`~numpyro_ugm.network.estimation.termination`):
 
     * ``"confidence"`` (ergm 4's default, ``MCMLE.termination="confidence"``): the
       tolerance region is {δ : δᵀ (precision · Cov s)⁻¹ δ < 1} around s_obs. When the sample
@@ -175,8 +262,9 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
       twice in a row (the sample grows 4 times after the first).
     * ``"none"``: run ``max_iterations`` iterations.
 
-    Trust region (``max_loss``): each sample at θ_{t+1} = θ_a + Δθ (θ_a the last accepted
-    θ, s̄_a its sample mean) estimates the change of log-likelihood l(θ_{t+1}) − l(θ_a) =
+    Trust region (``control.max_loss``,
+    :class:`~numpyro_ugm.network.estimation.trust_region.TrustRegion`): each sample at
+    θ_{t+1} = θ_a + Δθ (θ_a the last accepted θ, s̄_a its sample mean) estimates the change of log-likelihood l(θ_{t+1}) − l(θ_a) =
     Δθ·s_obs − log Z(θ_{t+1})/Z(θ_a) with the ratio by the geometric bridge between the
     two samples, log mean_a exp(Δθ·s/2) − log mean_{t+1} exp(−Δθ·s/2) (about
     Δθ·(s̄_a + s̄_{t+1})/2 where the samples do not overlap). Below
@@ -198,42 +286,22 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
     predicted miss s_obs − Ê_{θ_{t+1}}[s] and (where computed) the ``"confidence"``
     p-value (:class:`MCMLEResult`).
 
+
     Parameters
     ----------
     simulate : callable
-        ``simulate(theta, key) -> stats`` (num_chains, num_draws, k), draws in chain order;
-        persistent chains (two calls at the same θ continue them).
+        ``simulate(theta, rng_key) -> stats`` (num_chains, num_samples, k), draws in chain
+        order; persistent chains (two calls at the same θ continue them).
     observed : array (k,)
         Observed statistics s(y_obs).
     theta0 : array (k,)
         Start (ergm starts at the MPLE).
-    key : jax PRNG key
+    rng_key : jax PRNG key
         Split into one key per ``simulate`` call.
     names : sequence of k str, optional
         Term names, for messages.
-    max_iterations : int
-        ergm's ``MCMLE.maxit`` (60).
-    termination : {"confidence", "hotelling", "none"}
-    confidence, precision : float
-        ergm's ``MCMLE.confidence`` (0.99) and ``MCMLE.MCMC.precision`` (0.1 with
-        ``"confidence"``).
-    steplength_margin, max_step : float
-        ergm's ``MCMLE.steplength.margin`` (0.05) and ``MCMLE.steplength`` (1).
-    min_step_length, stall_iterations : float, int
-        Stop with :class:`~numpyro_ugm.network.estimation.samples.ErgmDegeneracyError`
-        when γ < ``min_step_length`` in ``stall_iterations`` successive iterations.
-    max_repeats : int
-        Most ``simulate`` calls joined into one iteration's sample.
-    hotelling_min_p_value : float
-        ergm's ``MCMLE.conv.min.pval`` (for ``"hotelling"``).
-    metric : {"lognormal", "naive"}
-        The approximation each step maximizes (ergm's ``MCMLE.metric``; ergm's
-        ``"naive"`` is the Geyer–Thompson one).
-    max_loss : float or None
-        The trust region: the largest estimated loss of log-likelihood (nats) a step may
-        make; None: every step is taken.
-    max_rejections : int
-        Rejected steps in a row before giving up.
+    control : MCMLEControl, optional
+        The settings named above (default ``MCMLEControl()``, ergm's defaults).
     rewind : callable, optional
         ``rewind()`` returns ``simulate``'s chains to where they were before the last
         change of θ (:meth:`~numpyro_ugm.network.sampling.simulation.NetworkSimulator.rewind`);
@@ -253,202 +321,86 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, *, key: An
         ``record`` holds the iterations so far.
     """
     owner = "mcmle"
-    _check_simulate(owner, simulate)
-    observed = _as_vector(owner, "observed", observed)
+    check_simulate(owner, simulate)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    theta = _as_vector(owner, "theta0", theta0, k)
-    names = _as_names(owner, names, k)
-    key = as_key(key, owner)
-    max_iterations = check_count(owner, "max_iterations", max_iterations)
-    stall_iterations = check_count(owner, "stall_iterations", stall_iterations)
-    max_repeats = check_count(owner, "max_repeats", max_repeats)
-    max_rejections = check_count(owner, "max_rejections", max_rejections)
-    if max_loss is not None:
-        max_loss = _check_fraction(owner, "max_loss", max_loss, high=math.inf)
+    theta = as_vector(owner, "theta0", theta0, k)
+    names = as_names(owner, names, k)
+    rng_key = as_key(rng_key, owner)
+    control = _check_control(owner, control, rewind)
+    history = _History(theta, observed, names, control.termination)
+    trust = TrustRegion(observed, control.max_loss)
+    rule, stop_early = termination_rule(control, k), takes_stop(simulate)
+    repeats, stalled = 1, 0
+    for iteration in range(1, control.max_iterations + 1):
+        rng_key, subkey = jax.random.split(rng_key)
+        gain_of, loses = trust.tests(theta)
+        stats = sample_statistics(simulate, theta, subkey, repeats, k, owner,
+                                  stop=loses if stop_early else None)
+        history.last_statistics = stats
+        gain = float("nan") if gain_of is None else gain_of(stats)
+        if loses is not None and gain < -control.max_loss:  # the trust region rejects θ
+            theta = _step_back(theta, stats, gain, trust, history, repeats, control, rewind)
+            _report_rejection(verbose, iteration, gain, control, history, trust, theta)
+            continue
+        try:
+            check_sample_degeneracy(owner, stats, names, observed, theta)
+        except ErgmDegeneracyError as error:
+            error.record = history.result(str(error), False, repeats)
+            raise
+        it = _summarize(stats, observed, control, trust)
+        trust.accept(theta, it.moments.mean, stats)
+        stalled = stalled + 1 if it.gamma < control.min_step_length else 0
+        if stalled >= control.stall_iterations:
+            history.give_up(_stall_message(it.gamma, control, theta),
+                            _accepted_row(it, float("nan"), stats, gain), theta, repeats)
+        verdict = rule.check(it, repeats)
+        repeats = verdict.repeats
+        theta = theta + it.delta
+        history.add(_accepted_row(it, verdict.p_value, stats, gain), theta)
+        _report(verbose, iteration, it, verdict, history, theta)
+        if verdict.converged:
+            return history.result(verdict.message, True, repeats)
+    return history.result(f"reached max_iterations = {control.max_iterations}", False,
+                          repeats)
+
+
+def _step_back(theta, stats, gain, trust, history, repeats, control, rewind):
+    """The trust region rejected the sample at θ: record it, give up after
+    ``control.max_rejections`` in a row, else rewind the chains and return θ_a plus the
+    share of the step that the trust region allows."""
+    row = _rejected_row(stats, gain, history.k)
+    if trust.reject() >= control.max_rejections:
+        history.give_up(_runaway_message(trust, theta, gain), row, theta, repeats)
+    if rewind is not None:
+        rewind()
+    theta = trust.retreat(theta, gain)
+    history.add(row, theta)
+    return theta
+
+
+def _check_control(owner, control, rewind):
+    if control is None:
+        control = MCMLEControl()
+    if not isinstance(control, MCMLEControl):
+        raise TypeError(f"{owner}: control must be an MCMLEControl, got "
+                        f"{type(control).__name__}")
     if rewind is not None and not callable(rewind):
         raise TypeError(f"{owner}: rewind must be a callable rewind() or None, got "
                         f"{type(rewind).__name__}")
-    takes_stop = _takes_stop(simulate)
-    if metric not in _METRICS:
-        raise ValueError(f"{owner}: metric must be one of {tuple(_METRICS)}, got {metric!r}")
-    if termination not in _TERMINATIONS:
-        raise ValueError(f"{owner}: termination must be one of {_TERMINATIONS}, got "
-                         f"{termination!r}")
-    confidence = _check_fraction(owner, "confidence", confidence)
-    precision = _check_fraction(owner, "precision", precision, high=math.inf)
-    margin = float(steplength_margin)
-    if not math.isfinite(margin) or margin < 0:
-        raise ValueError(f"{owner}: steplength_margin must be a finite number >= 0, got "
-                         f"{steplength_margin!r}")
-    max_step = _check_fraction(owner, "max_step", max_step, open_high=False)
-    min_step_length = _check_fraction(owner, "min_step_length", min_step_length,
-                                      open_low=False, high=max_step)
-    hotelling_threshold = 1.0 - math.sqrt(1.0 - _check_fraction(
-        owner, "hotelling_min_p_value", hotelling_min_p_value))
+    return control
 
-    history = {name: [] for name in ("step", "t2", "p", "d2", "pconv", "n", "neff",
-                                     "predicted", "rejected", "gain")}
-    thetas = [theta.copy()]
-    repeats, stalled, last_adequate = 1, 0, False
-    previous_difference, not_improved = None, [False] * 4
-    stats = None
-    anchor, rejections = None, 0  # (θ_a, s̄_a, sample) of the last accepted θ
-    radius = math.inf  # the trust region's radius ‖Δθ‖, finite after a rejected step
-    converged, message = False, f"reached max_iterations = {max_iterations}"
 
-    def record(final_message, done):
-        return MCMLEResult(
-            theta=thetas[-1].copy(), converged=done, iterations=len(history["step"]),
-            termination=termination, message=final_message,
-            theta_history=np.asarray(thetas), step_lengths=np.asarray(history["step"]),
-            hotelling_statistics=np.asarray(history["t2"]),
-            hotelling_p_values=np.asarray(history["p"]),
-            tolerance_distances=np.asarray(history["d2"]),
-            convergence_p_values=np.asarray(history["pconv"]),
-            predicted_differences=np.asarray(history["predicted"]).reshape(-1, k),
-            num_draws=np.asarray(history["n"], dtype=np.int64),
-            effective_sizes=np.asarray(history["neff"]), last_statistics=stats,
-            repeats=repeats, rejected=np.asarray(history["rejected"], dtype=bool),
-            log_likelihood_gains=np.asarray(history["gain"]))
+def _report_rejection(verbose, iteration, gain, control, history, trust, theta):
+    if verbose:
+        print(f"mcmle iteration {iteration}: step rejected (estimated log-likelihood "
+              f"change {gain:.3g} < -{control.max_loss:g}, {history.rows[-1].num_samples} "
+              f"draws); {trust.share:.3g} of it: theta {np.round(theta, 4).tolist()}")
 
-    def give_up(reason):
-        """Raise ErgmDegeneracyError, the terms the last sample misses named; θ not
-        updated (the record keeps its shapes)."""
-        thetas.append(theta.copy())
-        bad, details = _outside_terms(stats, observed, names)
-        text = f"{reason}; terms {bad} ({'; '.join(details)})."
-        raise ErgmDegeneracyError(text, bad, record(text, False))
 
-    for iteration in range(1, max_iterations + 1):
-        key, subkey = jax.random.split(key)
-        gain_of = loses = None
-        if anchor is not None:
-            gain_of = functools.partial(_bridge_gain, theta - anchor[0], observed,
-                                        anchor[2])
-            if max_loss is not None:
-                def loses(s, gain_of=gain_of):
-                    return gain_of(s) < -max_loss
-        stats = _simulate(simulate, theta, subkey, repeats, k, owner,
-                          stop=loses if takes_stop else None)
-        gain = float("nan") if gain_of is None else gain_of(stats)
-        if loses is not None and gain < -max_loss:
-            rejections += 1
-            history["gain"].append(gain)
-            for name in ("step", "t2", "p", "d2", "neff", "pconv"):
-                history[name].append(float("nan"))
-            history["predicted"].append(np.full(k, np.nan))
-            history["n"].append(stats.shape[0] * stats.shape[1])
-            history["rejected"].append(True)
-            if rejections >= max_rejections:
-                give_up(f"{owner}: {rejections} steps in a row from theta = "
-                        f"{np.round(anchor[0], 4).tolist()} lost log-likelihood (the last, "
-                        f"{np.round(theta - anchor[0], 4).tolist()}, by an estimated "
-                        f"{-gain:.3g}): the chains run away from the observed statistics "
-                        f"even this close, so the model is degenerate near this theta")
-            if rewind is not None:
-                rewind()
-            shrink = _shrink(theta - anchor[0], observed, anchor[1], gain)
-            theta = anchor[0] + shrink * (theta - anchor[0])
-            radius = float(np.linalg.norm(theta - anchor[0]))
-            thetas.append(theta.copy())
-            if verbose:
-                print(f"mcmle iteration {iteration}: step rejected (estimated log-likelihood "
-                      f"change {gain:.3g} < -{max_loss:g}, {history['n'][-1]} draws); "
-                      f"{shrink:.3g} of it: theta {np.round(theta, 4).tolist()}")
-            continue
-        rejections = 0
-        try:
-            _check_degenerate(owner, stats, names, observed, theta)
-        except ErgmDegeneracyError as error:
-            error.record = record(str(error), False)
-            raise
-        moments = _moments(stats)
-        anchor = (theta.copy(), moments.mean, stats)
-        difference = observed - moments.mean
-        t2 = _hotelling(difference, moments.mean_cov)
-        p_nonconvergence = _tsq_sf(t2, k, moments.effective_size - 1.0)
-        tolerance_inverse = np.linalg.pinv(precision * moments.cov, hermitian=True)
-        d2 = float(difference @ tolerance_inverse @ difference)
-        gamma = _hummel(stats, observed, margin, max_step)
-        target = moments.mean + gamma * difference
-        delta = _METRICS[metric](stats, target)
-        length = float(np.linalg.norm(delta))
-        if length > radius:  # within the trust region, which grows after each good step
-            delta = delta * (radius / length)
-        radius *= 2.0
-        new_theta = theta + delta
-        weighted = _moments(stats, stats.reshape(-1, k) @ delta)
-        predicted = observed - weighted.mean
-
-        stalled = stalled + 1 if gamma < min_step_length else 0
-        history["step"].append(gamma)
-        history["t2"].append(t2)
-        history["p"].append(p_nonconvergence)
-        history["d2"].append(d2)
-        history["n"].append(stats.shape[0] * stats.shape[1])
-        history["neff"].append(moments.effective_size)
-        history["predicted"].append(predicted)
-        history["rejected"].append(False)
-        history["gain"].append(gain)
-        p_converged = float("nan")
-
-        if stalled >= stall_iterations:
-            history["pconv"].append(p_converged)
-            give_up(f"{owner}: the observed statistics stay outside the convex hull of the "
-                    f"sampled ones (Hummel step length {gamma:.2g} < {min_step_length:g} in "
-                    f"{stall_iterations} successive iterations) at theta = "
-                    f"{np.round(theta, 4).tolist()}: the MLE may not exist (an observed "
-                    f"statistic at the edge of its possible values) or the model is "
-                    f"degenerate near this theta")
-
-        if termination == "confidence":
-            d2e = math.inf
-            if d2 < 2.0 and gamma >= max_step:
-                d2e = float(predicted @ tolerance_inverse @ predicted)
-                if d2e < 1.0:
-                    df = moments.effective_size - 1.0
-                    try:
-                        t2_boundary = _distance_to_ellipsoid_boundary(
-                            predicted, weighted.mean_cov, tolerance_inverse)
-                    except np.linalg.LinAlgError:
-                        t2_boundary = float("nan")
-                    p_converged = _tsq_sf(t2_boundary, k, df)
-                    if p_converged < 1.0 - confidence:
-                        converged = True
-                        message = (f"converged with {confidence:.0%} confidence (E_theta[s] "
-                                   f"within the tolerance region of s_obs)")
-                    elif math.isfinite(p_converged) and t2_boundary > 0:
-                        boost = min(_tsq_quantile(confidence, k, df) / t2_boundary, 2.0)
-                        repeats = min(max_repeats, max(repeats, math.ceil(repeats * boost)))
-                    else:
-                        repeats = min(max_repeats, 2 * repeats)
-            if previous_difference is not None:
-                d2_previous = float(previous_difference @ tolerance_inverse
-                                    @ previous_difference)
-                not_improved = not_improved[1:] + [d2 >= d2_previous]
-            previous_difference = difference
-            if not converged and (d2 >= 2.0 or d2e > 1.0) and sum(not_improved) > 1:
-                repeats = min(max_repeats, 2 * repeats)
-                not_improved = [False] * 4
-        elif termination == "hotelling":
-            if gamma >= max_step and p_nonconvergence >= hotelling_threshold:
-                if last_adequate:
-                    converged = True
-                    message = (f"converged: the Hotelling test of E_theta[s] = s_obs gave "
-                               f"p >= {hotelling_threshold:.3f} twice in a row at step "
-                               f"length {max_step:g}")
-                else:
-                    last_adequate = True
-                    repeats = min(max_repeats, 4 * repeats)
-            else:
-                last_adequate = False
-        history["pconv"].append(p_converged)
-        theta = new_theta
-        thetas.append(theta.copy())
-        if verbose:
-            print(f"mcmle iteration {iteration}: step length {gamma:.3f}, d2 {d2:.3g}, "
-                  f"Hotelling p {p_nonconvergence:.3g}, convergence p {p_converged:.3g}, "
-                  f"{history['n'][-1]} draws, theta {np.round(theta, 4).tolist()}")
-        if converged:
-            break
-    return record(message, converged)
+def _report(verbose, iteration, it, verdict, history, theta):
+    if verbose:
+        print(f"mcmle iteration {iteration}: step length {it.gamma:.3f}, d2 {it.d2:.3g}, "
+              f"Hotelling p {it.p_nonconvergence:.3g}, convergence p "
+              f"{verdict.p_value:.3g}, {history.rows[-1].num_samples} draws, theta "
+              f"{np.round(theta, 4).tolist()}")

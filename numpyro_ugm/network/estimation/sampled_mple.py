@@ -7,7 +7,8 @@ Case-control sampling (ergm's ``ergm.pl`` for sparse networks): every tie (weigh
 and a uniform sample, without replacement, of ``size`` non-ties, each weighted by
 (number of non-ties) / ``size``, so that the weighted pseudo-log-likelihood is unbiased
 for the one of all N dyads. Their change statistics come from the sparse state of the
-observed network (:func:`~numpyro_ugm.network.estimation.sparse_statistics.dyad_change_statistics`);
+observed network
+(:func:`~numpyro_ugm.network.estimation.sparse_statistics.dyad_change_statistics`);
 the weighted logistic regression is
 :func:`~numpyro_ugm.network.estimation.dyad_independent.dyad_independent_mle` with weights.
 Nothing is O(N): the sample is drawn by rejection of ties and repeats, unless it takes

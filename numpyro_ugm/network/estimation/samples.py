@@ -1,6 +1,6 @@
 """The sampled statistics that the Monte Carlo estimators of an ERGM work from: checks of
-their arguments, the ``simulate`` callback, moments with the chains' autocorrelation, and
-the degeneracy check.
+their arguments, the ``simulate`` callback, and moments with the chains' autocorrelation
+(the degeneracy check is :mod:`~numpyro_ugm.network.diagnostics.degeneracy`'s).
 
 The model is p(y; θ) = exp(θ·s(y)) / Z(θ) over the graphs y with N dyads. Its Monte Carlo
 estimators (:mod:`~numpyro_ugm.network.estimation.mcmle`,
@@ -8,12 +8,12 @@ estimators (:mod:`~numpyro_ugm.network.estimation.mcmle`,
 :mod:`~numpyro_ugm.network.estimation.log_likelihood`, :mod:`~numpyro_ugm.network.summary`)
 work from sampled statistics, never from graphs, and take the sampler as a callback::
 
-    simulate(theta, key) -> stats   # array (num_chains, num_draws, k), draws in chain order
+    simulate(theta, rng_key) -> stats   # array (num_chains, num_samples, k), draws in chain order
 
 The callback keeps its own chain state between calls (persistent chains; its burn-in after
 θ moves is its own business). Two calls at the same θ continue the same chains, so a larger
 sample is made by calling it again and joining the draws along the draw axis
-(:func:`_simulate`).
+(:func:`sample_statistics`).
 
 The arithmetic is numpy float64 on the host, vectorized over the draws: the sums of
 exp(Δθ·s) over draws with statistics in the thousands need the double precision that JAX
@@ -25,40 +25,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import numpy as np
 from numpyro.diagnostics import effective_sample_size
 from scipy import special, stats as scipy_stats
 
-__all__ = ["ErgmDegeneracyError", "multivariate_effective_size", "geweke_p_value",
-           "stationary_start"]
-
-
-class ErgmDegeneracyError(RuntimeError):
-    """The sampled statistics cannot move θ: a term with zero variance, linearly
-    dependent terms, or observed statistics outside the sampled convex hull with a step
-    length of about 0 for several iterations.
-
-    Attributes
-    ----------
-    terms : list of str
-        The offending terms.
-    record : MCMLEResult or None
-        The iterations up to the stop (when raised by :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`).
-    """
-
-    def __init__(self, message: str, terms: Sequence[str], record: Any = None):
-        super().__init__(message)
-        self.terms = list(terms)
-        self.record = record
+__all__ = ["multivariate_effective_size", "geweke_p_value", "stationary_start", "as_vector",
+           "as_names", "as_statistics", "check_simulate", "check_fraction", "Moments",
+           "sample_moments", "autocorrelation_inflation", "split_keys", "sample_statistics"]
 
 
 # --- argument checks -------------------------------------------------------------------
 
 
-def _as_vector(owner, name, value, k=None):
+def as_vector(owner, name, value, k=None):
     """A finite float64 vector (k,)."""
     try:
         v = np.asarray(value, dtype=np.float64)
@@ -76,7 +58,8 @@ def _as_vector(owner, name, value, k=None):
     return v
 
 
-def _as_names(owner, names, k):
+def as_names(owner, names, k):
+    """``names`` as a list of k strings (``theta[i]`` when None)."""
     if names is None:
         return [f"theta[{i}]" for i in range(k)]
     if isinstance(names, str):
@@ -89,15 +72,15 @@ def _as_names(owner, names, k):
     return names
 
 
-def _as_statistics(owner, value, k, name="simulate(theta, key)"):
-    """Sampled statistics as float64 (num_chains, num_draws, k)."""
+def as_statistics(owner, value, k, name="simulate(theta, rng_key)"):
+    """Sampled statistics as float64 (num_chains, num_samples, k)."""
     try:
         s = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{owner}: {name} must return a numeric array (num_chains, "
-                        f"num_draws, k), got {type(value).__name__}") from error
+                        f"num_samples, k), got {type(value).__name__}") from error
     if s.ndim != 3 or s.shape[2] != k:
-        raise ValueError(f"{owner}: {name} must return an array (num_chains, num_draws, {k}) "
+        raise ValueError(f"{owner}: {name} must return an array (num_chains, num_samples, {k}) "
                          f"(draws in chain order; num_chains may be 1), got shape {s.shape}")
     if s.shape[0] < 1 or s.shape[1] < 2:
         raise ValueError(f"{owner}: {name} must return at least one chain of at least 2 "
@@ -107,13 +90,15 @@ def _as_statistics(owner, value, k, name="simulate(theta, key)"):
     return s
 
 
-def _check_simulate(owner, simulate):
+def check_simulate(owner, simulate):
+    """Refuse a ``simulate`` that is not callable."""
     if not callable(simulate):
-        raise TypeError(f"{owner}: simulate must be a callable simulate(theta, key) -> "
-                        f"stats (num_chains, num_draws, k), got {type(simulate).__name__}")
+        raise TypeError(f"{owner}: simulate must be a callable simulate(theta, rng_key) -> "
+                        f"stats (num_chains, num_samples, k), got {type(simulate).__name__}")
 
 
-def _check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_high=True):
+def check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_high=True):
+    """``value`` as a float inside the interval (low, high) (ends closed on request)."""
     try:
         v = float(value)
     except (TypeError, ValueError) as error:
@@ -129,14 +114,16 @@ def _check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_h
 # --- moments of (importance-weighted) sampled statistics --------------------------------
 
 
-class _Moments(NamedTuple):
+class Moments(NamedTuple):
+    """Moments of sampled statistics (:func:`sample_moments`)."""
+
     mean: np.ndarray          # (k,) weighted mean of the statistics
     cov: np.ndarray           # (k, k) weighted covariance (the Fisher information)
     mean_cov: np.ndarray      # (k, k) Monte Carlo covariance of the weighted mean
     effective_size: float     # tr(cov) / tr(mean_cov)
 
 
-def _inflation(series):
+def autocorrelation_inflation(series):
     """n / ESS per column of a (C, D, k) series (>= 1): the autocorrelation inflation of
     the variance of its mean, from numpyro's ``effective_sample_size`` (Geyer's initial
     monotone sequence, between-chain variance included). The ESS is capped at n, so
@@ -155,7 +142,7 @@ def _inflation(series):
     return out
 
 
-def _moments(stats, log_weights=None):
+def sample_moments(stats, log_weights=None):
     """Moments of the statistics (C, D, k) under normalized weights ∝ exp(log_weights)
     (uniform when None): the self-normalized importance-sampling estimates at a θ other
     than the sampled one.
@@ -164,7 +151,7 @@ def _moments(stats, log_weights=None):
     influence series u_i = n w_i (s_i − ŝ), Σ_i w_i² (s_i − ŝ)(s_i − ŝ)ᵀ for independent
     draws, with the autocorrelation of the chains added along the principal axes Q of
     the weighted covariance: each axis's variance is inflated by n / ESS of the influence
-    projected on it (``_inflation``). The axes are uncorrelated at lag 0, and Q also
+    projected on it (``autocorrelation_inflation``). The axes are uncorrelated at lag 0, and Q also
     diagonalizes the inverse Fisher information, so the Monte Carlo covariance of θ̂,
     I⁻¹ V I⁻¹, gets each of its principal directions' own autocorrelation (what a
     per-statistic ESS would miss when, e.g., edges and triangles mix slowly together but
@@ -182,21 +169,21 @@ def _moments(stats, log_weights=None):
     cov = (centered * w[:, None]).T @ centered
     _, axes = np.linalg.eigh(cov)
     projected = (centered * (n * w)[:, None]) @ axes
-    root = np.sqrt(_inflation(projected.reshape(c, d, k)))
+    root = np.sqrt(autocorrelation_inflation(projected.reshape(c, d, k)))
     raw = (centered * (w ** 2)[:, None]).T @ centered
     inner = axes.T @ raw @ axes * root[:, None] * root[None, :]
     mean_cov = axes @ inner @ axes.T
     mean_cov = (mean_cov + mean_cov.T) / 2
     trace = np.trace(mean_cov)
     effective = float(np.trace(cov) / trace) if trace > 0 else float("inf")
-    return _Moments(mean, cov, mean_cov, effective)
+    return Moments(mean, cov, mean_cov, effective)
 
 
 def multivariate_effective_size(stats: np.ndarray) -> float:
     """Multivariate effective sample size of statistics (C, D, k) (Vats, Flegal & Jones
     2019, the measure of ergm's ``MCMC.effectiveSize``): n (det Σ / det(n Var ŝ))^{1/k},
     Var ŝ the autocorrelation-adjusted Monte Carlo covariance of the mean
-    (:func:`_moments`), over the statistics that vary; the geometric mean of the
+    (:func:`sample_moments`), over the statistics that vary; the geometric mean of the
     effective sizes along the principal axes, so a slowly mixing direction does not hide
     the others."""
     c, d, k = stats.shape
@@ -204,7 +191,7 @@ def multivariate_effective_size(stats: np.ndarray) -> float:
     varying = np.std(stats.reshape(n, k), axis=0) > 0
     if not varying.any():
         return float(n)
-    moments = _moments(stats[..., varying])
+    moments = sample_moments(stats[..., varying])
     sign_cov, log_cov = np.linalg.slogdet(moments.cov)
     sign_mean, log_mean = np.linalg.slogdet(n * moments.mean_cov)
     if sign_cov <= 0 or sign_mean <= 0:  # linearly dependent statistics
@@ -216,7 +203,7 @@ def geweke_p_value(stats: np.ndarray, first: float = 0.1, last: float = 0.5) -> 
     """Multivariate Geweke test that statistics (C, D, k) are stationary: the mean of the
     first ``first`` of every chain's draws (at least 4) against the mean of the last
     ``last``, T² = dᵀ (V₁ + V₂)⁻¹ d with V the autocorrelation-adjusted Monte Carlo
-    covariances of the two means (:func:`_moments`), referred to χ²_k (over the
+    covariances of the two means (:func:`sample_moments`), referred to χ²_k (over the
     statistics that vary). Chains of fewer than 8 draws, or statistics without variance:
     1 (nothing to test)."""
     c, d, k = stats.shape
@@ -225,7 +212,7 @@ def geweke_p_value(stats: np.ndarray, first: float = 0.1, last: float = 0.5) -> 
     if d < 8 or n_first + n_last > d or not varying.any():
         return 1.0
     head, tail = stats[:, :n_first][..., varying], stats[:, d - n_last:][..., varying]
-    start, end = _moments(head), _moments(tail)
+    start, end = sample_moments(head), sample_moments(tail)
     difference = start.mean - end.mean
     variance = start.mean_cov + end.mean_cov
     try:
@@ -250,57 +237,25 @@ def stationary_start(stats: np.ndarray, p_value: float = 0.2,
     return None
 
 
-def _check_degenerate(owner, stats, names, observed, theta):
-    """Raise :class:`ErgmDegeneracyError` for terms without variance or linearly
-    dependent terms in the sample."""
-    k = stats.shape[2]
-    flat = stats.reshape(-1, k)
-    sd = flat.std(axis=0)
-    scale = np.maximum(np.abs(flat).max(axis=0), 1.0)
-    constant = np.flatnonzero(sd <= 1e-12 * scale)
-    if constant.size:
-        bad = [names[i] for i in constant]
-        detail = ", ".join(f"{names[i]} = {flat[0, i]:g} in every draw (observed "
-                           f"{observed[i]:g})" for i in constant)
-        raise ErgmDegeneracyError(
-            f"{owner}: the sampled statistics of {bad} have zero variance at theta = "
-            f"{np.round(theta, 4).tolist()} ({detail}): the sampler did not mix, or the "
-            f"model is degenerate there (nearly all mass on one graph), or the observed "
-            f"value is the term's smallest or largest possible one (then its MLE does not "
-            f"exist: the coefficient is -inf or +inf); theta cannot be estimated from this "
-            f"sample. Start closer (e.g. the MPLE), simulate longer, or drop the term.", bad)
-    if k > 1:
-        corr = np.corrcoef(flat, rowvar=False)
-        values, vectors = np.linalg.eigh(corr)
-        if values[0] < 1e-10:
-            loading = np.abs(vectors[:, 0])
-            involved = [names[i] for i in np.flatnonzero(loading > 0.1)]
-            raise ErgmDegeneracyError(
-                f"{owner}: the sampled statistics of {involved} are linearly dependent "
-                f"(their correlation matrix is singular, smallest eigenvalue "
-                f"{values[0]:.2e}) at theta = {np.round(theta, 4).tolist()}: the model is "
-                f"not identifiable from this sample; drop one of these terms.", involved)
-
-
-def _split(key, num):
-    """``num`` keys from ``key`` by successive two-way splits: one compiled split for any
-    ``num`` (``jax.random.split(key, num)`` compiles once per ``num``)."""
+def split_keys(rng_key, num):
+    """``num`` keys from ``rng_key`` by successive two-way splits: one compiled split for
+    any ``num`` (``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
     keys = []
     for _ in range(num):
-        key, subkey = jax.random.split(key)
+        rng_key, subkey = jax.random.split(rng_key)
         keys.append(subkey)
     return keys
 
 
-def _simulate(simulate, theta, key, repeats, k, owner, stop=None):
+def sample_statistics(simulate, theta, rng_key, repeats, k, owner, stop=None):
     """``repeats`` calls at θ, joined along the draw axis (persistent chains); with
     ``stop`` (a test of the draws so far), each call gets it as a keyword and the calls
     end as soon as it is true."""
-    keys = _split(key, repeats)
+    keys = split_keys(rng_key, repeats)
     parts = []
     for i in range(repeats):
         extra = {} if stop is None else {"stop": stop}
-        parts.append(_as_statistics(owner, simulate(np.asarray(theta), keys[i], **extra), k))
+        parts.append(as_statistics(owner, simulate(np.asarray(theta), keys[i], **extra), k))
         if len({p.shape[0] for p in parts}) != 1:
             raise ValueError(f"{owner}: simulate returned different numbers of chains "
                              f"across calls ({[p.shape[0] for p in parts]})")

@@ -19,11 +19,11 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from .step import _geyer_thompson_step, _hummel
-from .samples import (_as_names, _as_statistics, _as_vector, _check_degenerate,
-                                      _moments)
+from .step import geyer_thompson_step, hull_step_length
+from ..diagnostics.degeneracy import check_sample_degeneracy
+from .samples import as_names, as_statistics, as_vector, sample_moments
 
-__all__ = ["mcmle_standard_errors", "StandardErrors"]
+__all__ = ["mcmle_standard_errors", "StandardErrors", "wald"]
 
 
 class StandardErrors(NamedTuple):
@@ -64,7 +64,8 @@ def _mcmc_percent(stderr, model_stderr):
     return np.maximum(pct, 0.0)
 
 
-def _wald(estimates, stderr):
+def wald(estimates, stderr):
+    """(z, p): the Wald z = estimates / stderr and its two-sided normal p-value."""
     with np.errstate(invalid="ignore", divide="ignore"):
         z = estimates / stderr
     return z, 2.0 * scipy_stats.norm.sf(np.abs(z))
@@ -92,7 +93,7 @@ def mcmle_standard_errors(stats: ArrayLike, observed: ArrayLike, theta: ArrayLik
 
     Parameters
     ----------
-    stats : array (num_chains, num_draws, k)
+    stats : array (num_chains, num_samples, k)
         A sample drawn at ``theta`` (draws in chain order).
     observed : array (k,)
     theta : array (k,)
@@ -109,22 +110,22 @@ def mcmle_standard_errors(stats: ArrayLike, observed: ArrayLike, theta: ArrayLik
     StandardErrors
     """
     owner = "mcmle_standard_errors"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
-    theta = _as_vector(owner, "theta", theta, k)
-    names = _as_names(owner, names, k)
-    stats = _as_statistics(owner, stats, k, name="stats")
-    _check_degenerate(owner, stats, names, observed, theta)
+    theta = as_vector(owner, "theta", theta, k)
+    names = as_names(owner, names, k)
+    stats = as_statistics(owner, stats, k, name="stats")
+    check_sample_degeneracy(owner, stats, names, observed, theta)
     gamma = 1.0
     if update:
-        gamma = _hummel(stats, observed, float(steplength_margin), 1.0)
+        gamma = hull_step_length(stats, observed, float(steplength_margin), 1.0)
         target = stats.reshape(-1, k).mean(axis=0)
         target = target + gamma * (observed - target)
-        delta, _ = _geyer_thompson_step(stats, target)
-        moments = _moments(stats, stats.reshape(-1, k) @ delta)
+        delta, _ = geyer_thompson_step(stats, target)
+        moments = sample_moments(stats, stats.reshape(-1, k) @ delta)
         estimates = theta + delta
     else:
-        moments = _moments(stats)
+        moments = sample_moments(stats)
         estimates = theta.copy()
     information = moments.cov
     cov_model = np.linalg.inv(information)
@@ -134,6 +135,6 @@ def mcmle_standard_errors(stats: ArrayLike, observed: ArrayLike, theta: ArrayLik
     cov = cov_model + cov_mcmc
     stderr = np.sqrt(np.diag(cov))
     pct = _mcmc_percent(stderr, np.sqrt(np.diag(cov_model)))
-    z, p = _wald(estimates, stderr)
+    z, p = wald(estimates, stderr)
     return StandardErrors(estimates, stderr, cov, cov_model, cov_mcmc, pct, z, p,
                           information, float(gamma), moments.effective_size)

@@ -13,9 +13,9 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import optimize, special
 
-from .samples import _as_statistics, _as_vector, _check_fraction
+from .samples import as_statistics, as_vector, check_fraction
 
-__all__ = ["hummel_step_length"]
+__all__ = ["hummel_step_length", "hull_step_length", "lognormal_step", "geyer_thompson_step"]
 
 
 def _standardize(stats, observed):
@@ -44,7 +44,7 @@ def hummel_step_length(stats: ArrayLike, observed: ArrayLike, *, margin: float =
 
     Parameters
     ----------
-    stats : array (num_chains, num_draws, k) or (num_draws, k)
+    stats : array (num_chains, num_samples, k) or (num_samples, k)
         Sampled statistics.
     observed : array (k,)
         Observed statistics s_obs.
@@ -60,20 +60,21 @@ def hummel_step_length(stats: ArrayLike, observed: ArrayLike, *, margin: float =
         lies on the hull's boundary or outside it in a direction the sample does not span.
     """
     owner = "hummel_step_length"
-    observed = _as_vector(owner, "observed", observed)
+    observed = as_vector(owner, "observed", observed)
     k = observed.size
     s = np.asarray(stats, dtype=np.float64)
     if s.ndim == 2:
         s = s[None]
-    s = _as_statistics(owner, s, k, name="stats")
+    s = as_statistics(owner, s, k, name="stats")
     margin = float(margin)
     if not math.isfinite(margin) or margin < 0:
         raise ValueError(f"{owner}: margin must be a finite number >= 0, got {margin!r}")
-    max_step = _check_fraction(owner, "max_step", max_step, open_high=False)
-    return _hummel(s, observed, margin, max_step)
+    max_step = check_fraction(owner, "max_step", max_step, open_high=False)
+    return hull_step_length(s, observed, margin, max_step)
 
 
-def _hummel(stats, observed, margin, max_step):
+def hull_step_length(stats, observed, margin, max_step):
+    """:func:`hummel_step_length` of checked arguments (stats (C, D, k) float64)."""
     z, z_obs, _ = _standardize(stats, observed)
     points = np.unique(z, axis=0)
     m, k = points.shape
@@ -96,11 +97,11 @@ def _hummel(stats, observed, margin, max_step):
     return float(np.clip(result.x[-1], 0.0, max_step))
 
 
-def _lognormal_step(stats, target):
+def lognormal_step(stats, target):
     """Δθ maximizing Δθ·(target − s̄) − ½ Δθᵀ Σ Δθ (s̄, Σ: the sample's mean and
     covariance): the log-likelihood ratio when Δθ·s is normal, ergm's ``"lognormal"``
     metric, i.e. the Newton step Σ⁻¹ (target − s̄) (least squares where Σ is singular).
-    Unlike :func:`_geyer_thompson_step` it does not extrapolate the sample's tail: on
+    Unlike :func:`geyer_thompson_step` it does not extrapolate the sample's tail: on
     faux.magnolia.high the Geyer–Thompson step from the MPLE took gwesp to 2.11, where
     the chains run away, this one to 1.85 (ergmx's MLE: 1.80)."""
     flat = stats.reshape(-1, stats.shape[-1])
@@ -109,7 +110,7 @@ def _lognormal_step(stats, target):
     return np.linalg.lstsq(cov, target - mean, rcond=None)[0]
 
 
-def _geyer_thompson_step(stats, target, max_newton=200, tol=1e-10):
+def geyer_thompson_step(stats, target, max_newton=200, tol=1e-10):
     """Δθ maximizing Δθ·target − log mean exp(Δθ·s_i): the importance-sampling
     (Geyer–Thompson) approximation of l(θ + Δθ) − l(θ) with s_obs replaced by ``target``.
     Damped Newton in standardized coordinates. Returns (Δθ, converged)."""

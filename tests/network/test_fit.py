@@ -1,7 +1,8 @@
-"""fit_ergm / gof_ergm (models/ergm_fit.py): the one call from a networkx graph to a
-fitted ERGM. Dyad-independent fits against R's published numbers; Monte Carlo fits
-against the exact MLE of a network small enough to enumerate (both samplers, and with
-another estimator); goodness of fit against networkx; bad input."""
+"""fit_ergm / gof_ergm (``network/fit.py``): the one call from a networkx graph to a fitted
+ERGM. Dyad-independent fits against R's published numbers; Monte Carlo fits against the
+exact MLE of a network small enough to enumerate (both samplers, and with another
+estimator); the sparse path of large networks against the dense one; the adaptive sample
+and chains the fit runs (``sampling/simulation.py`` as the fit uses it); bad input."""
 
 import itertools
 
@@ -12,12 +13,14 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm import datasets
-from numpyro_ugm.network import ergm_statistics, fit_ergm, gof_ergm
-from numpyro_ugm.network import fit as ergm_fit
-from numpyro_ugm.network.fit import _observed_network
+from numpyro_ugm.network import (ErgmControl, SamplingControl, ergm_statistics, fit_ergm,
+                                 gof_ergm, fit as ergm_fit, MCMLEControl)
+from numpyro_ugm.network.graphs import graph_edge_list
 from numpyro_ugm.network.terms.structural import DEFAULT_DECAY, resolve_terms
+from numpyro_ugm.network.terms.term import as_network
 from numpyro_ugm.network.sampling.simulation import chain_groups, sparse_simulator
 from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
+from ergm_cases import GWESP, random_network
 
 
 def _flomarriage():
@@ -32,7 +35,7 @@ def test_dyad_independent_fit_is_rs_exact_mle():
     # R ergm 4: summary(ergm(flomarriage ~ edges + nodecov("wealth")))
     np.testing.assert_allclose(fit.estimates, [-2.594929, 0.010546], atol=2e-6)
     np.testing.assert_allclose(fit.stderr, [0.536056, 0.004674], atol=2e-6)
-    assert fit.names == ["edges", "nodecov.wealth"]
+    assert fit.names == ("edges", "nodecov.wealth")
     assert abs(fit.log_likelihood - -51.5543) < 1e-3
     assert abs(fit.aic - 107.1086) < 1e-3 and abs(fit.bic - 112.6836) < 1e-3
     text = fit.summary()
@@ -73,7 +76,8 @@ def _small_network():
 @pytest.mark.parametrize("sampler", ["sparse", "gibbs"])
 def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
     graph, formula, exact, exact_se, log_lik = _small_network()
-    fit = fit_ergm(graph, formula, sampler=sampler, rng_key=jax.random.PRNGKey(3))
+    fit = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sampler=sampler)),
+                   rng_key=jax.random.PRNGKey(3))
     assert fit.converged
     mc = np.sqrt(np.diag(fit.cov_mcmc))
     assert np.all(np.abs(fit.estimates - exact) < 4 * mc + 0.05 * exact_se), (
@@ -87,7 +91,7 @@ def test_monte_carlo_fit_reaches_the_exact_mle(sampler):
 @pytest.mark.slow
 def test_another_estimator_by_one_argument():
     graph, formula, exact, exact_se, _ = _small_network()
-    fit = fit_ergm(graph, formula, estimator=ugm.PCD(256), num_steps=3000,
+    fit = fit_ergm(graph, formula, control=ErgmControl(estimator=ugm.PCD(256), num_steps=3000),
                    rng_key=jax.random.PRNGKey(4), log_likelihood=False)
     assert "PCD" in fit.method
     assert np.all(np.abs(fit.estimates - exact) < 0.25 * exact_se), (fit.estimates, exact)
@@ -112,21 +116,27 @@ def test_bad_networks_are_refused():
     with pytest.raises(ValueError, match="self-loops"):
         fit_ergm(ugm.network.Network(4), "edges", edges=[[0, 1], [2, 2]])
     with pytest.raises(ValueError, match="triadic must be a probability"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="sparse", triadic=1.5)
+        SamplingControl(sampler="sparse", triadic=1.5)
     with pytest.raises(ValueError, match="sparse sampler"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", triadic=0.5)
+        SamplingControl(sampler="gibbs", triadic=0.5)
     with pytest.raises(ValueError, match="native=True asks for the compiled sparse"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", sampler="gibbs", native=True)
+        SamplingControl(sampler="gibbs", native=True)
     with pytest.raises(TypeError, match="native must be None, True or False"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", native="yes")
+        SamplingControl(native="yes")
     with pytest.raises(ValueError, match="threads"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", threads=0)
+        SamplingControl(threads=0)
+    with pytest.raises(ValueError, match="init must be a vector of finite values"):
+        ErgmControl(init=[0.0, float("nan")])
     with pytest.raises(ValueError, match=r"init must be 2 finite values.*'triangle'"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0, float("nan")])
-    with pytest.raises(ValueError, match="init must be 2 finite values"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", init=[0.0])
+        fit_ergm(nx.path_graph(4), "edges + triangle", control=ErgmControl(init=[0.0]))
     with pytest.raises(ValueError, match="cannot reach effective_size=64"):
-        fit_ergm(nx.path_graph(4), "edges + triangle", num_chains=4, num_draws=16)
+        SamplingControl(num_chains=4, samplesize=64)
+    with pytest.raises(TypeError, match="control must be an ErgmControl"):
+        fit_ergm(nx.path_graph(4), "edges + triangle", control=SamplingControl())
+    # triadic with a sampler that "auto" resolves to Gibbs (no compiled terms, few dyads)
+    with pytest.raises(ValueError, match="this fit uses 'gibbs'"):
+        fit_ergm(nx.path_graph(4), "edges + triangle",
+                 control=ErgmControl(SamplingControl(triadic=0.5, native=False)))
 
 
 def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
@@ -142,21 +152,61 @@ def test_init_starts_the_mcmle_instead_of_the_mple(monkeypatch):
     class Started(Exception):
         pass
 
-    def mcmle_fit(simulate, observed, theta0, **options):
+    def mcmle_fit(simulate, observed, theta0, *args, **options):
         raise Started(theta0)
 
     monkeypatch.setattr(ergm_fit, "dyad_independent_mle", no_mple)
     monkeypatch.setattr("numpyro_ugm.network.fit.mcmle_fit", mcmle_fit)
     with pytest.raises(Started) as started:
-        fit_ergm(graph, formula, init=exact, sampler="sparse")
+        fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sampler="sparse"),
+                                                     init=exact))
     np.testing.assert_array_equal(started.value.args[0], exact)
+
+
+def test_a_dyad_independent_fit_from_the_edge_list_is_the_exact_one():
+    graph, _, _ = random_network(80, 0.05, seed=2)
+    formula = "edges + nodematch('group') + nodecov('x')"
+    dense = fit_ergm(graph, formula)
+    # Newton from the sampled MLE
+    sparse = fit_ergm(graph, formula, control=ErgmControl(mple_samplesize=200))
+    # "auto" takes the sparse path above sparse_limit dyads
+    auto = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(sparse_limit=1000)))
+    np.testing.assert_allclose(auto.estimates, sparse.estimates, rtol=1e-9)
+    limited = fit_ergm(graph, formula, control=ErgmControl(SamplingControl(
+        sparse_limit=1000, dyad_draws_limit=1000)))
+    with pytest.raises(NotImplementedError, match="dyad_draws_limit = 1000"):
+        gof_ergm(limited, 10)
+    # the same MLE; the dense observed statistics are float32 sums
+    np.testing.assert_allclose(sparse.estimates, dense.estimates, rtol=1e-6)
+    np.testing.assert_allclose(sparse.stderr, dense.stderr, rtol=1e-6)
+    assert sparse.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-6)
+    assert sparse.bic == pytest.approx(dense.bic, abs=1e-5)
+    with pytest.raises(ValueError, match="mple_samplesize"):
+        ErgmControl(mple_samplesize="all")
+
+
+@pytest.mark.slow
+def test_a_gwesp_fit_from_the_edge_list_follows_the_dense_one():
+    graph, _, _ = random_network(80, 0.05, seed=2)
+    options = {"sampling": SamplingControl(samplesize=4 * 64, interval=256, effective_size=None),
+               "mcmle": MCMLEControl(max_iterations=2)}
+    dense = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=None, **options))
+    every = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=10 ** 9, **options))
+    # every dyad: the same start, statistics and reference, so the same chains
+    np.testing.assert_allclose(every.estimates, dense.estimates, atol=1e-4)
+    assert every.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-3)
+    sampled = fit_ergm(graph, GWESP, control=ErgmControl(mple_samplesize=500, **options))
+    combined = np.hypot(sampled.stderr, dense.stderr)
+    assert np.all(np.abs(sampled.estimates - dense.estimates) < 3 * combined)
+    assert abs(sampled.log_likelihood - dense.log_likelihood) < 4 * np.hypot(
+        sampled.log_likelihood_se, dense.log_likelihood_se) + 0.5
 
 
 def test_the_sparse_simulators_threads_do_not_change_its_draws():
     """The chains run in groups on threads; each chain draws from its own stream, so one
     thread and two give the same statistics (4 chains: groups of 2 and 2)."""
     graph, formula, _, _, _ = _small_network()
-    net, ties = _observed_network(graph, None)
+    net, ties = as_network(graph), graph_edge_list(graph)  # as fit_ergm reads a graph
     terms = resolve_terms(formula, net, DEFAULT_DECAY)
     observed = sparse_statistics(net, terms, ties)
     assert chain_groups(4, 3) == [(0, 2), (2, 1), (3, 1)]
@@ -279,37 +329,6 @@ def test_a_start_that_is_not_stationary_is_dropped():
     fixed = _AutocorrelatedChains(start=30.0, num_chains=8)
     simulate, _, _ = adaptive_simulate(fixed, 64, 4, 16, None, 1024, False)
     assert np.all(simulate(np.zeros(2), jax.random.PRNGKey(0)).mean(axis=(0, 1)) > 3)
-
-
-def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
-    from numpyro_ugm.network.estimation.samples import geweke_p_value, stationary_start
-
-    rng = np.random.default_rng(3)
-    p_values = [geweke_p_value(rng.normal(size=(4, 200, 3))) for _ in range(200)]
-    # uniform under stationarity: about 20 % below 0.2
-    assert 0.1 < np.mean(np.less(p_values, 0.2)) < 0.3, np.mean(np.less(p_values, 0.2))
-    trend = rng.normal(size=(4, 200, 3))
-    trend[:, :40, 0] += np.linspace(3, 0, 40)
-    assert geweke_p_value(trend) < 1e-3
-    assert stationary_start(trend) in (40, 60)  # the cuts 0.2 and 0.3 of 200 draws
-    assert geweke_p_value(rng.normal(size=(4, 7, 3))) == 1.0  # too short to test
-
-
-def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
-    from numpyro_ugm.network.estimation.samples import multivariate_effective_size
-
-    rng = np.random.default_rng(1)
-    iid = rng.normal(size=(4, 2048, 3))
-    assert 0.8 * 8192 < multivariate_effective_size(iid) <= 8192
-    # one statistic of three made 64 times slower (each value repeated 64 times): about
-    # 8192 / 64^(1/3) = 2048, where the per-direction minimum would say 128
-    slow = iid.copy()
-    slow[..., 0] = np.repeat(iid[:, ::64, 0], 64, axis=1)
-    got = multivariate_effective_size(slow)
-    assert 1200 < got < 3000, got
-    constant = iid.copy()
-    constant[..., 2] = 1.0
-    assert 0.8 * 8192 < multivariate_effective_size(constant) <= 8192
 
 
 def test_the_chains_burn_in_only_when_theta_changes():

@@ -12,25 +12,28 @@ terms users write themselves (a ``change_fn`` of a view) and under ``jit``.
 
 The terms reach this module as data, packed by
 :func:`~numpyro_ugm.network.terms.compiled.native_program`, whose change
-statistics :mod:`~numpyro_ugm.network.terms.compiled` computes.
+statistics :mod:`~numpyro_ugm.network.terms.compiled` computes. What the two samplers
+share is written once where it can be and paired by name where it cannot: the
+proposal probabilities and the ratio (:mod:`~numpyro_ugm.network.sampling.proposals`),
+the toggle of a tie (:func:`toggle_tie` here,
+:func:`~numpyro_ugm.network.sampling.chains.toggle_writes` in JAX); the tests check
+each pair on the same inputs.
 
 Random numbers: xoshiro256** per chain, seeded from the JAX key and the chain's index
 (``first_chain + c``), so that chains split into groups sample as in one call and a key
 gives the same draws on every run (not the JAX sampler's draws).
 """
 
-import math
-
 import jax
 import numpy as np
 
 from ..._checks import check_count
+from ..terms.compiled import NativeProgram, check_state, directed_arrays, dyad_change
+from ..terms.lists import append, find_slot, inline, jit, remove, retag
 from .chains import NetworkChains
-from ..terms.compiled import (NativeProgram, _append, _delta, _directed_arrays, _inline,
-                                   _jit, _mark, _slot, check_state)
-from .tnt import _check_triadic
+from .proposals import check_triadic, compiled_acceptance, compiled_triadic_rate
 
-__all__ = ["native_run", "seed_chains"]
+__all__ = ["native_run", "seed_chains", "toggle_tie"]
 
 
 def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
@@ -53,12 +56,12 @@ def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
 # --- the kernel ------------------------------------------------------------------------
 
 
-@_jit
+@jit
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@_jit
+@jit
 def _step(s0, s1, s2, s3):
     """One step of xoshiro256** with state (s0, s1, s2, s3): (64-bit word, new state)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
@@ -72,28 +75,19 @@ def _step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@_jit
+@jit
 def _below(word, count):
     """A uniform integer in [0, count) from the top 32 bits of a 64-bit word."""
     return np.int64(((word >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 
-@_jit
+@jit
 def _uniform(word):
     """A uniform float in (0, 1) from the top 53 bits."""
     return (np.float64(word >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
-@_jit
-def _remove(lists, degree, c, i, s):
-    """Move the last slot of i's list into slot s."""
-    last = degree[c, i] - 1
-    lists[c, i, s, 0], lists[c, i, s, 1] = lists[c, i, last, 0], lists[c, i, last, 1]
-    lists[c, i, last, 0] = -1
-    degree[c, i] = last
-
-
-@_jit
+@jit
 def _neighbour(lists, degree, c, k, word):
     """A uniform neighbour of k (from a 64-bit word), or -1 if k has none."""
     if degree[c, k] == 0:
@@ -101,7 +95,7 @@ def _neighbour(lists, degree, c, k, word):
     return lists[c, k, _below(word, degree[c, k]), 0]
 
 
-@_inline
+@inline
 def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2):
     """A triadic proposal (i, j, null): a uniform tie (``w1``) k − i in a random
     orientation (bit 0 of ``w0``) and a uniform neighbour j of k (``w2``); directed: the
@@ -120,13 +114,56 @@ def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2
     return i, j, i < 0 or j < 0 or i == j
 
 
-@_jit
-def _retag(lists, degree, c, i, j, position):
-    """Set the edge position of the slot holding j in i's list."""
-    lists[c, i, _slot(lists, c, i, degree[c, i], j), 1] = position
+@inline
+def toggle_tie(lists, degree, back, back_degree, edges, num_edges, c, i, j, slot_i):
+    """Toggle the tie i -> j of chain c (``slot_i``: the slot of j in i's list, -1 if
+    absent; ``back`` the lists holding the tie's second end: in-lists, or ``lists``
+    undirected): add it at the end of the edge list, or remove it, the last edge moving
+    into its position. Returns False, changing nothing, when adding it would give a node
+    more than D neighbours. The JAX pair, which leaves the same state:
+    :func:`~numpyro_ugm.network.sampling.chains.toggle_writes`."""
+    m = num_edges[c]
+    if slot_i < 0:
+        D = lists.shape[2]
+        if degree[c, i] >= D or back_degree[c, j] >= D:
+            return False
+        edges[c, m, 0], edges[c, m, 1] = i, j
+        append(lists, degree, c, i, j, m)
+        append(back, back_degree, c, j, i, m)
+        num_edges[c] = m + 1
+        return True
+    e = lists[c, i, slot_i, 1]
+    remove(lists, degree, c, i, slot_i)
+    remove(back, back_degree, c, j, find_slot(back, c, j, back_degree[c, j], i))
+    last = m - 1
+    if e != last:  # the last edge moves into position e
+        a, b = edges[c, last, 0], edges[c, last, 1]
+        edges[c, e, 0], edges[c, e, 1] = a, b
+        retag(lists, degree, c, a, b, e)
+        retag(back, back_degree, c, b, a, e)
+    num_edges[c] = last
+    return True
 
 
-@_jit
+@inline
+def _propose(lists, degree, in_lists, in_degree, edges, c, m, n, directed, triadic, w0, w1,
+             w2):
+    """The dyad (i, j, null) of one proposal from three random words: triadic with
+    probability ``triadic`` (:func:`_triad`), else a uniform tie (when bit 1 of ``w0``
+    is set and there is one) or a uniform dyad."""
+    if triadic > 0.0 and _uniform(w0) < triadic:
+        return _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2)
+    if ((w0 >> np.uint64(1)) & np.uint64(1)) == np.uint64(1) and m > 0:
+        e = _below(w1, m)
+        return edges[c, e, 0], edges[c, e, 1], False
+    i = _below(w1, n)
+    j = _below(w2, n - 1)
+    if j >= i:
+        j += 1
+    return i, j, False
+
+
+@jit
 def _run(lists, degree, in_lists, in_degree, edges, num_edges,
          statistics, rng, directed, theta, add_u, add_v, tab_codes, tab_values, tab_cols,
          abs_values, abs_power, abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
@@ -135,7 +172,7 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     recorded into ``out`` (C, num_draws, k) after each interval, for every chain in
     turn. Returns (accepted (C,), the first chain that needed more than D neighbours
     or -1)."""
-    C, n, D = lists.shape[0], lists.shape[1], lists.shape[2]
+    C, n = lists.shape[0], lists.shape[1]
     k = statistics.shape[1]
     N = n * (n - 1) if directed else n * (n - 1) // 2
     accepted = np.zeros(C, np.int64)
@@ -155,80 +192,35 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
             w0, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             w1, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             w2, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
-            null = False
-            if triadic > 0.0 and _uniform(w0) < triadic:
-                i, j, null = _triad(lists, degree, in_lists, in_degree, edges, c, m,
-                                    directed, w0, w1, w2)
-            elif ((w0 >> np.uint64(1)) & np.uint64(1)) == np.uint64(1) and m > 0:
-                e = _below(w1, m)
-                i, j = edges[c, e, 0], edges[c, e, 1]
-            else:
-                i = _below(w1, n)
-                j = _below(w2, n - 1)
-                if j >= i:
-                    j += 1
+            i, j, null = _propose(lists, degree, in_lists, in_degree, edges, c, m, n,
+                                  directed, triadic, w0, w1, w2)
             w3, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             u = _uniform(w3)
             if not null:
                 if not directed and degree[c, i] > degree[c, j]:
                     i, j = j, i  # scan the shorter list; (i, j) is the same pair
-                slot_i = _slot(lists, c, i, degree[c, i], j)
+                slot_i = find_slot(lists, c, i, degree[c, i], j)
                 value = 1 if slot_i >= 0 else 0
                 stamp += 1
-                marked_i = _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v,
-                                  tab_codes, tab_values, tab_cols, abs_values, abs_power,
-                                  abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
-                                  powers, c, i, j, value, marks_a, marks_b, marks_c,
-                                  stamp, delta)
+                marked_i = dyad_change(
+                    lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+                    tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values,
+                    mat_cols, ops, op_cols, op_ints, powers, c, i, j, value, marks_a,
+                    marks_b, marks_c, stamp, delta)
                 sign = 1.0 - 2.0 * value
-                log_accept = 0.0
+                theta_delta = 0.0
                 for col in range(k):
-                    log_accept += th[col] * delta[col]
-                log_accept *= sign
-                # the proposal probabilities of the dyad now and after the toggle
+                    theta_delta += th[col] * delta[col]
                 rate = 0.0
                 if triadic > 0.0:
-                    if directed:  # k ∈ out(i) ∩ in(j): (1/outdeg k + 1/indeg k) / 2
-                        stamp += 1
-                        _mark(lists, c, i, degree[c, i], marks_a, stamp)
-                        for t in range(in_degree[c, j]):
-                            kk = in_lists[c, j, t, 0]
-                            if marks_a[kk] == stamp:
-                                rate += 0.5 * (1.0 / degree[c, kk] + 1.0 / in_degree[c, kk])
-                    else:  # k ∈ N(i) ∩ N(j): 1 / d_k
-                        if not marked_i:
-                            _mark(lists, c, i, degree[c, i], marks_a, stamp)
-                        for t in range(degree[c, j]):
-                            kk = lists[c, j, t, 0]
-                            if marks_a[kk] == stamp:
-                                rate += 1.0 / degree[c, kk]
-                m_after = m + 1 - 2 * value
-                q_now = _q(m, value, N, triadic, rate)
-                q_after = _q(m_after, 1 - value, N, triadic, rate)
-                ratio = q_after / q_now  # one exp per proposal, no logs
-                if ratio_weight != 1.0:
-                    ratio = ratio ** ratio_weight
-                if u < math.exp(log_accept) * ratio:
-                    if value == 0:
-                        if degree[c, i] >= D or back_degree[c, j] >= D:
-                            return accepted, c
-                        e = m
-                        edges[c, e, 0], edges[c, e, 1] = i, j
-                        _append(lists, degree, c, i, j, e)
-                        _append(back, back_degree, c, j, i, e)
-                        num_edges[c] = m + 1
-                    else:
-                        e = lists[c, i, slot_i, 1]
-                        _remove(lists, degree, c, i, slot_i)
-                        _remove(back, back_degree, c, j,
-                                _slot(back, c, j, back_degree[c, j], i))
-                        last = m - 1
-                        if e != last:  # the last edge moves into position e
-                            a, b = edges[c, last, 0], edges[c, last, 1]
-                            edges[c, e, 0], edges[c, e, 1] = a, b
-                            _retag(lists, degree, c, a, b, e)
-                            _retag(back, back_degree, c, b, a, e)
-                        num_edges[c] = last
+                    rate, stamp = compiled_triadic_rate(lists, degree, in_lists, in_degree,
+                                                        directed, c, i, j, marks_a, stamp,
+                                                        marked_i)
+                if u < compiled_acceptance(sign, theta_delta, m, value, N, triadic, rate,
+                                           ratio_weight):
+                    if not toggle_tie(lists, degree, back, back_degree, edges, num_edges,
+                                      c, i, j, slot_i):
+                        return accepted, c
                     for col in range(k):
                         statistics[c, col] += sign * delta[col]
                     accepted[c] += 1
@@ -238,19 +230,6 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 draw += 1
                 record += interval
     return accepted, -1
-
-
-@_jit
-def _q(m, value, N, triadic, rate):
-    """The probability that a proposal picks a dyad (``value``: a tie) when the network
-    has m ties: TNT, mixed with the triadic proposal's ``rate`` / m."""
-    if m > 0:
-        tnt = 0.5 * value / m + 0.5 / N
-    else:
-        tnt = 1.0 / N
-    if triadic == 0.0:
-        return tnt
-    return (1.0 - triadic) * tnt + triadic * rate / max(m, 1)
 
 
 def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
@@ -280,12 +259,12 @@ def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
     burnin = check_count(owner, "burnin", burnin, minimum=0)
     num_draws = check_count(owner, "num_draws", num_draws, minimum=0)
     interval = check_count(owner, "interval", interval)
-    triadic = _check_triadic(owner, triadic)
+    triadic = check_triadic(owner, triadic)
     state = jax.tree.map(np.array, state)
     theta = np.ascontiguousarray(np.broadcast_to(theta, (C, program.k)))
     rng = seed_chains(words, first_chain, C)
     out = np.zeros((C, num_draws, program.k))
-    in_lists, in_degree = _directed_arrays(state)
+    in_lists, in_degree = directed_arrays(state)
     accepted, overflow = _run(
         state.lists, state.degree, in_lists, in_degree, state.edges, state.num_edges,
         state.statistics, rng, state.in_lists is not None, theta, *program[1:], burnin,

@@ -32,9 +32,10 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 #: a -n 2 --dist loadfile run with --junitxml, 2026-11-27; files under 5 s run after
 #: these, in collection order)
 LONGEST_FIRST = [
-    "test_models_network_native.py",  # numba compiles its kernels: ~45 s cold
+    "test_sampling_compiled.py",  # numba compiles its kernels: ~45 s cold
+    "test_terms_compiled.py",
     "test_evaluate_enumeration.py",
-    "test_models_network_sampler.py",
+    "test_tnt.py",
     "test_estimators_base.py",
     "test_learn_mle.py",
     "test_models.py",
@@ -59,7 +60,7 @@ LONGEST_FIRST = [
     "test_learn_averaging.py",
     "test_sampling.py",
     "test_models_ergm_fit.py",
-    "test_models_exponential_random_graph.py",
+    "test_ergm_model.py",
     "test_posterior_exchange.py",
     "test_model.py",
     "test_estimator_config.py",
@@ -70,7 +71,8 @@ LONGEST_FIRST = [
     "test_evaluate_gaussian.py",
     "test_factors.py",
     "test_models_ergm_large.py",
-    "test_models_graph_terms.py",
+    "test_covariates.py",
+    "test_structural.py",
     "test_kernels_gradient.py",
     "test_infer_coupling.py",
     "test_diagnose.py",

@@ -114,8 +114,8 @@ def toggle_writes(state, rows, i, j, a, b, add, remove):
     """The writes that add tie (i, j) (``add``) or remove it (``remove``); neither: no
     change; ``rows`` from :func:`~numpyro_ugm.network.sampling.views.gather_rows`, (a, b)
     the last edge of the list. A dict: field -> (index arrays, values); degrees are added
-    to, the rest set. Its compiled pair, which leaves the same state:
-    :func:`~numpyro_ugm.network.sampling.compiled.toggle_tie`.
+    to, the rest set. Its compiled pair, which leaves the same state, is written inline
+    in the kernel of :mod:`~numpyro_ugm.network.sampling.compiled`.
 
     Removal moves the last slot of each of the two lists that hold the tie (i's list
     holding j, j's (in-)list holding i) into the freed slot, and the last edge (a, b) of

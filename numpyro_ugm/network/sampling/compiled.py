@@ -14,10 +14,15 @@ The terms reach this module as data, packed by
 :func:`~numpyro_ugm.network.terms.compiled.native_program`, whose change
 statistics :mod:`~numpyro_ugm.network.terms.compiled` computes. What the two samplers
 share is written once where it can be and paired by name where it cannot: the
-proposal probabilities and the ratio (:mod:`~numpyro_ugm.network.sampling.proposals`),
-the toggle of a tie (:func:`toggle_tie` here,
-:func:`~numpyro_ugm.network.sampling.chains.toggle_writes` in JAX); the tests check
-each pair on the same inputs.
+proposal probabilities and the ratio (:mod:`~numpyro_ugm.network.sampling.proposals`,
+numba and JAX side by side, checked pair by pair); the triadic rate and the toggle of a
+tie are written inline in the kernel, paired by comments with
+:func:`~numpyro_ugm.network.sampling.proposals.triadic_rate` and
+:func:`~numpyro_ugm.network.sampling.chains.toggle_writes`: as functions of their own
+(numba-inlined or not) they cost 8 % (triadic = 0.5) and 4 % (triadic = 0) of the
+proposals per second (faux.magnolia.high, edges + gwesp, 16 chains, median of 9
+interleaved runs). test_chains.py checks the kernel's toggles against the JAX ones one
+proposal at a time; the triadic rate is checked by the distribution tests.
 
 Random numbers: xoshiro256** per chain, seeded from the JAX key and the chain's index
 (``first_chain + c``), so that chains split into groups sample as in one call and a key
@@ -29,11 +34,11 @@ import numpy as np
 
 from ..._checks import check_count
 from ..terms.compiled import NativeProgram, check_state, directed_arrays, dyad_change
-from ..terms.lists import append, find_slot, inline, jit, remove, retag
+from ..terms.lists import append, find_slot, inline, jit, mark, remove, retag
 from .chains import NetworkChains
-from .proposals import check_triadic, compiled_acceptance, compiled_triadic_rate
+from .proposals import check_triadic, compiled_acceptance
 
-__all__ = ["native_run", "seed_chains", "toggle_tie"]
+__all__ = ["native_run", "seed_chains"]
 
 
 def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
@@ -114,55 +119,6 @@ def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2
     return i, j, i < 0 or j < 0 or i == j
 
 
-@inline
-def toggle_tie(lists, degree, back, back_degree, edges, num_edges, c, i, j, slot_i):
-    """Toggle the tie i -> j of chain c (``slot_i``: the slot of j in i's list, -1 if
-    absent; ``back`` the lists holding the tie's second end: in-lists, or ``lists``
-    undirected): add it at the end of the edge list, or remove it, the last edge moving
-    into its position. Returns False, changing nothing, when adding it would give a node
-    more than D neighbours. The JAX pair, which leaves the same state:
-    :func:`~numpyro_ugm.network.sampling.chains.toggle_writes`."""
-    m = num_edges[c]
-    if slot_i < 0:
-        D = lists.shape[2]
-        if degree[c, i] >= D or back_degree[c, j] >= D:
-            return False
-        edges[c, m, 0], edges[c, m, 1] = i, j
-        append(lists, degree, c, i, j, m)
-        append(back, back_degree, c, j, i, m)
-        num_edges[c] = m + 1
-        return True
-    e = lists[c, i, slot_i, 1]
-    remove(lists, degree, c, i, slot_i)
-    remove(back, back_degree, c, j, find_slot(back, c, j, back_degree[c, j], i))
-    last = m - 1
-    if e != last:  # the last edge moves into position e
-        a, b = edges[c, last, 0], edges[c, last, 1]
-        edges[c, e, 0], edges[c, e, 1] = a, b
-        retag(lists, degree, c, a, b, e)
-        retag(back, back_degree, c, b, a, e)
-    num_edges[c] = last
-    return True
-
-
-@inline
-def _propose(lists, degree, in_lists, in_degree, edges, c, m, n, directed, triadic, w0, w1,
-             w2):
-    """The dyad (i, j, null) of one proposal from three random words: triadic with
-    probability ``triadic`` (:func:`_triad`), else a uniform tie (when bit 1 of ``w0``
-    is set and there is one) or a uniform dyad."""
-    if triadic > 0.0 and _uniform(w0) < triadic:
-        return _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2)
-    if ((w0 >> np.uint64(1)) & np.uint64(1)) == np.uint64(1) and m > 0:
-        e = _below(w1, m)
-        return edges[c, e, 0], edges[c, e, 1], False
-    i = _below(w1, n)
-    j = _below(w2, n - 1)
-    if j >= i:
-        j += 1
-    return i, j, False
-
-
 @jit
 def _run(lists, degree, in_lists, in_degree, edges, num_edges,
          statistics, rng, directed, theta, add_u, add_v, tab_codes, tab_values, tab_cols,
@@ -171,8 +127,9 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     """``burnin`` proposals, then ``num_draws`` × ``interval`` with the statistics
     recorded into ``out`` (C, num_draws, k) after each interval, for every chain in
     turn. Returns (accepted (C,), the first chain that needed more than D neighbours
-    or -1)."""
-    C, n = lists.shape[0], lists.shape[1]
+    or -1). Longer than 80 lines on purpose: the triadic rate and the toggle inline
+    (see the module docstring for what splitting them cost)."""
+    C, n, D = lists.shape[0], lists.shape[1], lists.shape[2]
     k = statistics.shape[1]
     N = n * (n - 1) if directed else n * (n - 1) // 2
     accepted = np.zeros(C, np.int64)
@@ -192,8 +149,18 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
             w0, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             w1, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             w2, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
-            i, j, null = _propose(lists, degree, in_lists, in_degree, edges, c, m, n,
-                                  directed, triadic, w0, w1, w2)
+            null = False
+            if triadic > 0.0 and _uniform(w0) < triadic:
+                i, j, null = _triad(lists, degree, in_lists, in_degree, edges, c, m,
+                                    directed, w0, w1, w2)
+            elif ((w0 >> np.uint64(1)) & np.uint64(1)) == np.uint64(1) and m > 0:
+                e = _below(w1, m)
+                i, j = edges[c, e, 0], edges[c, e, 1]
+            else:
+                i = _below(w1, n)
+                j = _below(w2, n - 1)
+                if j >= i:
+                    j += 1
             w3, r0, r1, r2, r3 = _step(r0, r1, r2, r3)
             u = _uniform(w3)
             if not null:
@@ -208,19 +175,54 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                     mat_cols, ops, op_cols, op_ints, powers, c, i, j, value, marks_a,
                     marks_b, marks_c, stamp, delta)
                 sign = 1.0 - 2.0 * value
-                theta_delta = 0.0
+                log_accept = 0.0
                 for col in range(k):
-                    theta_delta += th[col] * delta[col]
+                    log_accept += th[col] * delta[col]
+                log_accept *= sign
+                # the triadic rate: the numba pair of proposals.triadic_rate, written here
+                # (a function of its own cost 8 % of the proposals per second with
+                # triadic = 0.5, measured: see the module docstring)
                 rate = 0.0
                 if triadic > 0.0:
-                    rate, stamp = compiled_triadic_rate(lists, degree, in_lists, in_degree,
-                                                        directed, c, i, j, marks_a, stamp,
-                                                        marked_i)
-                if u < compiled_acceptance(sign, theta_delta, m, value, N, triadic, rate,
+                    if directed:  # k ∈ out(i) ∩ in(j): (1/outdeg k + 1/indeg k) / 2
+                        stamp += 1
+                        mark(lists, c, i, degree[c, i], marks_a, stamp)
+                        for t in range(in_degree[c, j]):
+                            kk = in_lists[c, j, t, 0]
+                            if marks_a[kk] == stamp:
+                                rate += 0.5 * (1.0 / degree[c, kk] + 1.0 / in_degree[c, kk])
+                    else:  # k ∈ N(i) ∩ N(j): 1 / d_k
+                        if not marked_i:
+                            mark(lists, c, i, degree[c, i], marks_a, stamp)
+                        for t in range(degree[c, j]):
+                            kk = lists[c, j, t, 0]
+                            if marks_a[kk] == stamp:
+                                rate += 1.0 / degree[c, kk]
+                # the TNT ratio (proposals.py; the JAX pair: proposals.log_acceptance)
+                if u < compiled_acceptance(log_accept, m, value, N, triadic, rate,
                                            ratio_weight):
-                    if not toggle_tie(lists, degree, back, back_degree, edges, num_edges,
-                                      c, i, j, slot_i):
-                        return accepted, c
+                    # the toggle: the numba pair of chains.toggle_writes, written here (a
+                    # function of its own cost 4 %; test_chains.py checks the two alike)
+                    if value == 0:
+                        if degree[c, i] >= D or back_degree[c, j] >= D:
+                            return accepted, c
+                        e = m
+                        edges[c, e, 0], edges[c, e, 1] = i, j
+                        append(lists, degree, c, i, j, e)
+                        append(back, back_degree, c, j, i, e)
+                        num_edges[c] = m + 1
+                    else:
+                        e = lists[c, i, slot_i, 1]
+                        remove(lists, degree, c, i, slot_i)
+                        remove(back, back_degree, c, j,
+                                find_slot(back, c, j, back_degree[c, j], i))
+                        last = m - 1
+                        if e != last:  # the last edge moves into position e
+                            a, b = edges[c, last, 0], edges[c, last, 1]
+                            edges[c, e, 0], edges[c, e, 1] = a, b
+                            retag(lists, degree, c, a, b, e)
+                            retag(back, back_degree, c, b, a, e)
+                        num_edges[c] = last
                     for col in range(k):
                         statistics[c, col] += sign * delta[col]
                     accepted[c] += 1

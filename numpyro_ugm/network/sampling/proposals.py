@@ -19,23 +19,24 @@ accepted with probability
 y' the network after the toggle (m ± 1 ties) and w = 1 (``ratio_weight``: the tests
 use other values to show that a missing or wrong ratio is seen).
 
-Each formula is written twice, paired by name: :func:`proposal_probability`,
-:func:`triadic_rate` and :func:`log_acceptance` in JAX (vectorized, on a chain's gathered
-rows), :func:`compiled_proposal_probability`, :func:`compiled_triadic_rate` and
-:func:`compiled_acceptance` for numba (scalars, on the neighbour lists, marks stamped);
-the tests check each pair on the same inputs. :func:`check_triadic` checks the share
-for both.
+Each formula is written twice, paired by name: :func:`proposal_probability` and
+:func:`log_acceptance` in JAX, :func:`compiled_proposal_probability` and
+:func:`compiled_acceptance` for numba (scalars); the tests check each pair on the same
+inputs. rate(d) is :func:`triadic_rate` in JAX (on a chain's gathered rows) and is
+written inline in the compiled kernel (:mod:`~numpyro_ugm.network.sampling.compiled`
+says why), checked by the distribution tests of both samplers. :func:`check_triadic`
+checks the share for both.
 """
 
 import math
 
 import jax.numpy as jnp
 
-from ..terms.lists import inline, jit, mark
+from ..terms.lists import inline, jit
 from .views import has_bit, in_both
 
 __all__ = ["check_triadic", "proposal_probability", "triadic_rate", "log_acceptance",
-           "compiled_proposal_probability", "compiled_triadic_rate", "compiled_acceptance"]
+           "compiled_proposal_probability", "compiled_acceptance"]
 
 
 def check_triadic(owner: str, triadic) -> float:
@@ -109,38 +110,14 @@ def compiled_proposal_probability(m, value, num_dyads, triadic, rate):
 
 
 @inline
-def compiled_triadic_rate(lists, degree, in_lists, in_degree, directed, c, i, j, marks,
-                          stamp, marked_i):
-    """(rate(d), the stamp now) of the dyad (i, j) of chain c, as :func:`triadic_rate`:
-    the neighbours of i stamped in ``marks`` (with ``stamp``, unless ``marked_i`` says
-    they are; directed: always, with a new stamp)."""
-    rate = 0.0
-    if directed:  # k ∈ out(i) ∩ in(j): (1/outdeg k + 1/indeg k) / 2
-        stamp += 1
-        mark(lists, c, i, degree[c, i], marks, stamp)
-        for t in range(in_degree[c, j]):
-            k = in_lists[c, j, t, 0]
-            if marks[k] == stamp:
-                rate += 0.5 * (1.0 / degree[c, k] + 1.0 / in_degree[c, k])
-    else:  # k ∈ N(i) ∩ N(j): 1 / d_k
-        if not marked_i:
-            mark(lists, c, i, degree[c, i], marks, stamp)
-        for t in range(degree[c, j]):
-            k = lists[c, j, t, 0]
-            if marks[k] == stamp:
-                rate += 1.0 / degree[c, k]
-    return rate, stamp
-
-
-@jit
-def compiled_acceptance(sign, theta_delta, m, value, num_dyads, triadic, rate,
-                        ratio_weight):
+def compiled_acceptance(log_target, m, value, num_dyads, triadic, rate, ratio_weight):
     """exp(±θ·Δs) (q(d | y') / q(d | y))^w, as exp of :func:`log_acceptance`:
-    ``theta_delta`` θ·Δs, ``value`` 0 or 1; one exp per proposal, no logs."""
+    ``log_target`` ±θ·Δs, ``value`` 0 or 1, ``rate`` rate(d) (the kernel computes it
+    inline, the pair of :func:`triadic_rate`); one exp per proposal, no logs."""
     q_now = compiled_proposal_probability(m, value, num_dyads, triadic, rate)
     q_after = compiled_proposal_probability(m + 1 - 2 * value, 1 - value, num_dyads,
                                             triadic, rate)
     ratio = q_after / q_now
     if ratio_weight != 1.0:
         ratio = ratio ** ratio_weight
-    return math.exp(theta_delta * sign) * ratio
+    return math.exp(log_target) * ratio

@@ -102,11 +102,11 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
             f = m.logdensity_fn({"theta": theta})
             states = init_chains(kernel, {"y": y0}, f)
 
-            def sweep(states, k):
-                return step_chains(kernel, k, states, f)[0], None
+            def sweep(states, step_key):
+                return step_chains(kernel, step_key, states, f)[0], None
 
-            def draw(states, k):
-                states = jax.lax.scan(sweep, states, jax.random.split(k, interval))[0]
+            def draw(states, draw_key):
+                states = jax.lax.scan(sweep, states, jax.random.split(draw_key, interval))[0]
                 return states, statistics_of(states.position["y"], net, terms)
 
             first, second = jax.random.split(rng_key)
@@ -328,7 +328,8 @@ def _key_words(rng_key):
 def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int,
                       burnin: int, effective_size: float | None, max_interval: int,
                       verbose: bool = False):
-    """``simulate(theta, rng_key)`` for :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
+    """``simulate(theta, rng_key)`` for
+    :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
     adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
     ``num_draws`` per chain; drop the start that the Geweke test finds not yet
     stationary (:func:`~numpyro_ugm.network.estimation.samples.stationary_start`, at

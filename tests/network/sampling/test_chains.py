@@ -1,8 +1,8 @@
 """The sparse chains' state (numpyro_ugm/network/sampling/chains.py): built from edge
 lists with clear errors for bad input, and the toggle of a tie, written in JAX
-(``toggle_writes`` / ``apply_writes``) and for numba
-(:func:`~numpyro_ugm.network.sampling.compiled.toggle_tie`), leaving the same state
-after the same toggles (undirected and directed, every field, every step)."""
+(``toggle_writes`` / ``apply_writes``) and inline in the compiled kernel
+(numpyro_ugm/network/sampling/compiled.py), leaving the same state after the same
+toggles (undirected and directed, every field, every step)."""
 
 import jax
 import jax.numpy as jnp
@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from numpyro_ugm.network.sampling import chains as nc
-from numpyro_ugm.network.sampling.compiled import toggle_tie
+from numpyro_ugm.network.sampling.compiled import native_run
 from numpyro_ugm.network.sampling.views import gather_rows
-from numpyro_ugm.network.terms.compiled import directed_arrays, native_chains
+from numpyro_ugm.network.terms.compiled import native_chains, native_program
+from numpyro_ugm.network.terms.structural import resolve_terms
+from numpyro_ugm.network.terms.term import Network
 
 
 def test_bad_input_raises():
@@ -53,12 +55,25 @@ def _jax_toggle(state, i, j):
     return nc.apply_writes(state, writes, num_edges)
 
 
+def _toggled(before, after):
+    """The tie (i, j) that one proposal of the kernel added (in the orientation it wrote
+    it) or removed, or None."""
+    m, m_after = int(before.num_edges[0]), int(after.num_edges[0])
+    if m_after == m + 1:
+        return tuple(after.edges[0, m])
+    if m_after == m - 1:
+        old = {tuple(e) for e in before.edges[0, :m].tolist()}
+        gone = old - {tuple(e) for e in after.edges[0, :m_after].tolist()}
+        return gone.pop()
+    return None
+
+
 @pytest.mark.parametrize("directed", [False, True])
-def test_the_jax_and_compiled_toggles_leave_the_same_state(directed, chain_checks):
-    """Random dyads toggled one after another (ties added and removed, the last edge
-    moving into a freed position) from a random network: after every toggle the JAX
-    writes and the compiled ``toggle_tie`` hold the same neighbours in the same slots,
-    the same edge positions, degrees and edge list."""
+def test_the_kernel_and_the_jax_writes_toggle_alike(directed, chain_checks):
+    """The compiled kernel run one proposal at a time (a new key each) from a random
+    network, and each tie it adds or removes toggled by the JAX writes too: after every
+    toggle both hold the same neighbours in the same slots, the same edge positions,
+    degrees and edge list (the last edge moving into a freed position alike)."""
     n = 9
     rng = np.random.default_rng(4 + directed)
     edges = chain_checks.random_edges(rng, n, 0.3, directed)
@@ -66,18 +81,16 @@ def test_the_jax_and_compiled_toggles_leave_the_same_state(directed, chain_check
                                    max_degree=n - 1)
     one = jax.tree.map(lambda x: x[0], state)
     compiled = native_chains(state)
-    in_lists, in_degree = directed_arrays(compiled)
-    back, back_degree = (in_lists, in_degree) if directed else (compiled.lists,
-                                                                compiled.degree)
-    for _ in range(60):
-        i, j = rng.choice(n, 2, replace=False)
-        if not directed and compiled.degree[0, i] > compiled.degree[0, j]:
-            i, j = j, i  # as the kernel: the pair is the same either way round
-        one = _jax_toggle(one, jnp.int32(i), jnp.int32(j))
-        slot = int(np.flatnonzero(compiled.lists[0, i, :compiled.degree[0, i], 0] == j)[0]) \
-            if j in compiled.lists[0, i, :compiled.degree[0, i], 0] else -1
-        assert toggle_tie(compiled.lists, compiled.degree, back, back_degree, compiled.edges,
-                          compiled.num_edges, 0, i, j, slot)
+    program = native_program(resolve_terms("edges", Network(n, directed)), n)
+    toggles = 0
+    for step in range(120):
+        after = native_run(compiled, program, [0.0], (step, 7), 0, 1, 0, 1, 0.0)[0]
+        tie = _toggled(compiled, after)
+        compiled = after
+        if tie is None:
+            continue
+        toggles += 1
+        one = _jax_toggle(one, jnp.int32(tie[0]), jnp.int32(tie[1]))
         m = int(one.num_edges)
         assert m == int(compiled.num_edges[0])
         sides = [("lists", "degree")] + ([("in_lists", "in_degree")] if directed else [])
@@ -90,4 +103,5 @@ def test_the_jax_and_compiled_toggles_leave_the_same_state(directed, chain_check
             used = np.arange(ours.shape[1]) < deg[:, None]
             np.testing.assert_array_equal(ours[..., 1][used], theirs[..., 1][used])
         np.testing.assert_array_equal(np.asarray(one.edges)[:m], compiled.edges[0, :m])
+    assert toggles > 40
     chain_checks.check_consistent(jax.tree.map(lambda x: jnp.asarray(x)[None], one))

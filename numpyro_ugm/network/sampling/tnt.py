@@ -14,7 +14,8 @@ The model side is a ``change_fn(view) -> (k,)``, Δs of one dyad from a view of
 :mod:`~numpyro_ugm.network.sampling.views`. The MH ratio is exact for TNT: with
 P_tie(m) = 1/2 if m > 0 else 0 and N dyads, q(toggle d | y) = P_tie(m) y_d / m +
 (1 − P_tie(m)) / N, and a toggle is accepted with probability
-min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count.
+min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count
+(:mod:`~numpyro_ugm.network.sampling.proposals`, shared with the compiled kernel).
 
 Every public function compiles once per shape of the state, ``change_fn`` and the
 counts (``num_proposals``; ``num_samples`` and ``interval``): ``change_fn`` is a static

@@ -1,5 +1,7 @@
-"""Structural ERGM terms, the table of every term, and the statistics s(y) and change
-statistics Δs of a list of terms.
+"""Structural ERGM terms, the table of every term (:data:`TABLE`: one
+:class:`~numpyro_ugm.network.terms.term.TermRow` per built-in term, structural rows here
+and the covariate rows of :mod:`numpyro_ugm.network.terms.covariates`), and the
+statistics s(y) and change statistics Δs of a list of terms.
 
 Each structural term is a statistic of the adjacency A (written **multilinearly** where
 it can be — a sum of products of distinct dyad variables, so its gradient is its change

@@ -16,7 +16,10 @@ Users name terms as statnet does, in any of three forms, mixed freely:
 * :func:`term`: ``term("nodematch", "Grade", diff=True)``.
 
 The terms themselves are built by :mod:`numpyro_ugm.network.terms.structural`
-(structural) and :mod:`numpyro_ugm.network.terms.covariates` (node and dyad covariates).
+(structural) and :mod:`numpyro_ugm.network.terms.covariates` (node and dyad covariates),
+each built-in term declared by one :class:`TermRow` of the table
+:data:`~numpyro_ugm.network.terms.structural.TABLE`; its compiled change statistic is
+named by an :class:`Op` (structural) or a covariate form (:data:`COVARIATE_FORMS`).
 """
 
 import ast

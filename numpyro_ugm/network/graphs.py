@@ -22,7 +22,7 @@ from jax.typing import ArrayLike
 
 __all__ = ["graph_to_edges", "graph_edge_list", "edges_to_adjacency", "edges_to_graph",
            "num_pairs", "num_dyads", "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency",
-           "as_edge_data", "check_edge_list"]
+           "as_edge_data", "check_edge_list", "is_networkx"]
 
 # --- the graph as a site -------------------------------------------------------------
 
@@ -83,7 +83,8 @@ def adjacency(y: jnp.ndarray, n: int, directed: bool = False) -> jnp.ndarray:
 # --- graphs <-> data -----------------------------------------------------------------
 
 
-def _is_networkx(obj):
+def is_networkx(obj) -> bool:
+    """Whether ``obj`` looks like a networkx graph (nodes, edges and adjacency)."""
     return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj")
 
 
@@ -154,7 +155,7 @@ def graph_to_edges(graph: Any, *, nodelist: Sequence | None = None,
         or n(n−1) ordered pairs); a batch axis first for a list of graphs. Pass as
         ``{"y": edges}`` (add a leading axis for a single graph).
     """
-    if _is_networkx(graph):
+    if is_networkx(graph):
         nodes = list(graph.nodes) if nodelist is None else list(nodelist)
         is_directed = graph.is_directed()
         if directed is not None and bool(directed) != is_directed:
@@ -162,7 +163,7 @@ def graph_to_edges(graph: Any, *, nodelist: Sequence | None = None,
                              f"networkx {type(graph).__name__}")
         return graph_to_edges(_networkx_adjacency(graph, nodes), directed=is_directed,
                               dtype=dtype)
-    if isinstance(graph, (list, tuple)) and graph and all(_is_networkx(g) for g in graph):
+    if isinstance(graph, (list, tuple)) and graph and all(is_networkx(g) for g in graph):
         nodes = list(graph[0].nodes) if nodelist is None else list(nodelist)
         for g in graph:
             if nodelist is None and set(g.nodes) != set(nodes):
@@ -232,8 +233,8 @@ def as_edge_data(data: Any, directed: bool | None = None) -> dict:
         if set(data) != {"y"}:
             raise KeyError(f"ERGM data has the single site 'y', got {list(data)}")
         y = np.asarray(data["y"])
-    elif _is_networkx(data) or (isinstance(data, (list, tuple)) and data
-                                and _is_networkx(data[0])):
+    elif is_networkx(data) or (isinstance(data, (list, tuple)) and data
+                                and is_networkx(data[0])):
         y = graph_to_edges(data, directed=directed)
     else:
         y = np.asarray(data)
@@ -266,3 +267,7 @@ def check_edge_list(owner: str, name: str, edges: Any, num_nodes: int | None = N
         kind = "ties" if directed else "edges (in either orientation)"
         raise ValueError(f"{owner}: {name} has repeated {kind} (multi-edges)")
     return e
+
+
+# the name that estimation/mple.py imports (to be renamed there at merge)
+_is_networkx = is_networkx

@@ -30,7 +30,8 @@ from ..._checks import check_count
 from ..graphs import check_edge_list
 
 __all__ = ["NetworkChains", "init_network_chains", "network_edges", "check_overflow",
-           "default_max_degree", "DegreeOverflowError"]
+           "default_max_degree", "DegreeOverflowError", "toggle_writes", "apply_writes",
+           "largest_degree"]
 
 
 class NetworkChains(NamedTuple):
@@ -109,11 +110,12 @@ def _find(row, value):
     return jnp.argmax(row == value).astype(jnp.int32)
 
 
-def _toggle_writes(state, rows, i, j, a, b, add, remove):
+def toggle_writes(state, rows, i, j, a, b, add, remove):
     """The writes that add tie (i, j) (``add``) or remove it (``remove``); neither: no
-    change; ``rows`` from :func:`~numpyro_ugm.network.sampling.views._gather`, (a, b) the
-    last edge of the list. A dict: field -> (index arrays, values); degrees are added to,
-    the rest set.
+    change; ``rows`` from :func:`~numpyro_ugm.network.sampling.views.gather_rows`, (a, b)
+    the last edge of the list. A dict: field -> (index arrays, values); degrees are added
+    to, the rest set. Its compiled pair, which leaves the same state, is written inline
+    in the kernel of :mod:`~numpyro_ugm.network.sampling.compiled`.
 
     Removal moves the last slot of each of the two lists that hold the tie (i's list
     holding j, j's (in-)list holding i) into the freed slot, and the last edge (a, b) of
@@ -214,8 +216,8 @@ def _bit_writes(state, rows, i, j, toggle):
     return {"bits": ((node_i, word_i), value_i), "in_bits": ((node_j, word_j), value_j)}
 
 
-def _apply_writes(state, writes, num_edges):
-    """``state`` with the writes of :func:`_toggle_writes` made (one scatter per array)."""
+def apply_writes(state, writes, num_edges):
+    """``state`` with the writes of :func:`toggle_writes` made (one scatter per array)."""
     updated = {}
     for name, (index, values) in writes.items():
         at = getattr(state, name).at[index]
@@ -230,10 +232,11 @@ def _apply_writes(state, writes, num_edges):
 def default_max_degree(edges: ArrayLike, num_nodes: int, directed: bool) -> int:
     """max(2 · the largest (in- or out-) degree of ``edges``, 16)."""
     e = np.asarray(edges, np.int64).reshape(-1, 2)
-    return max(2 * _largest_degree(e, num_nodes, directed), 16)
+    return max(2 * largest_degree(e, num_nodes, directed), 16)
 
 
-def _largest_degree(e, n, directed):
+def largest_degree(e, n, directed):
+    """The largest degree (directed: in- or out-degree) of the edge list ``e`` (m, 2)."""
     if directed:
         return int(max(np.bincount(e[:, 0], minlength=n).max(initial=0),
                        np.bincount(e[:, 1], minlength=n).max(initial=0)))
@@ -302,7 +305,7 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
             raise TypeError(f"init_network_chains: {name} must be True or False, got "
                             f"{flag!r}")
     e = _check_edges(edges, n, bool(directed))
-    observed = _largest_degree(e, n, directed)
+    observed = largest_degree(e, n, directed)
     if max_degree is None:
         D = default_max_degree(e, n, directed)
     else:
@@ -376,3 +379,7 @@ def network_edges(state: NetworkChains) -> list[np.ndarray]:
             e = np.sort(e, 1)
         out.append(e[np.lexsort((e[:, 1], e[:, 0]))])
     return out
+
+
+# the names that estimation/sparse_statistics.py imports (to be renamed there at merge)
+_toggle_writes, _apply_writes, _largest_degree = toggle_writes, apply_writes, largest_degree

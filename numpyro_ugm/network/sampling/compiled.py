@@ -12,23 +12,31 @@ terms users write themselves (a ``change_fn`` of a view) and under ``jit``.
 
 The terms reach this module as data, packed by
 :func:`~numpyro_ugm.network.terms.compiled.native_program`, whose change
-statistics :mod:`~numpyro_ugm.network.terms.compiled` computes.
+statistics :mod:`~numpyro_ugm.network.terms.compiled` computes. What the two samplers
+share is written once where it can be and paired by name where it cannot: the
+proposal probabilities and the ratio (:mod:`~numpyro_ugm.network.sampling.proposals`,
+numba and JAX side by side, checked pair by pair); the triadic rate and the toggle of a
+tie are written inline in the kernel, paired by comments with
+:func:`~numpyro_ugm.network.sampling.proposals.triadic_rate` and
+:func:`~numpyro_ugm.network.sampling.chains.toggle_writes`: as functions of their own
+(numba-inlined or not) they cost 8 % (triadic = 0.5) and 4 % (triadic = 0) of the
+proposals per second (faux.magnolia.high, edges + gwesp, 16 chains, median of 9
+interleaved runs). test_chains.py checks the kernel's toggles against the JAX ones one
+proposal at a time; the triadic rate is checked by the distribution tests.
 
 Random numbers: xoshiro256** per chain, seeded from the JAX key and the chain's index
 (``first_chain + c``), so that chains split into groups sample as in one call and a key
 gives the same draws on every run (not the JAX sampler's draws).
 """
 
-import math
-
 import jax
 import numpy as np
 
 from ..._checks import check_count
+from ..terms.compiled import NativeProgram, check_state, directed_arrays, dyad_change
+from ..terms.lists import append, find_slot, inline, jit, mark, remove, retag
 from .chains import NetworkChains
-from ..terms.compiled import (NativeProgram, _append, _delta, _directed_arrays, _inline,
-                                   _jit, _mark, _slot, check_state)
-from .tnt import _check_triadic
+from .proposals import check_triadic, compiled_acceptance
 
 __all__ = ["native_run", "seed_chains"]
 
@@ -53,12 +61,12 @@ def seed_chains(key_words, first_chain: int, num_chains: int) -> np.ndarray:
 # --- the kernel ------------------------------------------------------------------------
 
 
-@_jit
+@jit
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@_jit
+@jit
 def _step(s0, s1, s2, s3):
     """One step of xoshiro256** with state (s0, s1, s2, s3): (64-bit word, new state)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
@@ -72,28 +80,19 @@ def _step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@_jit
+@jit
 def _below(word, count):
     """A uniform integer in [0, count) from the top 32 bits of a 64-bit word."""
     return np.int64(((word >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
 
 
-@_jit
+@jit
 def _uniform(word):
     """A uniform float in (0, 1) from the top 53 bits."""
     return (np.float64(word >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
-@_jit
-def _remove(lists, degree, c, i, s):
-    """Move the last slot of i's list into slot s."""
-    last = degree[c, i] - 1
-    lists[c, i, s, 0], lists[c, i, s, 1] = lists[c, i, last, 0], lists[c, i, last, 1]
-    lists[c, i, last, 0] = -1
-    degree[c, i] = last
-
-
-@_jit
+@jit
 def _neighbour(lists, degree, c, k, word):
     """A uniform neighbour of k (from a 64-bit word), or -1 if k has none."""
     if degree[c, k] == 0:
@@ -101,7 +100,7 @@ def _neighbour(lists, degree, c, k, word):
     return lists[c, k, _below(word, degree[c, k]), 0]
 
 
-@_inline
+@inline
 def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2):
     """A triadic proposal (i, j, null): a uniform tie (``w1``) k − i in a random
     orientation (bit 0 of ``w0``) and a uniform neighbour j of k (``w2``); directed: the
@@ -120,13 +119,7 @@ def _triad(lists, degree, in_lists, in_degree, edges, c, m, directed, w0, w1, w2
     return i, j, i < 0 or j < 0 or i == j
 
 
-@_jit
-def _retag(lists, degree, c, i, j, position):
-    """Set the edge position of the slot holding j in i's list."""
-    lists[c, i, _slot(lists, c, i, degree[c, i], j), 1] = position
-
-
-@_jit
+@jit
 def _run(lists, degree, in_lists, in_degree, edges, num_edges,
          statistics, rng, directed, theta, add_u, add_v, tab_codes, tab_values, tab_cols,
          abs_values, abs_power, abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
@@ -134,7 +127,8 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
     """``burnin`` proposals, then ``num_draws`` × ``interval`` with the statistics
     recorded into ``out`` (C, num_draws, k) after each interval, for every chain in
     turn. Returns (accepted (C,), the first chain that needed more than D neighbours
-    or -1)."""
+    or -1). Longer than 80 lines on purpose: the triadic rate and the toggle inline
+    (see the module docstring for what splitting them cost)."""
     C, n, D = lists.shape[0], lists.shape[1], lists.shape[2]
     k = statistics.shape[1]
     N = n * (n - 1) if directed else n * (n - 1) // 2
@@ -172,62 +166,62 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
             if not null:
                 if not directed and degree[c, i] > degree[c, j]:
                     i, j = j, i  # scan the shorter list; (i, j) is the same pair
-                slot_i = _slot(lists, c, i, degree[c, i], j)
+                slot_i = find_slot(lists, c, i, degree[c, i], j)
                 value = 1 if slot_i >= 0 else 0
                 stamp += 1
-                marked_i = _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v,
-                                  tab_codes, tab_values, tab_cols, abs_values, abs_power,
-                                  abs_cols, mat_values, mat_cols, ops, op_cols, op_ints,
-                                  powers, c, i, j, value, marks_a, marks_b, marks_c,
-                                  stamp, delta)
+                marked_i = dyad_change(
+                    lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+                    tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values,
+                    mat_cols, ops, op_cols, op_ints, powers, c, i, j, value, marks_a,
+                    marks_b, marks_c, stamp, delta)
                 sign = 1.0 - 2.0 * value
                 log_accept = 0.0
                 for col in range(k):
                     log_accept += th[col] * delta[col]
                 log_accept *= sign
-                # the proposal probabilities of the dyad now and after the toggle
+                # the triadic rate: the numba pair of proposals.triadic_rate, written here
+                # (a function of its own cost 8 % of the proposals per second with
+                # triadic = 0.5, measured: see the module docstring)
                 rate = 0.0
                 if triadic > 0.0:
                     if directed:  # k ∈ out(i) ∩ in(j): (1/outdeg k + 1/indeg k) / 2
                         stamp += 1
-                        _mark(lists, c, i, degree[c, i], marks_a, stamp)
+                        mark(lists, c, i, degree[c, i], marks_a, stamp)
                         for t in range(in_degree[c, j]):
                             kk = in_lists[c, j, t, 0]
                             if marks_a[kk] == stamp:
                                 rate += 0.5 * (1.0 / degree[c, kk] + 1.0 / in_degree[c, kk])
                     else:  # k ∈ N(i) ∩ N(j): 1 / d_k
                         if not marked_i:
-                            _mark(lists, c, i, degree[c, i], marks_a, stamp)
+                            mark(lists, c, i, degree[c, i], marks_a, stamp)
                         for t in range(degree[c, j]):
                             kk = lists[c, j, t, 0]
                             if marks_a[kk] == stamp:
                                 rate += 1.0 / degree[c, kk]
-                m_after = m + 1 - 2 * value
-                q_now = _q(m, value, N, triadic, rate)
-                q_after = _q(m_after, 1 - value, N, triadic, rate)
-                ratio = q_after / q_now  # one exp per proposal, no logs
-                if ratio_weight != 1.0:
-                    ratio = ratio ** ratio_weight
-                if u < math.exp(log_accept) * ratio:
+                # the TNT ratio (proposals.py; the JAX pair: proposals.log_acceptance)
+                if u < compiled_acceptance(log_accept, m, value, N, triadic, rate,
+                                           ratio_weight):
+                    # the toggle: the numba pair of chains.toggle_writes, written here (a
+                    # function of its own cost 4 %; test_chains.py checks the two alike)
                     if value == 0:
                         if degree[c, i] >= D or back_degree[c, j] >= D:
                             return accepted, c
                         e = m
                         edges[c, e, 0], edges[c, e, 1] = i, j
-                        _append(lists, degree, c, i, j, e)
-                        _append(back, back_degree, c, j, i, e)
+                        append(lists, degree, c, i, j, e)
+                        append(back, back_degree, c, j, i, e)
                         num_edges[c] = m + 1
                     else:
                         e = lists[c, i, slot_i, 1]
-                        _remove(lists, degree, c, i, slot_i)
-                        _remove(back, back_degree, c, j,
-                                _slot(back, c, j, back_degree[c, j], i))
+                        remove(lists, degree, c, i, slot_i)
+                        remove(back, back_degree, c, j,
+                                find_slot(back, c, j, back_degree[c, j], i))
                         last = m - 1
                         if e != last:  # the last edge moves into position e
                             a, b = edges[c, last, 0], edges[c, last, 1]
                             edges[c, e, 0], edges[c, e, 1] = a, b
-                            _retag(lists, degree, c, a, b, e)
-                            _retag(back, back_degree, c, b, a, e)
+                            retag(lists, degree, c, a, b, e)
+                            retag(back, back_degree, c, b, a, e)
                         num_edges[c] = last
                     for col in range(k):
                         statistics[c, col] += sign * delta[col]
@@ -238,19 +232,6 @@ def _run(lists, degree, in_lists, in_degree, edges, num_edges,
                 draw += 1
                 record += interval
     return accepted, -1
-
-
-@_jit
-def _q(m, value, N, triadic, rate):
-    """The probability that a proposal picks a dyad (``value``: a tie) when the network
-    has m ties: TNT, mixed with the triadic proposal's ``rate`` / m."""
-    if m > 0:
-        tnt = 0.5 * value / m + 0.5 / N
-    else:
-        tnt = 1.0 / N
-    if triadic == 0.0:
-        return tnt
-    return (1.0 - triadic) * tnt + triadic * rate / max(m, 1)
 
 
 def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
@@ -280,12 +261,12 @@ def native_run(state: NetworkChains, program: NativeProgram, theta, key_words,
     burnin = check_count(owner, "burnin", burnin, minimum=0)
     num_draws = check_count(owner, "num_draws", num_draws, minimum=0)
     interval = check_count(owner, "interval", interval)
-    triadic = _check_triadic(owner, triadic)
+    triadic = check_triadic(owner, triadic)
     state = jax.tree.map(np.array, state)
     theta = np.ascontiguousarray(np.broadcast_to(theta, (C, program.k)))
     rng = seed_chains(words, first_chain, C)
     out = np.zeros((C, num_draws, program.k))
-    in_lists, in_degree = _directed_arrays(state)
+    in_lists, in_degree = directed_arrays(state)
     accepted, overflow = _run(
         state.lists, state.degree, in_lists, in_degree, state.edges, state.num_edges,
         state.statistics, rng, state.in_lists is not None, theta, *program[1:], burnin,

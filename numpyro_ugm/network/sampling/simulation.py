@@ -43,7 +43,7 @@ __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "native_sa
 
 
 class NetworkSimulator:
-    """Persistent chains of an ERGM; ``simulate(theta, key, num_draws, interval,
+    """Persistent chains of an ERGM; ``simulate(theta, rng_key, num_draws, interval,
     burnin=None)`` -> statistics (num_chains, num_draws, k) and the chains moved on (first
     ``burnin`` steps, default the simulator's, when θ differs from the last call's: at
     the same θ the chains are already there, so repeated samples, the final sample and
@@ -61,7 +61,7 @@ class NetworkSimulator:
         self._theta = None
         self._checkpoint = None
 
-    def simulate(self, theta, key, num_draws: int, interval: int,
+    def simulate(self, theta, rng_key, num_draws: int, interval: int,
                  burnin: int | None = None) -> np.ndarray:
         theta = np.asarray(theta, np.float32)
         burnin = self.burnin if burnin is None else int(burnin)
@@ -69,7 +69,7 @@ class NetworkSimulator:
             burnin = 0
         else:
             self._checkpoint = (self._theta, self._chains["now"])
-        stats = np.asarray(self._simulate(jnp.asarray(theta), key, int(num_draws),
+        stats = np.asarray(self._simulate(jnp.asarray(theta), rng_key, int(num_draws),
                                           int(interval), burnin))
         self._theta = theta
         return stats
@@ -98,30 +98,30 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
 
     def program(num_draws, interval):
         @jax.jit
-        def run(theta, key, y0, burnin):
+        def run(theta, rng_key, y0, burnin):
             f = m.logdensity_fn({"theta": theta})
             states = init_chains(kernel, {"y": y0}, f)
 
-            def sweep(states, k):
-                return step_chains(kernel, k, states, f)[0], None
+            def sweep(states, step_key):
+                return step_chains(kernel, step_key, states, f)[0], None
 
-            def draw(states, k):
-                states = jax.lax.scan(sweep, states, jax.random.split(k, interval))[0]
+            def draw(states, draw_key):
+                states = jax.lax.scan(sweep, states, jax.random.split(draw_key, interval))[0]
                 return states, statistics_of(states.position["y"], net, terms)
 
-            first, second = jax.random.split(key)
+            first, second = jax.random.split(rng_key)
             states = jax.lax.fori_loop(  # burnin is traced: one program for any burn-in
                 0, burnin, lambda t, s: sweep(s, jax.random.fold_in(first, t))[0], states)
             states, stats = jax.lax.scan(draw, states, jax.random.split(second, num_draws))
             return states.position["y"], jnp.swapaxes(stats, 0, 1)
         return run
 
-    def simulate(theta, key, num_draws, interval, burnin):
+    def simulate(theta, rng_key, num_draws, interval, burnin):
         shape = (num_draws, interval)
         if shape not in compiled:
             compiled[shape] = program(*shape)
         run = compiled[shape]
-        y["now"], stats = run(theta, key, y["now"], jnp.int32(burnin))
+        y["now"], stats = run(theta, rng_key, y["now"], jnp.int32(burnin))
         return stats
 
     def networks():
@@ -270,9 +270,9 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
 
     chains = {"now": start(max_degree)}
 
-    def simulate(theta, key, num_draws, interval, burnin):
+    def simulate(theta, rng_key, num_draws, interval, burnin):
         if program is not None:
-            words = _key_words(key)
+            words = _key_words(rng_key)
 
             def run(group):
                 (offset, _), state = group
@@ -285,7 +285,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                         f"max_degree (or check that theta is not degenerate)")
                 return state, stats
         else:
-            first, second = jax.random.split(key)
+            first, second = jax.random.split(rng_key)
 
             def run(group):
                 (offset, _), state = group
@@ -317,18 +317,19 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
     return NetworkSimulator(simulate, networks, "sparse", burnin, chains)
 
 
-def _key_words(key):
+def _key_words(rng_key):
     """The last two 32-bit words of a JAX key (typed or raw), the compiled sampler's
     seed."""
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    return [int(w) for w in np.asarray(key, np.uint32).ravel()[-2:]]
+    if jnp.issubdtype(rng_key.dtype, jax.dtypes.prng_key):
+        rng_key = jax.random.key_data(rng_key)
+    return [int(w) for w in np.asarray(rng_key, np.uint32).ravel()[-2:]]
 
 
 def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int,
                       burnin: int, effective_size: float | None, max_interval: int,
                       verbose: bool = False):
-    """``simulate(theta, key)`` for :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
+    """``simulate(theta, rng_key)`` for
+    :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
     adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
     ``num_draws`` per chain; drop the start that the Geweke test finds not yet
     stationary (:func:`~numpyro_ugm.network.estimation.samples.stationary_start`, at
@@ -347,7 +348,7 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
         if verbose:
             print(message)
 
-    def simulate(theta, key, stop=None):
+    def simulate(theta, rng_key, stop=None):
         new = checkpoint["theta"] is None or not np.array_equal(theta, checkpoint["theta"])
         if new:
             checkpoint.update(theta=np.array(theta), current=dict(current))
@@ -355,13 +356,13 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
         if stop is not None and new and burnin >= num_draws:
             # the burn-in drawn as a sample, screened: a step whose chains run away is
             # stopped before the longer sample proper
-            key, sub = jax.random.split(key)
+            rng_key, sub = jax.random.split(rng_key)
             warm = np.asarray(simulator.simulate(theta, sub, num_draws, burnin // num_draws,
                                                  0), np.float64)
             if stop(warm):
                 return warm
             burnin = 0
-        key, sub = jax.random.split(key)
+        rng_key, sub = jax.random.split(rng_key)
         stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
                                               burnin), np.float64)
         if effective_size is None:
@@ -377,7 +378,7 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
                 report(f"interval {current['interval']} (the largest): effective sample "
                        f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
                 return stats
-            key, sub = jax.random.split(key)
+            rng_key, sub = jax.random.split(rng_key)
             more = simulator.simulate(theta, sub, num_draws, current["interval"], 0)
             stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
             if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:

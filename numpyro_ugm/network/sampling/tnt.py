@@ -14,7 +14,8 @@ The model side is a ``change_fn(view) -> (k,)``, Δs of one dyad from a view of
 :mod:`~numpyro_ugm.network.sampling.views`. The MH ratio is exact for TNT: with
 P_tie(m) = 1/2 if m > 0 else 0 and N dyads, q(toggle d | y) = P_tie(m) y_d / m +
 (1 − P_tie(m)) / N, and a toggle is accepted with probability
-min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count.
+min(1, exp(±θ·Δs) q(d | y') / q(d | y)), the reverse q at the new edge count
+(:mod:`~numpyro_ugm.network.sampling.proposals`, shared with the compiled kernel).
 
 Every public function compiles once per shape of the state, ``change_fn`` and the
 counts (``num_proposals``; ``num_samples`` and ``interval``): ``change_fn`` is a static
@@ -38,8 +39,9 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ..._checks import as_key, check_count
-from .chains import NetworkChains, _apply_writes, _toggle_writes, check_overflow
-from .views import _gather, _has, _in_both, _view
+from .chains import NetworkChains, apply_writes, check_overflow, toggle_writes
+from .proposals import check_triadic, log_acceptance, triadic_rate
+from .views import gather_rows, view_of
 
 __all__ = ["network_mh_step", "simulate_statistics"]
 
@@ -85,26 +87,6 @@ def _triad(state, words, tie, m, triadic):
     return use, i, j, use & ((m == 0) | (j == i) | (i < 0) | (j < 0))
 
 
-def _triadic_rate(state, rows, value):
-    """m times the probability that the triadic proposal picks the dyad (i, j) of
-    ``rows`` (``value``: whether it is a tie): Σ_{k ∈ N(i) ∩ N(j)} 1 / d_k, directed
-    Σ_{k ∈ out(i) ∩ in(j)} (1 / outdeg k + 1 / indeg k) / 2. The two-paths and the
-    degrees of their middle nodes do not change when (i, j) is toggled."""
-    if state.in_lists is None:
-        row_i, row_j = rows["lists"][0, :, 0], rows["lists"][1, :, 0]
-        weight = 1.0 / jnp.maximum(state.degree[jnp.maximum(row_i, 0)], 1)
-    else:
-        row_i, row_j = rows["lists"][0, :, 0], rows["in_lists"][1, :, 0]
-        k = jnp.maximum(row_i, 0)
-        weight = 0.5 * (1.0 / jnp.maximum(state.degree[k], 1)
-                        + 1.0 / jnp.maximum(state.in_degree[k], 1))
-    if state.bits is None:
-        both = _in_both(row_i, row_j)
-    else:  # k of row_i in j's (in-)bit set
-        both = _has(rows["bits" if state.in_bits is None else "in_bits"][1], row_i)
-    return jnp.sum(jnp.where(both, weight.astype(value.dtype), 0.0))
-
-
 def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0.0):
     """One proposal and its MH accept / reject, one chain: TNT, or with probability
     ``triadic`` (a static float) a triadic one (:func:`_triad`). ``words`` (5,)
@@ -134,8 +116,8 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0
         j = jnp.where(null, 1, j)
     a, b = ends[1, 0], ends[1, 1]
 
-    rows = _gather(state, i, j, a, b)
-    view = _view(state, rows, i, j)
+    rows = gather_rows(state, i, j, a, b)
+    view = view_of(state, rows, i, j)
     on = view.value > 0
     delta = jnp.asarray(change_fn(view), dtype)
     if delta.shape != state.statistics.shape:
@@ -143,18 +125,9 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0
                          f"statistics of the dyad as shape {state.statistics.shape} (one "
                          f"per entry of statistics0), got shape {delta.shape}")
     sign = 1 - 2 * view.value
-
-    rate = _triadic_rate(state, rows, view.value) if triadic else 0.0
-
-    def q(edges_now, value):  # the proposal probability of this dyad
-        tie_part = 0.5 * value / jnp.maximum(edges_now, 1).astype(dtype)
-        tnt = jnp.where(edges_now > 0, tie_part + 0.5 / num_dyads, 1.0 / num_dyads)
-        if not triadic:
-            return tnt
-        return (1.0 - triadic) * tnt + triadic * rate / jnp.maximum(edges_now, 1).astype(dtype)
-
-    log_ratio = (jnp.log(q(m + 1 - 2 * on, 1 - view.value)) - jnp.log(q(m, view.value)))
-    log_accept = sign * jnp.sum(theta * delta) + ratio_weight * log_ratio
+    rate = triadic_rate(state, rows, view.value) if triadic else 0.0
+    log_accept = log_acceptance(sign, theta, delta, m, view.value, num_dyads, triadic, rate,
+                                ratio_weight)
     # uniform in (0, 1) from the top 24 bits of the last word
     u = ((words[4] >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
     accept = (jnp.log(u) < log_accept) & live
@@ -164,19 +137,19 @@ def _proposal(state, words, theta, change_fn, ratio_weight, live=True, triadic=0
         full = (~on) & jnp.any(rows["degree"] >= D)
     overflow = state.overflow | (accept & full)
     accept = accept & ~full
-    writes, num_edges = _toggle_writes(state, rows, i, j, a, b, accept & ~on, accept & on)
+    writes, num_edges = toggle_writes(state, rows, i, j, a, b, accept & ~on, accept & on)
     statistics = state.statistics + jnp.where(accept, sign * delta, 0)
-    state = _apply_writes(state, writes, num_edges)
+    state = apply_writes(state, writes, num_edges)
     return state._replace(statistics=statistics, overflow=overflow), accept
 
 
-def _seed(key, first_chain, num_chains):
+def _seed(rng_key, first_chain, num_chains):
     """The 128-bit states of XLA's Philox generator (``lax.rng_bit_generator``), one per
-    chain: chain c's from ``fold_in(key, first_chain + c)`` (its key words twice), so
+    chain: chain c's from ``fold_in(rng_key, first_chain + c)`` (its key words twice), so
     that a chain's random numbers do not depend on the other chains and chains split
     into groups (``first_chain`` their offset) sample as they would in one call."""
     def one(c):
-        words = jax.random.fold_in(key, c).astype(jnp.uint32)
+        words = jax.random.fold_in(rng_key, c).astype(jnp.uint32)
         return jnp.concatenate([words, words])[:4]
 
     return jax.vmap(one)(first_chain + jnp.arange(num_chains, dtype=jnp.int32))
@@ -220,9 +193,9 @@ def _advance(rng, state, theta, change_fn, num_proposals, ratio_weight, triadic=
     return jax.lax.scan(block, carry, jnp.arange(num_blocks))[0]
 
 
-def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight, triadic=0.0,
-               first_chain=0):
-    rng = _seed(key, first_chain, state.num_edges.shape[0])
+def _mh_chains(rng_key, state, theta, change_fn, num_proposals, ratio_weight,
+               triadic=0.0, first_chain=0):
+    rng = _seed(rng_key, first_chain, state.num_edges.shape[0])
     _, state, accepted = _advance(rng, state, theta, change_fn, num_proposals,
                                   ratio_weight, triadic)
     return state, {"acceptance_rate": accepted / num_proposals}
@@ -231,15 +204,15 @@ def _mh_chains(key, state, theta, change_fn, num_proposals, ratio_weight, triadi
 _mh_jit = jax.jit(_mh_chains, static_argnames=("change_fn", "num_proposals", "triadic"))
 
 
-def _simulate_chains(key, state, theta, change_fn, num_samples, interval, ratio_weight,
-                     triadic=0.0, first_chain=0):
+def _simulate_chains(rng_key, state, theta, change_fn, num_samples, interval,
+                     ratio_weight, triadic=0.0, first_chain=0):
     def one(carry, _):
         rng, state = carry
         rng, state, _ = _advance(rng, state, theta, change_fn, interval, ratio_weight,
                                  triadic)
         return (rng, state), state.statistics
 
-    rng = _seed(key, first_chain, state.num_edges.shape[0])
+    rng = _seed(rng_key, first_chain, state.num_edges.shape[0])
     (_, state), stats = jax.lax.scan(one, (rng, state), None, length=num_samples)
     return state, jnp.swapaxes(stats, 0, 1)
 
@@ -249,17 +222,6 @@ _simulate_jit = jax.jit(_simulate_chains,
 
 
 # --- public functions ----------------------------------------------------------------
-
-
-def _check_triadic(owner, triadic):
-    """``triadic`` as a Python float in [0, 1)."""
-    try:
-        value = float(triadic)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{owner}: triadic must be a probability in [0, 1), got {triadic!r}")
-    return value
 
 
 def _check_run(owner, state, theta):
@@ -274,7 +236,7 @@ def _check_run(owner, state, theta):
     return theta
 
 
-def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
+def network_mh_step(rng_key, state: NetworkChains, theta: ArrayLike,
                     change_fn: Callable, num_proposals: int,
                     triadic: float = 0.0, *,
                     first_chain: int = 0) -> tuple[NetworkChains, dict]:
@@ -283,7 +245,7 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
 
     Parameters
     ----------
-    key : PRNG key
+    rng_key : PRNG key
     state : NetworkChains
     theta : array (k,) or (num_chains, k)
         Natural parameters (one row per chain, or shared).
@@ -304,7 +266,7 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
         almost never has one.
     first_chain : int
         Index of the first chain of ``state``: chain c draws its random numbers from
-        ``fold_in(key, first_chain + c)`` alone, so chains split into groups (run on
+        ``fold_in(rng_key, first_chain + c)`` alone, so chains split into groups (run on
         several threads or devices) move exactly as they would in one call.
 
     Returns
@@ -320,23 +282,24 @@ def network_mh_step(key, state: NetworkChains, theta: ArrayLike,
     """
     count = check_count("network_mh_step", "num_proposals", num_proposals)
     theta = _check_run("network_mh_step", state, theta)
-    triadic = _check_triadic("network_mh_step", triadic)
+    triadic = check_triadic("network_mh_step", triadic)
     offset = check_count("network_mh_step", "first_chain", first_chain, minimum=0)
-    state, info = _mh_jit(as_key(key, "network_mh_step"), state, theta, change_fn, count,
-                          1.0, triadic, jnp.int32(offset))
+    state, info = _mh_jit(as_key(rng_key, "network_mh_step"), state, theta, change_fn,
+                          count, 1.0, triadic, jnp.int32(offset))
     check_overflow(state)
     return state, info
 
 
-def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: Callable,
-                        num_samples: int, interval: int, triadic: float = 0.0, *,
+def simulate_statistics(rng_key, state: NetworkChains, theta: ArrayLike,
+                        change_fn: Callable, num_samples: int, interval: int,
+                        triadic: float = 0.0, *,
                         first_chain: int = 0) -> tuple[NetworkChains, jax.Array]:
     """Statistics of every chain after each of ``num_samples`` runs of ``interval``
     proposals (one ``lax.scan``; burn in with :func:`network_mh_step`).
 
     Parameters
     ----------
-    key : PRNG key
+    rng_key : PRNG key
     state : NetworkChains
     theta : array (k,) or (num_chains, k)
     change_fn : callable
@@ -361,9 +324,13 @@ def simulate_statistics(key, state: NetworkChains, theta: ArrayLike, change_fn: 
     samples = check_count("simulate_statistics", "num_samples", num_samples)
     steps = check_count("simulate_statistics", "interval", interval)
     theta = _check_run("simulate_statistics", state, theta)
-    triadic = _check_triadic("simulate_statistics", triadic)
+    triadic = check_triadic("simulate_statistics", triadic)
     offset = check_count("simulate_statistics", "first_chain", first_chain, minimum=0)
-    state, stats = _simulate_jit(as_key(key, "simulate_statistics"), state, theta,
+    state, stats = _simulate_jit(as_key(rng_key, "simulate_statistics"), state, theta,
                                  change_fn, samples, steps, 1.0, triadic, jnp.int32(offset))
     check_overflow(state)
     return state, stats
+
+
+# the name that fit.py imports (to be renamed there at merge)
+_check_triadic = check_triadic

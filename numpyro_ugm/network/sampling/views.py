@@ -19,7 +19,8 @@ import jax.numpy as jnp
 
 from .chains import NetworkChains
 
-__all__ = ["UndirectedDyadView", "DirectedDyadView", "dyad_view"]
+__all__ = ["UndirectedDyadView", "DirectedDyadView", "dyad_view", "gather_rows", "view_of",
+           "in_both", "has_bit", "COMPARE_MAX_DEGREE"]
 
 
 def _safe(nodes, n):
@@ -44,7 +45,7 @@ def _membership(row, n):
     return lambda ids: marks[_safe(ids, n)]
 
 
-def _in_both(a, b):
+def in_both(a, b):
     """Which entries of the padded list ``a`` are also in ``b`` (D², no n-sized buffer;
     padding never)."""
     return jnp.any((a[:, None] == b[None, :]) & (a[:, None] >= 0), -1)
@@ -52,10 +53,10 @@ def _in_both(a, b):
 
 def _num_common(a, b):
     """|a ∩ b| of two padded lists without repeats."""
-    return jnp.sum(_in_both(a, b))
+    return jnp.sum(in_both(a, b))
 
 
-def _has(bit_row, ids):
+def has_bit(bit_row, ids):
     """Which of ``ids`` (any shape; ``-1`` = none) are set in the bit set ``bit_row``
     (W,) uint32."""
     safe = jnp.maximum(ids, 0)
@@ -96,7 +97,7 @@ class UndirectedDyadView:
         pair (i, j) off (gwesp's change statistic is e^α(1 − r^shared) + this)."""
         v = self.value
         if self._bits is not None:  # popcounts of the neighbours' bit rows
-            common = _has(self._bits_i, self._row_j)
+            common = has_bit(self._bits_i, self._row_j)
             rows_k = self._bits[jnp.maximum(self._row_j, 0)]  # (D, W): N(k)
             sp_i = _popcount(rows_k, self._bits_i) - v
             sp_j = _popcount(rows_k, self._bits_j) - v
@@ -155,9 +156,9 @@ class DirectedDyadView:
         n, v = self._out.shape[0], self.value
         if self._bits is not None:  # popcounts of the bit rows of b and a
             bits_out_i, _, _, bits_in_j = self._bit_rows
-            common_b = _has(bits_out_i, out_j)
+            common_b = has_bit(bits_out_i, out_j)
             tp_b = _popcount(self._in_bits[jnp.maximum(out_j, 0)], bits_out_i) - v
-            common_a = _has(bits_in_j, in_i)
+            common_a = has_bit(bits_in_j, in_i)
             tp_a = _popcount(self._bits[jnp.maximum(in_i, 0)], bits_in_j) - v
             return (jnp.sum(jnp.where(common_b, r ** tp_b, 0))
                     + jnp.sum(jnp.where(common_a, r ** tp_a, 0)))
@@ -172,7 +173,7 @@ class DirectedDyadView:
                 + jnp.sum(jnp.where(common_a, r ** tp_a, 0)))
 
 
-def _gather(state, i, j, a, b):
+def gather_rows(state, i, j, a, b):
     """The rows a proposal reads, one gather per array: lists (and degrees) of i and j,
     and those of the edge (a, b) that a removal would move. Undirected: ``lists`` rows
     of i, j, a, b; directed: out-lists of i, j, a and in-lists of i, j, b."""
@@ -188,7 +189,7 @@ def _gather(state, i, j, a, b):
             "degree": state.degree[pair], "in_degree": state.in_degree[pair], **bits}
 
 
-def _view(state, rows, i, j):
+def view_of(state, rows, i, j):
     """The view of dyad (i, j) of one chain's state (no chain axis) from its rows."""
     dtype = state.statistics.dtype
     if state.in_lists is None:
@@ -202,4 +203,8 @@ def dyad_view(state: NetworkChains, i: int, j: int, chain: int = 0):
     checking a change function by hand."""
     one = jax.tree.map(lambda x: x[chain], state)
     i, j = jnp.asarray(i, jnp.int32), jnp.asarray(j, jnp.int32)
-    return _view(one, _gather(one, i, j, i, j), i, j)
+    return view_of(one, gather_rows(one, i, j, i, j), i, j)
+
+
+# the names that estimation/sparse_statistics.py imports (to be renamed there at merge)
+_gather, _view = gather_rows, view_of

@@ -5,59 +5,35 @@ numba: the kernel's side of :attr:`~numpyro_ugm.network.terms.term.Term.native`.
 Dyad-independent terms come as one of four forms of their covariate x(i, j) (node sums
 U[i] + V[j], a table over two node codes, abs(a_i − a_j)^p, a dyadic matrix), which the
 JAX side evaluates too (:mod:`~numpyro_ugm.network.terms.covariates`); structural terms
-as an operation code and its parameters, whose change statistic is written here a
-second time (the tests check each against the dense change statistics on every dyad of
-random networks). :func:`native_program` packs a model's terms into arrays;
+as a :class:`~numpyro_ugm.network.terms.term.CompiledOp`, whose change statistic is
+written here a second time, one branch per
+:class:`~numpyro_ugm.network.terms.term.Op` (the table of terms,
+:data:`~numpyro_ugm.network.terms.structural.TABLE`, names each row's operations, and
+the every-dyad test checks every row's examples against the dense change statistics
+on random networks). The kernel reads the neighbour lists of
+:mod:`~numpyro_ugm.network.terms.lists`. :func:`native_program` packs a model's terms into arrays;
 :func:`native_design` and :func:`native_statistics` give the change statistics of any
 dyads (the MPLE's design) and the statistics of a network. Shared partners are counted
 with stamp marks (O(D) per set, O(D²) for gwesp's partner sums), the gw terms' powers
 read from a table.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from ..graphs import check_edge_list
-from ..sampling.chains import NetworkChains, init_network_chains
-
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; kept for clarity
-    numba = None
+from .lists import (append, available, count_marked, empty_lists, find_slot, inline, jit,
+                    mark)
+from .term import COVARIATE_FORMS, CompiledOp, Op
 
 __all__ = ["native_program", "NativeProgram", "native_chains", "check_state",
-           "native_design", "native_statistics", "available", "OPS"]
-
-if numba is not None:
-    # small helpers are inlined by LLVM; numba inlines (``_inline``) the functions that
-    # take the model's ~20 arrays, whose calls made the kernel 2-2.5 times slower
-    # (numba-level inlining of the small ones too doubled the compile time, 18 s -> 9 s
-    # for the kernel without it, at the same speed)
-    _jit = numba.njit(cache=True, nogil=True)
-    _inline = numba.njit(cache=True, nogil=True, inline="always")
-else:  # pragma: no cover
-    def _jit(f):
-        return f
-    _inline = _jit
-
-
-
-# --- the structural terms' operation codes ---------------------------------------------
-
-OPS = {name: code for code, name in enumerate((
-    "kstar", "triangle", "isolates", "degree", "gwesp", "gwdegree",           # undirected
-    "mutual", "istar", "ostar", "ttriple", "ctriple", "idegree", "odegree",  # directed
-    "gwidegree", "gwodegree", "isolates_directed", "gwesp_otp"))}
+           "native_design", "native_statistics", "available", "dyad_change",
+           "directed_arrays", "MAX_PARAMS"]
 
 #: the most values a ``degree(d)`` term may count in the native sampler
 MAX_PARAMS = 16
-
-
-def available() -> bool:
-    """Whether numba is importable (else the JAX sampler runs every model)."""
-    return numba is not None
 
 
 class NativeProgram(NamedTuple):
@@ -91,8 +67,15 @@ def native_program(terms, num_nodes: int) -> NativeProgram | None:
     tables, absdiffs, matrices, ops = [], [], [], []
     col = 0
     for t in terms:
-        kind, *args = t.native
         cols = np.arange(col, col + t.size, dtype=np.int32)
+        if isinstance(t.native, CompiledOp):
+            op, ints, real = t.native
+            if len(ints) > MAX_PARAMS:
+                return None
+            ops.append((int(op), col, [int(x) for x in ints], float(real)))
+            col += t.size
+            continue
+        kind, *args = t.native
         if kind == "add":
             u, v = (np.asarray(a, float).reshape(n, t.size) for a in args)
             add_u[:, cols], add_v[:, cols] = u, v
@@ -103,15 +86,9 @@ def native_program(terms, num_nodes: int) -> NativeProgram | None:
             absdiffs.append((np.asarray(args[0], float), float(args[1]), col))
         elif kind == "matrix":
             matrices.append((np.asarray(args[0], float), col))
-        elif kind in OPS:
-            ints = [int(x) for x in (args[0] if args else ())]
-            if len(ints) > MAX_PARAMS:
-                return None
-            real = float(args[1]) if len(args) > 1 else 0.0
-            ops.append((OPS[kind], col, ints, real))
         else:
-            raise ValueError(f"network_native: unknown native form {kind!r} of term "
-                             f"{t.names}")
+            raise ValueError(f"native_program: unknown native form {kind!r} of term "
+                             f"{t.names}; covariate forms are {COVARIATE_FORMS}")
         col += t.size
     L = max([v.shape[0] for _, v, _ in tables] + [1])
     T = max([len(c) for _, _, c in tables] + [1])
@@ -144,10 +121,11 @@ def native_program(terms, num_nodes: int) -> NativeProgram | None:
 # --- the chains' state as numpy arrays -------------------------------------------------
 
 
-def native_chains(state: NetworkChains) -> NetworkChains:
-    """``state`` as writable numpy arrays for the kernel (running statistics in float64,
-    directed placeholders (C, 1, 1, 2) for undirected networks); the kernel changes
-    them in place, so each run works on a copy (:func:`native_run`)."""
+def native_chains(state: Any) -> Any:
+    """``state`` (:class:`~numpyro_ugm.network.sampling.chains.NetworkChains`) as
+    writable numpy arrays for the kernel (running statistics in float64, no adjacency
+    bit sets); the kernel changes them in place, so each run works on a copy
+    (:func:`~numpyro_ugm.network.sampling.compiled.native_run`)."""
     if state.bits is not None:
         state = state._replace(bits=None, in_bits=None)
     out = jax.tree.map(lambda x: np.array(x), state)
@@ -155,8 +133,9 @@ def native_chains(state: NetworkChains) -> NetworkChains:
     return out
 
 
-def _directed_arrays(state):
-    """(in_lists, in_degree) of a directed state, placeholders of an undirected one."""
+def directed_arrays(state) -> tuple[np.ndarray, np.ndarray]:
+    """(in_lists, in_degree) of a directed state, placeholders (C, 1, 1, 2) and (C, 1)
+    of an undirected one (the kernel's arguments are arrays either way)."""
     if state.in_lists is not None:
         return state.in_lists, state.in_degree
     C = state.lists.shape[0]
@@ -166,32 +145,7 @@ def _directed_arrays(state):
 # --- change statistics -------------------------------------------------------------------
 
 
-@_jit
-def _slot(lists, c, i, degree_i, j):
-    """Slot of j in i's list, or -1."""
-    for s in range(degree_i):
-        if lists[c, i, s, 0] == j:
-            return s
-    return -1
-
-
-@_jit
-def _mark(lists, c, i, degree_i, marks, stamp):
-    for s in range(degree_i):
-        marks[lists[c, i, s, 0]] = stamp
-
-
-@_jit
-def _count(lists, c, i, degree_i, marks, stamp):
-    """#{x in i's list: marks[x] == stamp}."""
-    total = 0
-    for s in range(degree_i):
-        if marks[lists[c, i, s, 0]] == stamp:
-            total += 1
-    return total
-
-
-@_jit
+@jit
 def _binomial(x, k):
     """C(x, k) for integers x ≥ 0."""
     if x < k:
@@ -202,15 +156,7 @@ def _binomial(x, k):
     return np.float64(np.round(out))
 
 
-@_jit
-def _append(lists, degree, c, i, j, position):
-    """Add j, at edge position ``position``, to the end of i's list."""
-    lists[c, i, degree[c, i], 0] = j
-    lists[c, i, degree[c, i], 1] = position
-    degree[c, i] += 1
-
-
-@_inline
+@inline
 def _dyadic(prog_u, prog_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
             abs_cols, mat_values, mat_cols, i, j, delta):
     """The dyad-independent terms' covariates x(i, j) into ``delta``."""
@@ -227,7 +173,7 @@ def _dyadic(prog_u, prog_v, tab_codes, tab_values, tab_cols, abs_values, abs_pow
         delta[mat_cols[p]] += mat_values[p, i, j]
 
 
-@_inline
+@inline
 def _undirected_change(ops, op_cols, op_ints, powers, lists, degree, c, i, j, value,
                        marks_i, marks_j, stamp, delta):
     """The structural terms' Δs of the undirected pair (i, j), counts with the pair off,
@@ -239,21 +185,21 @@ def _undirected_change(ops, op_cols, op_ints, powers, lists, degree, c, i, j, va
     marked_j = False
     for s in range(ops.shape[0]):
         op, col = ops[s], op_cols[s]
-        if op == 0:  # kstar(k): C(d_i, k-1) + C(d_j, k-1)
+        if op == Op.KSTAR:  # kstar(k): C(d_i, k-1) + C(d_j, k-1)
             k = op_ints[s, 1]
             delta[col] = _binomial(d_i, k - 1) + _binomial(d_j, k - 1)
-        elif op == 1 or op == 4:  # triangle / gwesp: shared partners
+        elif op == Op.TRIANGLE or op == Op.GWESP:  # triangle / gwesp: shared partners
             if shared < 0:
-                _mark(lists, c, i, degree[c, i], marks_i, stamp)
-                shared = _count(lists, c, j, degree[c, j], marks_i, stamp)
-            if op == 1:
+                mark(lists, c, i, degree[c, i], marks_i, stamp)
+                shared = count_marked(lists, c, j, degree[c, j], marks_i, stamp)
+            if op == Op.TRIANGLE:
                 delta[col] = shared
             else:
                 # e^α (1 − r^s), e^α = 1/(1 − r); powers[s, t] = r^t
                 total = (1.0 - powers[s, shared]) / (1.0 - powers[s, 1])
                 if shared > 0:
                     if not marked_j:
-                        _mark(lists, c, j, degree[c, j], marks_j, stamp)
+                        mark(lists, c, j, degree[c, j], marks_j, stamp)
                         marked_j = True
                     for t in range(degree[c, j]):
                         k = lists[c, j, t, 0]
@@ -266,19 +212,19 @@ def _undirected_change(ops, op_cols, op_ints, powers, lists, degree, c, i, j, va
                                 sp_j += marks_j[y] == stamp
                             total += powers[s, sp_i] + powers[s, sp_j]
                 delta[col] = total
-        elif op == 2:  # isolates
+        elif op == Op.ISOLATES:  # isolates
             delta[col] = -((d_i == 0) * 1.0 + (d_j == 0) * 1.0)
-        elif op == 3:  # degree(d...)
+        elif op == Op.DEGREE:  # degree(d...)
             for t in range(op_ints[s, 0]):
                 d = op_ints[s, 1 + t]
                 delta[col + t] = ((d_i + 1 == d) * 1.0 - (d_i == d) * 1.0
                                   + (d_j + 1 == d) * 1.0 - (d_j == d) * 1.0)
-        elif op == 5:  # gwdegree: r^d_i + r^d_j
+        elif op == Op.GWDEGREE:  # r^d_i + r^d_j
             delta[col] = powers[s, d_i] + powers[s, d_j]
     return shared >= 0
 
 
-@_inline
+@inline
 def _directed_change(ops, op_cols, op_ints, powers, lists, degree, in_lists,
                      in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c, stamp,
                      delta):
@@ -292,70 +238,72 @@ def _directed_change(ops, op_cols, op_ints, powers, lists, degree, in_lists,
     marked_a = marked_b = marked_c = False
     for s in range(ops.shape[0]):
         op, col = ops[s], op_cols[s]
-        if op == 6:  # mutual
+        if op == Op.MUTUAL:
             delta[col] = reverse
-        elif op == 7:  # istar(k)
+        elif op == Op.ISTAR:
             delta[col] = _binomial(in_j, op_ints[s, 1] - 1)
-        elif op == 8:  # ostar(k)
+        elif op == Op.OSTAR:
             delta[col] = _binomial(out_i, op_ints[s, 1] - 1)
-        elif op == 9 or op == 10 or op == 16:
+        elif op == Op.TTRIPLE or op == Op.CTRIPLE or op == Op.GWESP_OTP:
             if not marked_a:
-                _mark(lists, c, i, degree[c, i], marks_a, stamp)
+                mark(lists, c, i, degree[c, i], marks_a, stamp)
                 marked_a = True
-            if op == 9:  # ttriple: shared out + shared in + two-paths
+            if op == Op.TTRIPLE:  # ttriple: shared out + shared in + two-paths
                 if not marked_c:
-                    _mark(in_lists, c, i, in_degree[c, i], marks_c, stamp)
+                    mark(in_lists, c, i, in_degree[c, i], marks_c, stamp)
                     marked_c = True
-                delta[col] = (_count(lists, c, j, degree[c, j], marks_a, stamp)
-                              + _count(in_lists, c, j, in_degree[c, j], marks_c, stamp)
-                              + _count(in_lists, c, j, in_degree[c, j], marks_a, stamp))
-            elif op == 10:  # ctriple: cycles #(in(i) ∩ out(j))
+                delta[col] = (
+                    count_marked(lists, c, j, degree[c, j], marks_a, stamp)
+                    + count_marked(in_lists, c, j, in_degree[c, j], marks_c, stamp)
+                    + count_marked(in_lists, c, j, in_degree[c, j], marks_a, stamp))
+            elif op == Op.CTRIPLE:  # ctriple: cycles #(in(i) ∩ out(j))
                 if not marked_c:
-                    _mark(in_lists, c, i, in_degree[c, i], marks_c, stamp)
+                    mark(in_lists, c, i, in_degree[c, i], marks_c, stamp)
                     marked_c = True
-                delta[col] = _count(lists, c, j, degree[c, j], marks_c, stamp)
+                delta[col] = count_marked(lists, c, j, degree[c, j], marks_c, stamp)
             else:  # gwesp OTP
                 if not marked_b:
-                    _mark(in_lists, c, j, in_degree[c, j], marks_b, stamp)
+                    mark(in_lists, c, j, in_degree[c, j], marks_b, stamp)
                     marked_b = True
-                two_paths = _count(in_lists, c, j, in_degree[c, j], marks_a, stamp)
+                two_paths = count_marked(in_lists, c, j, in_degree[c, j], marks_a, stamp)
                 total = (1.0 - powers[s, two_paths]) / (1.0 - powers[s, 1])
                 for t in range(degree[c, j]):  # b ∈ out(i) ∩ out(j): r^tp(i, b)
                     b = lists[c, j, t, 0]
                     if marks_a[b] == stamp:
-                        tp = _count(in_lists, c, b, in_degree[c, b], marks_a, stamp) - value
+                        tp = count_marked(in_lists, c, b, in_degree[c, b], marks_a,
+                                          stamp) - value
                         total += powers[s, tp]
                 for t in range(in_degree[c, i]):  # a ∈ in(i) ∩ in(j): r^tp(a, j)
                     a = in_lists[c, i, t, 0]
                     if marks_b[a] == stamp:
-                        tp = _count(lists, c, a, degree[c, a], marks_b, stamp) - value
+                        tp = count_marked(lists, c, a, degree[c, a], marks_b, stamp) - value
                         total += powers[s, tp]
                 delta[col] = total
-        elif op == 11 or op == 12:  # idegree(d...) of j / odegree(d...) of i
-            d0 = in_j if op == 11 else out_i
+        elif op == Op.IDEGREE or op == Op.ODEGREE:  # of j / of i
+            d0 = in_j if op == Op.IDEGREE else out_i
             for t in range(op_ints[s, 0]):
                 d = op_ints[s, 1 + t]
                 delta[col + t] = (d0 + 1 == d) * 1.0 - (d0 == d) * 1.0
-        elif op == 13:  # gwidegree
+        elif op == Op.GWIDEGREE:
             delta[col] = powers[s, in_j]
-        elif op == 14:  # gwodegree
+        elif op == Op.GWODEGREE:
             delta[col] = powers[s, out_i]
-        elif op == 15:  # isolates (directed)
+        elif op == Op.ISOLATES_DIRECTED:
             delta[col] = -(((out_i + in_i) == 0) * 1.0 + ((out_j + in_j) == 0) * 1.0)
 
 
-@_inline
-def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
-           tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-           ops, op_cols, op_ints, powers, c, i, j, value, marks_a, marks_b, marks_c,
-           stamp, delta):
+@inline
+def dyad_change(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+                tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
+                ops, op_cols, op_ints, powers, c, i, j, value, marks_a, marks_b, marks_c,
+                stamp, delta):
     """Δs of the dyad (i, j) (tie i -> j; ``value`` whether it is on) into ``delta``:
     the covariate terms, then the structural ones with marks stamped ``stamp``. Returns
     whether N(i) was marked in ``marks_a`` (undirected)."""
     _dyadic(add_u, add_v, tab_codes, tab_values, tab_cols, abs_values, abs_power,
             abs_cols, mat_values, mat_cols, i, j, delta)
     if directed:
-        reverse = 1.0 if _slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
+        reverse = 1.0 if find_slot(lists, c, j, degree[c, j], i) >= 0 else 0.0
         _directed_change(ops, op_cols, op_ints, powers, lists, degree, in_lists,
                          in_degree, c, i, j, value, reverse, marks_a, marks_b, marks_c,
                          stamp, delta)
@@ -364,7 +312,7 @@ def _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes
                               value, marks_a, marks_b, stamp, delta)
 
 
-@_jit
+@jit
 def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
             tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
             ops, op_cols, op_ints, powers, heads, tails, add, out):
@@ -378,22 +326,23 @@ def _design(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_code
     back, back_degree = (in_lists, in_degree) if directed else (lists, degree)
     for d in range(heads.shape[0]):
         i, j = heads[d], tails[d]
-        value = 0 if add else (1 if _slot(lists, 0, i, degree[0, i], j) >= 0 else 0)
-        _delta(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
-               tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values, mat_cols,
-               ops, op_cols, op_ints, powers, 0, i, j, value, marks_a, marks_b, marks_c,
-               d + 1, delta)
+        value = 0 if add else (1 if find_slot(lists, 0, i, degree[0, i], j) >= 0 else 0)
+        dyad_change(lists, degree, in_lists, in_degree, directed, add_u, add_v, tab_codes,
+                    tab_values, tab_cols, abs_values, abs_power, abs_cols, mat_values,
+                    mat_cols, ops, op_cols, op_ints, powers, 0, i, j, value, marks_a,
+                    marks_b, marks_c, d + 1, delta)
         out[d] = delta
         if add:
-            _append(lists, degree, 0, i, j, d)
-            _append(back, back_degree, 0, j, i, d)
+            append(lists, degree, 0, i, j, d)
+            append(back, back_degree, 0, j, i, d)
 
 
-def check_state(owner: str, state: NetworkChains, program: NativeProgram) -> int:
+def check_state(owner: str, state: Any, program: NativeProgram) -> int:
     """The chains' count, after checking that ``state`` is numpy chains
-    (:func:`native_chains`) of the network and statistics of ``program``: the kernel reads
-    node and column indices unchecked."""
-    if not isinstance(state, NetworkChains) or not isinstance(state.lists, np.ndarray):
+    (:func:`native_chains` of :class:`~numpyro_ugm.network.sampling.chains.NetworkChains`)
+    of the network and statistics of ``program``: the kernel reads node and column
+    indices unchecked."""
+    if not isinstance(getattr(state, "lists", None), np.ndarray):
         raise TypeError(f"{owner}: state must be NetworkChains of numpy arrays "
                         f"(native_chains(init_network_chains(...))), got "
                         f"{type(state).__name__}")
@@ -408,7 +357,7 @@ def check_state(owner: str, state: NetworkChains, program: NativeProgram) -> int
     return state.lists.shape[0]
 
 
-def native_design(state: NetworkChains, program: NativeProgram, heads, tails) -> np.ndarray:
+def native_design(state: Any, program: NativeProgram, heads, tails) -> np.ndarray:
     """Δs (b, k) of the dyads (heads[d], tails[d]) (ties heads -> tails) of the first
     chain of ``state`` (:func:`native_chains`), as the kernel computes them: the MPLE's
     design, and for checking against the JAX terms."""
@@ -428,7 +377,7 @@ def native_design(state: NetworkChains, program: NativeProgram, heads, tails) ->
         raise ValueError(f"native_design: dyad {d} ({heads[d]}, {tails[d]}) is not a pair "
                          f"of distinct nodes in [0, {n})")
     out = np.zeros((len(heads), program.k))
-    in_lists, in_degree = _directed_arrays(state)
+    in_lists, in_degree = directed_arrays(state)
     _design(state.lists, state.degree, in_lists, in_degree, state.in_lists is not None,
             *program[1:], heads.astype(np.int64), tails.astype(np.int64), False, out)
     return out
@@ -446,12 +395,16 @@ def native_statistics(program: NativeProgram, empty, edges, num_nodes: int,
                          f"{empty.shape}")
     degrees = [np.bincount(column, minlength=num_nodes) for column in
                ((edges[:, 0], edges[:, 1]) if directed else (edges.ravel(),))]
-    start = native_chains(init_network_chains(
-        np.zeros((0, 2), np.int64), num_nodes, 1, directed=directed,
-        statistics0=np.zeros(program.k), max_degree=max(int(np.max(degrees)), 1)))
-    check_state("native_statistics", start, program)
+    if program.add_u.shape[0] != num_nodes:
+        raise ValueError(f"native_statistics: the program is for {program.add_u.shape[0]} "
+                         f"nodes, the network has {num_nodes}")
+    capacity = max(int(np.max(degrees)), 1)
+    lists, degree = empty_lists(1, num_nodes, capacity)
+    if directed:
+        in_lists, in_degree = empty_lists(1, num_nodes, capacity)
+    else:
+        in_lists, in_degree = np.full((1, 1, 1, 2), -1, np.int32), np.zeros((1, 1), np.int32)
     out = np.zeros((len(edges), program.k))
-    in_lists, in_degree = _directed_arrays(start)
-    _design(start.lists, start.degree, in_lists, in_degree, bool(directed), *program[1:],
+    _design(lists, degree, in_lists, in_degree, bool(directed), *program[1:],
             edges[:, 0], edges[:, 1], True, out)
     return empty + out.sum(axis=0)

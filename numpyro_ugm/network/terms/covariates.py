@@ -23,10 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .term import Term, format_number, spec_arguments
+from .term import COVARIATE_FORMS, Term, TermRow, format_number, spec_arguments
 from ..graphs import pair_tables
 
-__all__ = ["COVARIATE_TERMS", "covariate_of", "covariate_design"]
+__all__ = ["COVARIATE_ROWS", "covariate_of", "covariate_design"]
 
 
 def _dyadic(names, form, num_nodes, directed):
@@ -85,10 +85,6 @@ def covariate_design(terms, num_nodes: int, directed: bool) -> np.ndarray | None
     return np.concatenate([covariate_of(f, np)(i, j) for f in forms], axis=1)
 
 
-#: the kinds of covariate forms (:func:`_dyadic`)
-COVARIATE_FORMS = ("add", "table", "absdiff", "matrix")
-
-
 def _label(value) -> str:
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return format_number(value)
@@ -120,8 +116,6 @@ def _drop(cells, base, spec, what):
 def _nodecov(which):
     def build(spec, net, decay):
         attr = spec_arguments(spec, ("attr",), {})["attr"]
-        if which != "nodecov" and not net.directed:
-            raise ValueError(f"ergm: term {which} is for directed networks; use nodecov")
         a = net.attribute(attr, spec.name, numeric=True)[:, None]
         zero = np.zeros_like(a)
         u, v = {"nodecov": (a, a), "nodeocov": (a, zero), "nodeicov": (zero, a)}[which]
@@ -133,8 +127,6 @@ def _nodefactor(which):
     def build(spec, net, decay):
         args = spec_arguments(spec, ("attr", "base"), {"base": 1})
         attr = args["attr"]
-        if which != "nodefactor" and not net.directed:
-            raise ValueError(f"ergm: term {which} is for directed networks; use nodefactor")
         levels, codes, _ = _levels(net.attribute(attr, spec.name), spec)
         keep = _drop(levels, args["base"], spec, f"levels of {attr!r}")
         if not keep:
@@ -216,10 +208,21 @@ def _edgecov(spec, net, decay):
                    net.directed)
 
 
-#: the covariate terms by name
-COVARIATE_TERMS = {
-    "nodecov": _nodecov("nodecov"), "nodeocov": _nodecov("nodeocov"),
-    "nodeicov": _nodecov("nodeicov"), "nodefactor": _nodefactor("nodefactor"),
-    "nodeofactor": _nodefactor("nodeofactor"), "nodeifactor": _nodefactor("nodeifactor"),
-    "nodematch": _nodematch, "absdiff": _absdiff, "nodemix": _nodemix, "edgecov": _edgecov,
-}
+#: the covariate terms' rows of the table of terms
+#: (:data:`~numpyro_ugm.network.terms.structural.TABLE`)
+COVARIATE_ROWS = (
+    TermRow("nodecov", "both", _nodecov("nodecov"), ("add",), ("nodecov('x')",)),
+    TermRow("nodeocov", "directed", _nodecov("nodeocov"), ("add",), ("nodeocov('x')",)),
+    TermRow("nodeicov", "directed", _nodecov("nodeicov"), ("add",), ("nodeicov('x')",)),
+    TermRow("nodefactor", "both", _nodefactor("nodefactor"), ("add",),
+            ("nodefactor('g')", "nodefactor('g', base=0)")),
+    TermRow("nodeofactor", "directed", _nodefactor("nodeofactor"), ("add",),
+            ("nodeofactor('g')",)),
+    TermRow("nodeifactor", "directed", _nodefactor("nodeifactor"), ("add",),
+            ("nodeifactor('g')",)),
+    TermRow("nodematch", "both", _nodematch, ("table",),
+            ("nodematch('g')", "nodematch('g', diff=TRUE)")),
+    TermRow("absdiff", "both", _absdiff, ("absdiff",), ("absdiff('x')", "absdiff('x', pow=2)")),
+    TermRow("nodemix", "both", _nodemix, ("table",), ("nodemix('g')",)),
+    TermRow("edgecov", "both", _edgecov, ("matrix",), ("edgecov('w')",)),
+)

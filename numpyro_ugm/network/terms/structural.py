@@ -1,5 +1,7 @@
-"""Structural ERGM terms, the table of every term, and the statistics s(y) and change
-statistics Δs of a list of terms.
+"""Structural ERGM terms, the table of every term (:data:`TABLE`: one
+:class:`~numpyro_ugm.network.terms.term.TermRow` per built-in term, structural rows here
+and the covariate rows of :mod:`numpyro_ugm.network.terms.covariates`), and the
+statistics s(y) and change statistics Δs of a list of terms.
 
 Each structural term is a statistic of the adjacency A (written **multilinearly** where
 it can be — a sum of products of distinct dyad variables, so its gradient is its change
@@ -26,13 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from .covariates import COVARIATE_TERMS
-from .term import (Network, Term, TermSpec, as_network, format_number, parse_terms,
-                          spec_arguments)
+from .covariates import COVARIATE_ROWS
+from .term import (CompiledOp, Network, Op, Term, TermRow, TermSpec, as_network,
+                   format_number, parse_terms, spec_arguments)
 from .views import all_dyads_view, block_view
 from ..graphs import adjacency, num_nodes_of
 
-__all__ = ["STATISTICS", "TERMS", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
+__all__ = ["STATISTICS", "TERMS", "TABLE", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
            "resolve_terms", "statistics_of", "change_statistics_of", "term_names",
            "is_multilinear", "parse_statistics"]
 
@@ -83,14 +85,14 @@ def _kstar(spec, net, decay, k=None):
 
     return Term((f"kstar{k}",), "dyadic" if k == 1 else "node", statistic,
                 lambda v: _stack(_binomial(v.degree_i, k - 1) + _binomial(v.degree_j, k - 1)),
-                multilinear=k <= 3, native=("kstar", (k,)))
+                multilinear=k <= 3, native=CompiledOp(Op.KSTAR, (k,)))
 
 
 def _triangle(spec, net, decay):
     spec_arguments(spec, (), {})
     # trace(A³)/6: with a zero diagonal each term is a product of three distinct pairs
     return Term(("triangle",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1)) / 6),
-                lambda v: _stack(v.shared), native=("triangle",))
+                lambda v: _stack(v.shared), native=CompiledOp(Op.TRIANGLE))
 
 
 def _isolates(spec, net, decay):
@@ -109,7 +111,7 @@ def _isolates(spec, net, decay):
         def change(v):
             return _stack(-((v.degree_i == 0).astype(v.value.dtype) + (v.degree_j == 0)))
     return Term(("isolates",), "node", statistic, change, empty=(net.num_nodes,),
-                native=("isolates_directed",) if net.directed else ("isolates",))
+                native=CompiledOp(Op.ISOLATES_DIRECTED if net.directed else Op.ISOLATES))
 
 
 def _degree_counts(kind):
@@ -139,7 +141,7 @@ def _degree_counts(kind):
 
         empty = tuple(float(net.num_nodes) if x == 0 else 0.0 for x in ds)
         return Term(names, "node", statistic, change, multilinear=False, empty=empty,
-                    native=(kind, ds))
+                    native=CompiledOp(Op[kind.upper()], ds))
     return build
 
 
@@ -176,7 +178,7 @@ def _gwesp(spec, net, decay):
             return _stack(scale * (1 - r ** v.shared) + v.partner_terms(r))
         name = f"gwesp.fixed.{format_number(alpha)}"
     return Term((name,), "partners", statistic, change, multilinear=False,
-                native=("gwesp_otp" if net.directed else "gwesp", (), r))
+                native=CompiledOp(Op.GWESP_OTP if net.directed else Op.GWESP, (), r))
 
 
 def _gwdegree(kind):
@@ -197,7 +199,7 @@ def _gwdegree(kind):
             return _stack(r ** (v.in_j if kind == "gwidegree" else v.out_i))
         short = {"gwdegree": "gwdeg", "gwidegree": "gwideg", "gwodegree": "gwodeg"}[kind]
         return Term((f"{short}.fixed.{format_number(alpha)}",), "node", statistic, change,
-                    multilinear=False, native=(kind, (), r))
+                    multilinear=False, native=CompiledOp(Op[kind.upper()], (), r))
     return build
 
 
@@ -208,7 +210,7 @@ def _mutual(spec, net, decay):
     spec_arguments(spec, (), {})
     return Term(("mutual",), "node",
                 lambda y, A: _stack(jnp.sum(A * jnp.swapaxes(A, -1, -2), (-2, -1)) / 2),
-                lambda v: _stack(v.reverse), native=("mutual",))
+                lambda v: _stack(v.reverse), native=CompiledOp(Op.MUTUAL))
 
 
 def _directed_star(kind):
@@ -228,7 +230,7 @@ def _directed_star(kind):
         def change(v):
             return _stack(_binomial(v.in_j if kind == "istar" else v.out_i, k - 1))
         return Term((f"{kind}{k}",), "dyadic" if k == 1 else "node", statistic, change,
-                    multilinear=k <= 2, native=(kind, (k,)))
+                    multilinear=k <= 2, native=CompiledOp(Op[kind.upper()], (k,)))
     return build
 
 
@@ -238,7 +240,7 @@ def _ttriple(spec, net, decay):
     # or i→k: |out(a)∩out(b)| + |in(a)∩in(b)| + |out(a)∩in(b)|
     return Term(("ttriple",), "node", lambda y, A: _stack(jnp.sum((A @ A) * A, (-2, -1))),
                 lambda v: _stack(v.shared_out + v.shared_in + v.two_paths),
-                native=("ttriple",))
+                native=CompiledOp(Op.TTRIPLE))
 
 
 def _ctriple(spec, net, decay):
@@ -246,7 +248,7 @@ def _ctriple(spec, net, decay):
     # Σ y_ij y_jk y_ki / 3 = trace(A³)/3; toggling a → b closes #(out(b) ∩ in(a)) cycles
     return Term(("ctriple",), "node",
                 lambda y, A: _stack(jnp.sum((A @ A) * jnp.swapaxes(A, -1, -2), (-2, -1)) / 3),
-                lambda v: _stack(v.cycles), native=("ctriple",))
+                lambda v: _stack(v.cycles), native=CompiledOp(Op.CTRIPLE))
 
 
 # --- the table of terms --------------------------------------------------------------
@@ -256,39 +258,60 @@ def _star(k):
     return lambda spec, net, decay: _kstar(TermSpec(spec.name), net, decay, k)
 
 
-_UNDIRECTED = {"kstar": _kstar, "twostars": _star(2), "threestars": _star(3),
-               "triangle": _triangle, "degree": _degree_counts("degree"),
-               "gwdegree": _gwdegree("gwdegree")}
-_DIRECTED = {"mutual": _mutual, "istar": _directed_star("istar"),
-             "ostar": _directed_star("ostar"), "ttriple": _ttriple, "ctriple": _ctriple,
-             "idegree": _degree_counts("idegree"), "odegree": _degree_counts("odegree"),
-             "gwidegree": _gwdegree("gwidegree"), "gwodegree": _gwdegree("gwodegree")}
-_BOTH = {"edges": _edges, "isolates": _isolates, "gwesp": _gwesp, **COVARIATE_TERMS}
-_ALIASES = {"edge": "edges", "kstar2": "twostars", "2-stars": "twostars",
-            "2stars": "twostars", "kstar3": "threestars", "3-stars": "threestars",
-            "triangles": "triangle", "isolate": "isolates"}
+_GW = "(0.4, fixed=TRUE)"
+#: every built-in term, one row each (:class:`~numpyro_ugm.network.terms.term.TermRow`):
+#: its statistic and JAX change statistic (``build``), its compiled operations
+#: (``compiled``) and the formulas of its every-dyad test (``examples``)
+TABLE = (
+    TermRow("edges", "both", _edges, ("add",), ("edges",), ("edge",)),
+    TermRow("kstar", "undirected", _kstar, (Op.KSTAR,), ("kstar(1)", "kstar(2)", "kstar(4)")),
+    TermRow("twostars", "undirected", _star(2), (Op.KSTAR,), ("twostars",),
+            ("kstar2", "2-stars", "2stars")),
+    TermRow("threestars", "undirected", _star(3), (Op.KSTAR,), ("threestars",),
+            ("kstar3", "3-stars")),
+    TermRow("triangle", "undirected", _triangle, (Op.TRIANGLE,), ("triangle",),
+            ("triangles",)),
+    TermRow("isolates", "both", _isolates, (Op.ISOLATES, Op.ISOLATES_DIRECTED),
+            ("isolates",), ("isolate",)),
+    TermRow("degree", "undirected", _degree_counts("degree"), (Op.DEGREE,),
+            ("degree(c(0, 1, 3))",)),
+    TermRow("gwesp", "both", _gwesp, (Op.GWESP, Op.GWESP_OTP), ("gwesp(0.7, fixed=TRUE)",)),
+    TermRow("gwdegree", "undirected", _gwdegree("gwdegree"), (Op.GWDEGREE,), ("gwdegree" + _GW,)),
+    TermRow("mutual", "directed", _mutual, (Op.MUTUAL,), ("mutual",)),
+    TermRow("istar", "directed", _directed_star("istar"), (Op.ISTAR,), ("istar(2)", "istar(3)")),
+    TermRow("ostar", "directed", _directed_star("ostar"), (Op.OSTAR,), ("ostar(2)", "ostar(3)")),
+    TermRow("ttriple", "directed", _ttriple, (Op.TTRIPLE,), ("ttriple",)),
+    TermRow("ctriple", "directed", _ctriple, (Op.CTRIPLE,), ("ctriple",)),
+    TermRow("idegree", "directed", _degree_counts("idegree"), (Op.IDEGREE,),
+            ("idegree(c(0, 2))",)),
+    TermRow("odegree", "directed", _degree_counts("odegree"), (Op.ODEGREE,), ("odegree(1)",)),
+    TermRow("gwidegree", "directed", _gwdegree("gwidegree"), (Op.GWIDEGREE,),
+            ("gwidegree(0.3, fixed=TRUE)",)),
+    TermRow("gwodegree", "directed", _gwdegree("gwodegree"), (Op.GWODEGREE,),
+            ("gwodegree(0.6, fixed=TRUE)",)),
+) + COVARIATE_ROWS
+
+_ROWS = {name: row for row in TABLE for name in (row.name, *row.aliases)}
 
 #: Names of every term :func:`~numpyro_ugm.models.ergm` knows (aliases: ``triangles``,
 #: ``kstar2``, ``kstar3``, ``edge``, ``isolate``); undirected-only and directed-only
 #: terms are refused on the other kind of network.
 STATISTICS = ("edges", "twostars", "threestars", "triangles", "isolates", "gwesp",
               "gwdegree")
-TERMS = tuple(sorted({*_UNDIRECTED, *_DIRECTED, *_BOTH}))
+TERMS = tuple(sorted(row.name for row in TABLE))
 
 
 def _resolve(spec, net, decay):
-    key = _ALIASES.get(spec.name.lower(), spec.name.lower())
-    table = {**_BOTH, **(_DIRECTED if net.directed else _UNDIRECTED)}
-    if key in table:
-        return table[key](spec, net, decay)
-    other = _UNDIRECTED if net.directed else _DIRECTED
-    if key in other:
+    row = _ROWS.get(spec.name.lower())
+    if row is None:
+        raise ValueError(f"ergm: unknown term {spec.name!r}; known: {list(TERMS)}")
+    if not row.accepts(net.directed):
         kind, hint = (("undirected", "istar/ostar, ttriple/ctriple, gwidegree/gwodegree")
                       if net.directed else ("directed", "kstar, triangle, gwdegree"))
         raise ValueError(f"ergm: term {spec.name!r} is for {kind} networks and this one "
                          f"is {'directed' if net.directed else 'undirected'}; "
                          f"its terms include {hint}")
-    raise ValueError(f"ergm: unknown term {spec.name!r}; known: {list(TERMS)}")
+    return row.build(spec, net, decay)
 
 
 def resolve_terms(statistics, network, decay: float = DEFAULT_DECAY) -> tuple[Term, ...]:

@@ -16,19 +16,62 @@ Users name terms as statnet does, in any of three forms, mixed freely:
 * :func:`term`: ``term("nodematch", "Grade", diff=True)``.
 
 The terms themselves are built by :mod:`numpyro_ugm.network.terms.structural`
-(structural) and :mod:`numpyro_ugm.network.terms.covariates` (node and dyad covariates).
+(structural) and :mod:`numpyro_ugm.network.terms.covariates` (node and dyad covariates),
+each built-in term declared by one :class:`TermRow` of the table
+:data:`~numpyro_ugm.network.terms.structural.TABLE`; its compiled change statistic is
+named by an :class:`Op` (structural) or a covariate form (:data:`COVARIATE_FORMS`).
 """
 
 import ast
 import dataclasses
+import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = ["Term", "TermSpec", "Network", "term", "parse_terms", "format_number",
-           "as_network", "spec_arguments"]
+           "as_network", "spec_arguments", "Op", "CompiledOp", "COVARIATE_FORMS", "TermRow"]
+
+
+class Op(enum.IntEnum):
+    """The structural change statistics of the compiled kernel
+    (:mod:`~numpyro_ugm.network.terms.compiled`), one branch each, named: the kernel
+    tests ``op == Op.KSTAR``, never a position in a tuple."""
+
+    KSTAR = 0
+    TRIANGLE = 1
+    ISOLATES = 2
+    DEGREE = 3
+    GWESP = 4
+    GWDEGREE = 5
+    MUTUAL = 6
+    ISTAR = 7
+    OSTAR = 8
+    TTRIPLE = 9
+    CTRIPLE = 10
+    IDEGREE = 11
+    ODEGREE = 12
+    GWIDEGREE = 13
+    GWODEGREE = 14
+    ISOLATES_DIRECTED = 15
+    GWESP_OTP = 16
+
+
+class CompiledOp(NamedTuple):
+    """A structural term as data for the compiled kernel: its operation, its integer
+    parameters (``kstar``'s k, ``degree``'s d values) and its real one (the decay r of
+    the geometrically weighted terms)."""
+
+    op: Op
+    ints: tuple = ()
+    real: float = 0.0
+
+
+#: the kinds of covariate forms, the compiled (and numpy) side of the covariate terms
+#: (:func:`~numpyro_ugm.network.terms.covariates.covariate_of`)
+COVARIATE_FORMS = ("add", "table", "absdiff", "matrix")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -51,12 +94,12 @@ class Term:
         (then its gradient in y is its change statistics too).
     empty : tuple of float
         s of the empty graph (the start of the sparse sampler's running statistics).
-    native : tuple or None
+    native : tuple, CompiledOp or None
         The term as data for the compiled sparse sampler
         (:mod:`~numpyro_ugm.network.terms.compiled`): a covariate form (``("add", U,
         V)``, ``("table", codes, T)``, ``("absdiff", a, p)``, ``("matrix", M)``) or a
-        structural operation (``("gwesp", (), r)``, ``("degree", (d, ...))``, ...); None
-        for terms users build (the JAX sampler runs them).
+        structural :class:`CompiledOp`; None for terms users build (the JAX sampler
+        runs them).
     """
 
     names: tuple
@@ -73,6 +116,57 @@ class Term:
 
     def empty_value(self) -> np.ndarray:
         return np.zeros(self.size) if self.empty is None else np.asarray(self.empty, float)
+
+
+@dataclasses.dataclass(frozen=True)
+class TermRow:
+    """One built-in term of the table
+    (:data:`~numpyro_ugm.network.terms.structural.TABLE`): its statistic and both of its
+    change statistics, so that adding a term is one row (and its test is the row's
+    ``examples``).
+
+    Attributes
+    ----------
+    name : str
+        statnet's name.
+    networks : str
+        ``"both"``, ``"undirected"`` or ``"directed"``.
+    build : callable
+        ``build(spec, network, decay) -> Term``: the statistic s(y) and the JAX change
+        statistic of a dyad view (dense Gibbs, :mod:`~numpyro_ugm.network.sampling.tnt`).
+    compiled : tuple
+        Its compiled change statistics: the :class:`Op` s (branches of the numba kernel)
+        or covariate forms (:data:`COVARIATE_FORMS`) that its terms' ``native`` may hold.
+    examples : tuple of str
+        Formulas of the term, checked on every network kind of ``networks`` by the
+        every-dyad test (compiled against dense change statistics) with the node
+        attributes ``x`` (numbers), ``g`` (labels) and the dyadic covariate ``w``.
+    aliases : tuple of str
+        Other names users may write.
+    """
+
+    name: str
+    networks: str
+    build: Callable
+    compiled: tuple
+    examples: tuple
+    aliases: tuple = ()
+
+    def __post_init__(self):
+        if self.networks not in ("both", "undirected", "directed"):
+            raise ValueError(f"term row {self.name}: networks must be 'both', "
+                             f"'undirected' or 'directed', got {self.networks!r}")
+        if not self.examples or not self.compiled:
+            raise ValueError(f"term row {self.name}: give its compiled form(s) and at least "
+                             "one example (the every-dyad test checks it with them)")
+        for form in self.compiled:
+            if not isinstance(form, Op) and form not in COVARIATE_FORMS:
+                raise ValueError(f"term row {self.name}: {form!r} is neither an Op nor a "
+                                 f"covariate form {COVARIATE_FORMS}")
+
+    def accepts(self, directed: bool) -> bool:
+        """Whether the term is defined on directed (or undirected) networks."""
+        return self.networks == "both" or (self.networks == "directed") == bool(directed)
 
 
 @dataclasses.dataclass(frozen=True)

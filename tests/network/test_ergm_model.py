@@ -1,9 +1,11 @@
-"""The ERGM (models/exponential_random_graph.py) against brute force: its declared blocks
+"""The ERGM (numpyro_ugm/network/model.py) against brute force: its declared blocks
 (matchings) against the analysis, the conditionals from its change statistics, log Z and
 expectations by enumerating the 2^6 graphs on 4 nodes, estimator gradients, and learning
-to the exact MLE. (Its statistics: test_models_graph_statistics.py; graphs as data:
-test_models_graphs.py; MPLE and the degeneracy check: test_models_graph_estimation.py;
-the brute-force statistics and the shared models: ``helpers``.)"""
+to the exact MLE. (Its statistics: terms/test_structural.py; graphs as data:
+test_graphs.py; Gibbs with covariate terms, its colors and user factors:
+test_ergm_model_gibbs.py; MPLE and the degeneracy check:
+test_models_graph_estimation.py; the brute-force statistics and the shared models:
+``helpers``.)"""
 
 import itertools
 
@@ -22,7 +24,8 @@ from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)
 from numpyro_ugm.evaluate import exact
 from numpyro_ugm.models import ergm
-from numpyro_ugm.network import STATISTICS, change_statistics, edges_to_adjacency, ergm_statistics, mple
+from numpyro_ugm.network import (STATISTICS, change_statistics, edges_to_adjacency,
+                                 ergm_statistics, mple)
 
 
 # --- brute force ---------------------------------------------------------------------

@@ -184,7 +184,7 @@ def _check_control(control):
     return control
 
 
-def _observed_network(network, edges):
+def observed_network(network, edges):
     """(Network, ties (m, 2)) from a networkx graph (ties in the order of the dyads), or
     a Network with ``edges``; no (n, n) array."""
     if isinstance(network, Network):
@@ -214,7 +214,7 @@ def _sample_size(control, N, m):
 def _observed_design(network, edges, formula, decay, control):
     """The :class:`_Design` of the observed network: its terms, observed statistics and
     (on the dense path) every dyad's change statistics."""
-    net, ties = _observed_network(network, edges)
+    net, ties = observed_network(network, edges)
     terms = resolve_terms(formula, net, decay)
     names = term_names(terms)
     N = num_dyads(net.num_nodes, net.directed)

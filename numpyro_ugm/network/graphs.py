@@ -267,7 +267,3 @@ def check_edge_list(owner: str, name: str, edges: Any, num_nodes: int | None = N
         kind = "ties" if directed else "edges (in either orientation)"
         raise ValueError(f"{owner}: {name} has repeated {kind} (multi-edges)")
     return e
-
-
-# the name that estimation/mple.py imports (to be renamed there at merge)
-_is_networkx = is_networkx

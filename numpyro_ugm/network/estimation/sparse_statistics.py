@@ -23,9 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..terms.views import DyadView
-from ..sampling.chains import (_apply_writes, _largest_degree, _toggle_writes,
-                             init_network_chains)
-from ..sampling.views import _gather, _view
+from ..sampling.chains import apply_writes, init_network_chains, largest_degree, toggle_writes
+from ..sampling.views import gather_rows, view_of
 from ..sampling.simulation import change_function
 
 __all__ = ["sparse_statistics", "dyad_change_statistics", "dyadic_sums",
@@ -43,7 +42,7 @@ def one_chain(net, ties, statistics0, max_degree=None):
     degree of ``ties`` (at least 1) unless ``max_degree``."""
     ties = np.asarray(ties, np.int64).reshape(-1, 2)
     if max_degree is None:
-        max_degree = max(1, _largest_degree(ties, net.num_nodes, net.directed))
+        max_degree = max(1, largest_degree(ties, net.num_nodes, net.directed))
     state = init_network_chains(ties, net.num_nodes, 1, directed=net.directed,
                                 statistics0=statistics0, max_degree=max_degree)
     return jax.tree.map(lambda x: x[0], state)
@@ -54,11 +53,11 @@ def _add_ties(state, ties, change_fn):
     """Δs of each tie of ``ties`` (m, 2), each added to ``state`` after the previous."""
     def add(state, tie):
         i, j = tie[0], tie[1]
-        rows = _gather(state, i, j, i, j)
-        delta = change_fn(_view(state, rows, i, j))
-        writes, num_edges = _toggle_writes(state, rows, i, j, i, j, jnp.bool_(True),
+        rows = gather_rows(state, i, j, i, j)
+        delta = change_fn(view_of(state, rows, i, j))
+        writes, num_edges = toggle_writes(state, rows, i, j, i, j, jnp.bool_(True),
                                            jnp.bool_(False))
-        return _apply_writes(state, writes, num_edges), delta
+        return apply_writes(state, writes, num_edges), delta
 
     return jax.lax.scan(add, state, ties)[1]
 
@@ -73,7 +72,7 @@ def sparse_statistics(net, terms, ties) -> np.ndarray:
     if len(ties) == 0:
         return empty
     start = one_chain(net, np.zeros((0, 2), np.int64), empty,
-                      max(1, _largest_degree(ties, net.num_nodes, net.directed)))
+                      max(1, largest_degree(ties, net.num_nodes, net.directed)))
     deltas = _add_ties(start, jnp.asarray(ties, jnp.int32), change_function(terms))
     return empty + np.asarray(deltas, np.float64).sum(0)
 
@@ -82,7 +81,7 @@ def sparse_statistics(net, terms, ties) -> np.ndarray:
 def _change_of_dyads(state, i, j, change_fn):
     def one(dyad):
         a, b = dyad[0], dyad[1]
-        return change_fn(_view(state, _gather(state, a, b, a, b), a, b))
+        return change_fn(view_of(state, gather_rows(state, a, b, a, b), a, b))
 
     return jax.lax.map(one, jnp.stack([i, j], 1), batch_size=CHUNK)
 

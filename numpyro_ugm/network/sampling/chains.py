@@ -379,7 +379,3 @@ def network_edges(state: NetworkChains) -> list[np.ndarray]:
             e = np.sort(e, 1)
         out.append(e[np.lexsort((e[:, 1], e[:, 0]))])
     return out
-
-
-# the names that estimation/sparse_statistics.py imports (to be renamed there at merge)
-_toggle_writes, _apply_writes, _largest_degree = toggle_writes, apply_writes, largest_degree

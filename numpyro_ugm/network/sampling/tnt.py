@@ -330,7 +330,3 @@ def simulate_statistics(rng_key, state: NetworkChains, theta: ArrayLike,
                                  change_fn, samples, steps, 1.0, triadic, jnp.int32(offset))
     check_overflow(state)
     return state, stats
-
-
-# the name that fit.py imports (to be renamed there at merge)
-_check_triadic = check_triadic

@@ -204,7 +204,3 @@ def dyad_view(state: NetworkChains, i: int, j: int, chain: int = 0):
     one = jax.tree.map(lambda x: x[chain], state)
     i, j = jnp.asarray(i, jnp.int32), jnp.asarray(j, jnp.int32)
     return view_of(one, gather_rows(one, i, j, i, j), i, j)
-
-
-# the names that estimation/sparse_statistics.py imports (to be renamed there at merge)
-_gather, _view = gather_rows, view_of

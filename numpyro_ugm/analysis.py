@@ -2,7 +2,8 @@
 analysis of :func:`numpyro_ugm.structure.analyze`; the blocks valid for every example of a
 CRF (:func:`numpyro_ugm.structure.cover`); and the check of the conditionals factors
 declare. The functions take a :class:`~numpyro_ugm.model.UGM` (they are its structure
-methods, kept apart so that the model class only traces)."""
+methods, kept apart so that the model class only traces) and, explicitly, what only the
+model's trace gives: the factors' declarations and the functions that trace the model."""
 
 import jax
 import jax.numpy as jnp
@@ -17,36 +18,39 @@ __all__ = ["find_structure", "covering_structure", "check_declared_conditionals"
            "probe_params"]
 
 
-def find_structure(m, rng_key=None, **options) -> Structure:
+def find_structure(m, declared: dict, terms, rng_key=None, **options) -> Structure:
     """The colouring factors declare (:func:`numpyro_ugm.factor`), when together they
     cover every state site and every other factor is linear in the state (adds no
-    interaction); otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential."""
-    declared = _declared_structure(m)
+    interaction); otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential.
+
+    ``declared``: factor name -> (colours, multilinear) as the factors declare them;
+    ``terms``: ``(params, state) -> [(name, is_factor, value), ...]``, the potential's
+    terms."""
+    declared = _declared_structure(m, declared, terms)
     if declared is not None:
         return declared
     return analyze(m.log_potential, m.state_sites, lambda key, rng: probe_params(m, key, rng),
                    rng_key=rng_key, **options)
 
 
-def _declared_structure(m):
+def _declared_structure(m, declared, terms):
     """The structure the factors declare, or None (see :func:`find_structure`). Several
     declaring factors give the product colouring (two variables share a colour only when
     they share one under every factor); a factor that declares nothing must be linear in
     the state: :func:`_is_linear` at the probe states."""
-    declared = m._sites.declared
     if not declared:
         return None
     if set().union(*(set(colors) for colors, _ in declared.values())) != set(m.state_sites):
         return None
     probe = m.init_params(jax.random.PRNGKey(0))
     state0 = _probe_states(m.state_sites)[0]
-    others = [n for n, _, _ in m._terms(probe, state0) if n not in declared]
+    others = [n for n, _, _ in terms(probe, state0) if n not in declared]
     if others:  # every other factor must be linear in the state, at random parameters
         rng = np.random.default_rng(0)
 
         @jax.jit
         def rest(params, state):
-            return sum((term for n, _, term in m._terms(params, state) if n not in declared),
+            return sum((term for n, _, term in terms(params, state) if n not in declared),
                        jnp.zeros(()))
 
         for k, state in enumerate(_probe_states(m.state_sites)):
@@ -127,17 +131,18 @@ def covering_structure(m, inputs: dict) -> Structure:
                      cache=cached(m.cache_key, ("for_inputs",), dict))
 
 
-def check_declared_conditionals(m) -> None:
-    """Check the conditionals that factors of ``m`` declare against the factors' own
-    values (:func:`~numpyro_ugm.factors.check_conditionals`) at two random states and
-    parameter values; raises ``ValueError`` naming the factor, site and variable."""
+def check_declared_conditionals(m, hooked: tuple, trace) -> None:
+    """Check the conditionals that the factors ``hooked`` of ``m`` declare against the
+    factors' own values (:func:`~numpyro_ugm.factors.check_conditionals`) at two random
+    states and parameter values; raises ``ValueError`` naming the factor, site and
+    variable. ``trace``: ``(rng_key, values) -> numpyro trace`` of the model."""
     rng = np.random.default_rng(0)
     points = [(probe_params(m, jax.random.PRNGKey(k), rng), state)
               for k, state in enumerate(_probe_states(m.state_sites)[1:])]
 
     def term_at(name, values):
-        trace = m._trace(jax.random.PRNGKey(0), values)
-        return {n: t for n, _, t in log_terms(trace, values)}[name]
+        return {n: t for n, _, t in log_terms(trace(jax.random.PRNGKey(0), values),
+                                              values)}[name]
 
-    check_conditionals(lambda values: m._trace(jax.random.PRNGKey(0), values), term_at,
-                       m.state_sites, m._sites.hooked, points, rng)
+    check_conditionals(lambda values: trace(jax.random.PRNGKey(0), values), term_at,
+                       m.state_sites, hooked, points, rng)

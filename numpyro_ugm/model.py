@@ -23,6 +23,7 @@ structure analysis in :mod:`numpyro_ugm.structure` and compiled programs in
 :mod:`numpyro_ugm.compile_cache`.
 """
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -76,6 +77,7 @@ class UGM:
         self.param_sites, self.state_sites = self._sites.params, self._sites.state
         self.latent_sites = ()
         self._cache_token = object()  # see cache_key
+        self._base_key = None  # the fitted base, see with_fitted_base
         self._target = None  # see target()
         self._structure = _StructureCell()  # shared with every copy (see replace())
 
@@ -129,14 +131,19 @@ class UGM:
         """A copy whose real sites declared without ``loc``/``scale`` have their base
         Normal fitted to ``data`` (model representation, leading example axis; see
         :meth:`~numpyro_ugm.domains.Real.fitted`), or ``self`` if there are none (a
-        latent real site keeps the standard Normal). The copy shares the structure and
-        gets its own :attr:`cache_key` (compiled programs close over the base)."""
+        latent real site keeps the standard Normal). The copy shares the structure; its
+        target's ``cache_key`` names the fitted base (compiled programs close over it),
+        so the same data gives the same key."""
         fit = {n: d.fitted(data[n]) for n, d in self.state_sites.items()
                if not d.finite and d.unfitted and n in data}
         if not fit:
             return self
-        other = self.replace(structure=self.structure)
+        other = self.replace()
         other.state_sites = {**self.state_sites, **fit}
+        digest = hashlib.blake2b(digest_size=16)
+        for n, d in fit.items():
+            digest.update(n.encode() + np.asarray(d.loc).tobytes() + np.asarray(d.scale).tobytes())
+        other._base_key = digest.hexdigest()
         return other
 
     def bind(self, **inputs: Any) -> "UGM":
@@ -191,7 +198,7 @@ class UGM:
             with jax.ensure_compile_time_eval():  # concrete even if first used in a trace
                 structure = self.analyze()
                 if self._sites.hooked:
-                    check_declared_conditionals(self)
+                    check_declared_conditionals(self, self._sites.hooked, self._trace)
                 cell.value = structure
         return cell.value
 
@@ -199,7 +206,7 @@ class UGM:
         """A fresh structure analysis (:func:`~numpyro_ugm.analysis.find_structure`; not
         cached: :attr:`structure` is). ``options``: ``num_points``, ``num_interior``,
         ``max_flip_variables`` of :func:`~numpyro_ugm.structure.analyze`."""
-        return find_structure(self, rng_key, **options)
+        return find_structure(self, self._sites.declared, self._terms, rng_key, **options)
 
     @property
     def blocks(self) -> list:
@@ -247,7 +254,7 @@ class UGM:
                 conditionals=self._hooked_conditionals if self._sites.hooked else None,
                 terms=lambda params, state: list(self._terms(params, state)),
                 binder=lambda inputs: self.bind(**inputs).target(),
-                cache_key=(self.cache_key, tuple(self.latent_sites)))
+                cache_key=(self.cache_key, tuple(self.latent_sites), self._base_key))
         return self._target
 
     def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:

@@ -23,13 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_key, check_count, check_inputs
+from ._checks import as_key, check_count
 from .compile_cache import cached
 from .conditionals import block_logits, scaled, site_variables
 from .diagnose import check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, init_chains, refresh_chains, step_chains
-from .model import UGM, as_ugm
+from .model import UGM
+from .problem import build_problem
 from .runloop import capacity
 
 __all__ = ["predict", "Prediction"]
@@ -253,9 +254,9 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")
-    m, inputs, num_examples = _traced(m, inputs)
-    m.param_space.check(params)
-    target = m.target()
+    problem = build_problem(m, inputs=inputs)  # blocks valid for every example
+    problem.param_model.space.check(params)
+    target, inputs, num_examples = problem.target, problem.inputs, problem.num_examples
     if target.real_sites:
         raise NotImplementedError(
             f"predict: the real site(s) {list(target.real_sites)} have no labels to "
@@ -285,24 +286,3 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     check_finite(target, "predict", params, ok, positions, where, inputs)
     labels = {s: d.from_model(best[s]) for s, d in target.state_sites.items()}
     return Prediction(labels, marginals, values)
-
-
-def _traced(m, inputs):
-    """The model (traced with the first example's inputs if it is a function), the
-    checked inputs and their number of examples; its structure valid for every example."""
-    if not isinstance(m, UGM) and callable(m) and inputs is not None:
-        if not isinstance(inputs, dict) or not inputs:
-            raise TypeError(f"inputs must be a non-empty dict of per-example model "
-                            f"keyword arguments (leading axis: examples), got "
-                            f"{type(inputs).__name__}")
-        first = {k: np.asarray(v)[0] if np.ndim(v) else v for k, v in inputs.items()}
-        try:
-            m = as_ugm(m, **first)
-        except TypeError as error:
-            raise TypeError(f"tracing the model with the first example's inputs "
-                            f"{list(inputs)} failed: {error}") from error
-    m = as_ugm(m)
-    if inputs is None:
-        return m, None, None
-    inputs, num_examples = check_inputs(inputs, m.kwargs)
-    return m.for_inputs(inputs), inputs, num_examples  # blocks valid for every example

@@ -1,6 +1,6 @@
 """One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`,
 and :class:`~numpyro_ugm.posterior.SGMCMC` through it) and the deterministic fits
-(:func:`~numpyro_ugm.evaluate.exact.fit`,
+(:func:`~numpyro_ugm.learn.exact.fit_exact`,
 :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood`).
 
 The caller supplies ``advance(state, length)``: a compiled function that runs ``length``

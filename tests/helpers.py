@@ -594,6 +594,6 @@ def triad6_problem_data():
     data = exact.sample(m, {"theta": theta_true}, jax.random.PRNGKey(11), 500)
     density = float(np.mean(data["y"]))
     assert 0.15 < density < 0.85  # not degenerate
-    best = exact.fit(m, data, num_steps=200, tol=1e-5)
+    best = ugm.fit_exact(m, data, num_steps=200, tol=1e-5)
     assert best.converged
     return m, theta_true, data, best

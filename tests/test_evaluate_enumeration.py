@@ -385,7 +385,7 @@ def test_every_evaluation_checks_its_params():
         "marginals": lambda p: exact.marginals(m, p),
         "expectation": lambda p: exact.expectation(m, p, lambda x: x["x"]),
         "sample": lambda p: exact.sample(m, p, jax.random.PRNGKey(0), 2),
-        "fit": lambda p: exact.fit(m, data, params=p),
+        "fit_exact": lambda p: ugm.fit_exact(m, data, params=p),
         "pseudo_log_likelihood": lambda p: ugm.pseudo_log_likelihood(m, p, data),
     }
     for bad, error, message in BAD_PARAMS:

@@ -152,7 +152,7 @@ def test_an_integer_parameter_is_an_error_naming_the_site(spins):
 
     with pytest.raises(TypeError, match=r"parameter site 'J' has dtype int\d+; parameters "
                        r"are real-valued: give floating-point values"):
-        ugm.exact.fit(model, spins, 6)
+        ugm.fit_exact(model, spins, 6)
 
 
 def test_an_improper_flat_prior_is_map_with_no_prior_term():
@@ -171,7 +171,7 @@ def test_an_improper_flat_prior_is_map_with_no_prior_term():
     params = m.init_params(jax.random.PRNGKey(0))
     assert float(m.log_prior(params)) == 0.0
     data = {"x": np.array([[1, 1, -1], [1, 1, 1]])}
-    fit = exact.fit(m, data, num_steps=300)
+    fit = ugm.fit_exact(m, data, num_steps=300)
     assert float(fit.params["b"]) == pytest.approx(np.arctanh(2 / 3), abs=1e-3)
 
 

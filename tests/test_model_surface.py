@@ -34,12 +34,12 @@ def test_as_ugm_traces_functions_and_passes_ugms_through():
 
 def test_fit_functions_accept_both_and_reject_arguments_with_a_ugm():
     data = {"x": np.array([[1, 1, -1, -1], [1, -1, -1, 1], [-1, -1, 1, 1]], np.int8)}
-    by_function = exact.fit(chain, data, 4, num_steps=5)
-    by_ugm = exact.fit(UGM(chain, 4), data, num_steps=5)
+    by_function = ugm.fit_exact(chain, data, 4, num_steps=5)
+    by_ugm = ugm.fit_exact(UGM(chain, 4), data, num_steps=5)
     np.testing.assert_array_equal(by_function.params["w"], by_ugm.params["w"])
     with pytest.raises(TypeError, match="already a UGM"):
-        exact.fit(UGM(chain, 4), data, 4)
-    from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+        ugm.fit_exact(UGM(chain, 4), data, 4)
+    from numpyro_ugm.learn import fit_pseudo_likelihood
     with pytest.raises(TypeError, match="already a UGM"):
         fit_pseudo_likelihood(UGM(chain, 4), data, 4)
 
@@ -144,7 +144,7 @@ def test_exact_reexports_the_enumeration_engine():
     for name in ("log_partition", "log_likelihood", "log_prob", "expectation",
                  "marginals", "num_enumerated", "DEFAULT_CHUNK_SIZE"):
         assert getattr(ugm.exact, name) is getattr(enumeration, name)
-    assert ugm.exact.fit and ugm.exact.sample and ugm.exact.FitResult
+    assert ugm.fit_exact and ugm.exact.sample and ugm.ExactFitResult
 
 
 # --- rng_key convention -------------------------------------------------------------------

@@ -20,7 +20,6 @@ import numpyro
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.analysis import find_structure
 from numpyro_ugm.models import (change_statistics, ergm, ergm_statistics, graph_to_edges,
                                 mple)
 from numpyro_ugm.models.exponential_random_graph import dyad_colors
@@ -619,7 +618,7 @@ def test_a_nonlinear_user_factor_whose_parameter_starts_at_zero_is_found():
     net = Network(5, False, SMALL)
     _, pair = same_matching_pair(net)
     m = ugm.UGM(ergm_and_mine, net, COMPOSED_TERMS, pair, 0.0)
-    colors = find_structure(m).colors  # m.structure, without its check of the hooks
+    colors = m.analyze().colors  # m.structure, without its check of the hooks
     assert colors[pair[0]] != colors[pair[1]]
 
 

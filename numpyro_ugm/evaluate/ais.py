@@ -51,7 +51,7 @@ from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
                         warn_if_wide)
 from .padding import first, pad_examples, padded_length
-from .prepare import observed_target
+from .prepare import observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "AISLikelihoodResult",
            "default_betas", "base_rate_log_probs", "DEFAULT_TOLERANCE"]
@@ -279,7 +279,9 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
         num_reverse = check_count("ais", "num_reverse", num_reverse, 2)
     if inputs is not None and mesh is not None:
         raise ValueError("ais.log_likelihood: a mesh is not supported with inputs")
-    target, model_data, inputs, num_cases = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, model_data, inputs, num_cases = (problem.target, problem.data,
+                                             problem.inputs, problem.num_examples)
     prepared = setup(target, data if base_log_probs is None else None, base_log_probs,
                      sum_out_sites, kernel)
     forward_key, reverse_key, pick_key = jax.random.split(rng_key, 3)

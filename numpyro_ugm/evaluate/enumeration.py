@@ -58,7 +58,7 @@ from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, chec
                      log_prob_per_input, log_z, make_plan, sum_out_mode, weighted_mean)
 from .gaussian import conditional_moments, flat_values, normalizability_error
 from .padding import first, mean_of_first, pad_examples, padded_length
-from .prepare import observed_target
+from .prepare import observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "DEFAULT_CHUNK_SIZE",
@@ -243,7 +243,9 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     array (num_examples,)
     """
     chunk_size = check_count("log_prob", "chunk_size", chunk_size)
-    target, x, inputs, num = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, x, inputs, num = (problem.target, problem.data,
+                              problem.inputs, problem.num_examples)
     values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     return first(_checked("log_prob", values, log_zs, params, target, chunk_size), num)
 
@@ -274,7 +276,9 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     scalar
     """
     chunk_size = check_count("log_likelihood", "chunk_size", chunk_size)
-    target, x, inputs, num = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, x, inputs, num = (problem.target, problem.data,
+                              problem.inputs, problem.num_examples)
     values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
         _checked("log_likelihood", values, log_zs, params, target, chunk_size)

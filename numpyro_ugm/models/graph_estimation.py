@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..evaluate.pseudo import PseudoFitResult
+from ..learn.pseudo import PseudoFitResult
 from .ergm_dyad_independent import dyad_independent_mle
 from .graph_statistics import DEFAULT_DECAY, change_statistics
 from .graph_terms import Network, as_network

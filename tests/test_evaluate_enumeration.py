@@ -1,4 +1,4 @@
-"""Exact evaluation by enumeration (evaluate/enumeration.py, reached through ``exact``:
+"""Exact evaluation by enumeration (evaluate/_enumeration.py, reached through ``exact``:
 log Z, log-probabilities, log-likelihoods, marginals, expectations and their checks),
 checked against brute force written here: itertools over every configuration, each
 evaluated with ``m.log_potential`` and summed in float64. (The exact fits and exact

@@ -1,5 +1,5 @@
 """Exact evaluation of models Gaussian in their real sites given the finite ones
-(evaluate/gaussian.py through ``ugm.exact``): a Gaussian MRF and a Gaussian–Bernoulli RBM
+(evaluate/_gaussian.py through ``ugm.exact``): a Gaussian MRF and a Gaussian–Bernoulli RBM
 against closed forms written here with numpy (log Z = ½ log det(2πΣ) + ½ bᵀΣb; the RBM's
 log Z and visible marginal as sums over 2^H Gaussian integrals), the error at a precision
 that is not positive definite, the MLE of a full precision, and the samplers (Gibbs with

@@ -10,7 +10,7 @@ from helpers import crf3 as crf
 from helpers import spin_chain as chain
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import enumeration, exact
+from numpyro_ugm.evaluate import _enumeration, exact
 from numpyro_ugm import compile_cache
 from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM, as_ugm
@@ -143,7 +143,7 @@ def test_analyze_works_on_a_log_potential_without_a_model():
 def test_exact_reexports_the_enumeration_engine():
     for name in ("log_partition", "log_likelihood", "log_prob", "expectation",
                  "marginals", "num_enumerated", "DEFAULT_CHUNK_SIZE"):
-        assert getattr(ugm.exact, name) is getattr(enumeration, name)
+        assert getattr(ugm.exact, name) is getattr(_enumeration, name)
     assert ugm.fit_exact and ugm.exact.sample and ugm.ExactFitResult
 
 

@@ -46,12 +46,12 @@ from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, 
 from ..model import UGM
 from ..sharding import shard_particles, use_mesh
 from ..target import Target
-from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
+from ._ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
                         warn_if_wide)
-from .padding import first, pad_examples, padded_length
-from .prepare import observed_problem
+from ._padding import first, pad_examples, padded_length
+from ._prepare import observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "AISLikelihoodResult",
            "default_betas", "base_rate_log_probs", "DEFAULT_TOLERANCE"]

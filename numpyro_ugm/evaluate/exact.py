@@ -2,9 +2,9 @@
 
 This is ``ugm.exact``. The sums themselves — :func:`log_partition`, :func:`log_likelihood`,
 :func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`moments`,
-:func:`num_enumerated` — are those of :mod:`numpyro_ugm.evaluate.enumeration` (chunked
+:func:`num_enumerated` — are those of :mod:`numpyro_ugm.evaluate._enumeration` (chunked
 enumeration with closed-form sum-out of an independent set of variables and Gaussian
-integrals over real sites, :mod:`~numpyro_ugm.evaluate.engine`), re-exported here. This
+integrals over real sites, :mod:`~numpyro_ugm.evaluate._engine`), re-exported here. This
 module adds the draws built on them: :func:`sample` (exact independent draws), which
 checks its parameters on the host, and :func:`sampler`, its pure draw. Like the sums, they take a model at their entry point
 and run on its :class:`~numpyro_ugm.target.Target`. Exact maximum likelihood on these sums
@@ -24,12 +24,12 @@ from ..kernels.base import draw_block
 from ..model import UGM
 from ..target import Target
 from ..validation import to_data
-from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
+from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
                      chunks, config_budget, config_log_weight, configurations, float_dtype,
                      index_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan)
-from .enumeration import (Moments, check_integrals, expectation, log_likelihood,
+from ._enumeration import (Moments, check_integrals, expectation, log_likelihood,
                           log_partition, log_prob, marginals, moments, num_enumerated)
-from .gaussian import draw as gaussian_draw
+from ._gaussian import draw as gaussian_draw
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "target_log_likelihood", "check_enumerable", "sample", "sampler",

@@ -10,8 +10,8 @@ from ..compile_cache import cached
 from ..conditionals import block_logits, exact_conditional_logits
 from ..model import UGM
 from ..target import Target
-from .padding import mean_of_first, pad_examples, padded_length
-from .prepare import observed_problem
+from ._padding import mean_of_first, pad_examples, padded_length
+from ._prepare import observed_problem
 
 __all__ = ["pseudo_log_likelihood", "pseudo_log_likelihoods"]
 

@@ -175,7 +175,8 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     m : UGM or callable
         The model, traced with the keyword arguments of one example (e.g.
         ``ugm.UGM(ugm.models.grid_crf, **features_of_one_image)``); each example's
-        ``inputs`` replace those arguments (:meth:`UGM.bind`), with Gibbs blocks valid
+        ``inputs`` replace those arguments (:meth:`Target.bind
+        <numpyro_ugm.target.Target.bind>`), with Gibbs blocks valid
         for every example (:meth:`UGM.for_inputs`: an input may change the interaction
         graph). A model function is traced with the first example's inputs (and the
         compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it; it is kept

@@ -105,7 +105,7 @@ def build_problem(model: Callable | UGM, data: dict | None = None, model_args: t
     m = _traced(model, model_args, dict(model_kwargs or {}), inputs)
     x = num_examples = None
     if data is not None:
-        x = validate_data(m.state_sites, data)
+        x = validate_data(m.target().state_sites, data)
         num_examples = int(jax.tree.leaves(x)[0].shape[0])
         m = m.observe(x.keys())
     if inputs is not None:

@@ -24,8 +24,8 @@ def brute_force(m, params, inputs, data, shape):
     configs = jnp.asarray(list(itertools.product([-1.0, 1.0], repeat=int(np.prod(shape)))))
     log_probs, pseudo = [], []
     for n in range(len(data["x"])):
-        mb = m.bind(**{k: v[n] for k, v in inputs.items()})
-        f = jax.vmap(lambda x: mb.log_potential(params, {"x": x.reshape(shape)}))(configs)
+        mb = m.for_example(**{k: v[n] for k, v in inputs.items()})
+        f = jax.vmap(lambda x: mb.target().log_potential(params, {"x": x.reshape(shape)}))(configs)
         x = jnp.asarray(data["x"][n], jnp.float32).reshape(-1)
         index = int(np.ravel_multi_index(tuple((np.asarray(x) > 0).astype(int)),
                                          (2,) * x.size))

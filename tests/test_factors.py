@@ -68,4 +68,4 @@ def test_wrong_conditionals_are_an_error_naming_the_factor(mistake, message):
     0.587 for the negated ones, PCD learning J = 21 against fit_exact's 0.64)."""
     m = ugm.UGM(chain(mistake))
     with pytest.raises(ValueError, match=message):
-        m.structure
+        m.target().structure

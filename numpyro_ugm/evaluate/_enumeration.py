@@ -82,7 +82,8 @@ def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
         Flat indices per site of the variables summed out (``None``: the whole site; a
         real site is always integrated out whole).
     """
-    plan = make_plan(m.target(), tuple(m.state_sites), sum_out)
+    target = m.target()
+    plan = make_plan(target, tuple(target.state_sites), sum_out)
     return plan.num_configurations, {**plan.summed, **dict.fromkeys(plan.integrated)}
 
 

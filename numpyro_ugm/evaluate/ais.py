@@ -166,7 +166,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
         site; the natural parameters (η, λ) (num_variables, 2), λ > 0, of a real site's
         Normal N(η/λ, 1/λ).
     sum_out_sites : sequence of str, optional
-        Sites summed out in closed form in the weights (default: ``m.latent_sites`` when
+        Sites summed out in closed form in the weights (default: the target's ``latent_sites`` when
         they do not interact with each other).
     kernel : KernelSpec, optional
         Transition at each β (default: systematic-scan block Gibbs, summed sites first).

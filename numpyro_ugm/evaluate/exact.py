@@ -6,9 +6,11 @@ This is ``ugm.exact``. The sums themselves — :func:`log_partition`, :func:`log
 enumeration with closed-form sum-out of an independent set of variables and Gaussian
 integrals over real sites, :mod:`~numpyro_ugm.evaluate._engine`), re-exported here. This
 module adds the draws built on them: :func:`sample` (exact independent draws), which
-checks its parameters on the host, and :func:`sampler`, its pure draw. Like the sums, they take a model at their entry point
-and run on its :class:`~numpyro_ugm.target.Target`. Exact maximum likelihood on these sums
-is a learner: :func:`numpyro_ugm.learn.fit_exact`.
+checks its parameters on the host, and :func:`sampler`, its pure draw. Like the sums,
+they take a model at their entry point and run on its
+:class:`~numpyro_ugm.target.Target`. Exact maximum likelihood on these sums is a
+learner, :func:`numpyro_ugm.learn.fit_exact`, whose objective is
+:func:`target_log_likelihood`.
 """
 
 from collections.abc import Callable
@@ -32,8 +34,9 @@ from ._enumeration import (Moments, check_integrals, expectation, log_likelihood
 from ._gaussian import draw as gaussian_draw
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
-           "moments", "Moments", "num_enumerated", "target_log_likelihood", "check_enumerable", "sample", "sampler",
-           "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
+           "moments", "Moments", "num_enumerated", "target_log_likelihood",
+           "check_enumerable", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
+           "MIN_SUM_OUT_REDUCTION"]
 
 
 # --- on a target, for the learners -------------------------------------------------------
@@ -107,22 +110,24 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     if bool(impossible):
         raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
                                  "under the given params (Z = 0): there is nothing to draw")
-    return to_data(m.state_sites, draws)
+    return to_data(target.state_sites, draws)
 
 
-def sampler(m: UGM, num_samples: int, *,
+def sampler(m: UGM | Target, num_samples: int, *,
             chunk_size: int = DEFAULT_CHUNK_SIZE) -> Callable[[dict, jax.Array], dict]:
     """The draw of :func:`sample` as a pure function, for use inside a jitted program
     (e.g. the auxiliary draw of the exchange algorithm): ``draw(params, rng_key)`` returns
     ``num_samples`` exact draws of every state site in the **model** representation,
-    without :func:`sample`'s host checks of the parameters and the potential.
+    without :func:`sample`'s host checks of the parameters and the potential. ``m``
+    is a model or its target (e.g. one CRF example's, ``target.bind(**inputs)``).
 
     Raises
     ------
     ValueError
         If the model is too large to enumerate.
     """
-    run = _cached_sampler("exact.sampler", m.target(),
+    target = m.target() if isinstance(m, UGM) else m
+    run = _cached_sampler("exact.sampler", target,
                           check_count("exact.sampler", "num_samples", num_samples),
                           chunk_size)[0]
     return lambda params, rng_key: run(params, rng_key)[0]

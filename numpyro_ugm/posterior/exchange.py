@@ -358,7 +358,7 @@ def _per_example_draw(post: Posterior, num_aux_steps: int | None, kernel_spec: A
         def draw(params, key):
             def one(example, k):
                 return jax.tree.map(lambda a: a[0],
-                                    exact.sampler(m.bind(**example), 1)(params, k))
+                                    exact.sampler(target.bind(**example), 1)(params, k))
 
             return jax.vmap(one)(inputs, jax.random.split(key, n))
 

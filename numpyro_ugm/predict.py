@@ -70,6 +70,28 @@ def _labels_to_model(domain, labels, dtype):
         tuple(domain.shape_) + domain.event_shape)
 
 
+def _probabilities(f, x, domains, rao_blackwell):
+    """Per site (num_variables, K): conditional probabilities given the rest
+    (Rao-Blackwellized) or the indicator of the current value."""
+    if rao_blackwell:
+        logits = block_logits(f, x, domains, {s: None for s in domains}, True)
+        return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
+    return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
+            for s, d in domains.items()}
+
+
+def _checked(t, params, states, best, value, marginals):
+    """The result, with what the host checks: whether the potential is finite at the
+    chains' last states and at the prediction (``ok``), and those states."""
+    ok = jax.vmap(lambda x: potential_is_finite(t, params, x))(states.position)
+    ok_best = jnp.isfinite(value)
+    for v in jax.tree.leaves(marginals):
+        ok_best = ok_best & jnp.all(jnp.isfinite(v))
+    positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]),
+                             states.position, best)
+    return best, marginals, value, jnp.append(ok, ok_best), positions
+
+
 def _build(target, method, kernel, num_chains, rao_blackwell, steps):
     """The jitted ``run(params, keys, inputs, num_samples, num_warmup, betas)``, vmapped
     over examples. The counts are traced (dynamic loop bounds); ``"map"`` draws the keys
@@ -77,20 +99,10 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
     schedule ``betas`` (padded to ``steps``), so every count up to ``steps`` runs the same
     program (``"marginal"``: every count)."""
     domains = target.state_sites
-    whole = {s: None for s in domains}
     rao_blackwell = rao_blackwell and target.structure.multilinear
 
     def moved(states, key, logdensity_fn):
         return step_chains(kernel, key, states, logdensity_fn)[0]
-
-    def probabilities(f, x):
-        """Per site (num_variables, K): conditional probabilities given the rest
-        (Rao-Blackwellized) or the indicator of the current value."""
-        if rao_blackwell:
-            logits = block_logits(f, x, domains, whole, True)
-            return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
-        return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
-                for s, d in domains.items()}
 
     def marginal_one(t, params, key, num_samples, num_warmup, betas):
         f = t.logdensity_fn(params)
@@ -105,7 +117,8 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
         def body(i, carry):
             states, acc = carry
             states = moved(states, jax.random.fold_in(run_key, i), f)
-            probs = jax.vmap(lambda x: probabilities(f, x))(states.position)
+            probs = jax.vmap(lambda x: _probabilities(f, x, domains, rao_blackwell))(
+                states.position)
             acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
             return states, acc
 
@@ -114,7 +127,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
             tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
         best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
                 for s, d in domains.items()}
-        return checked(t, params, states, best, f(best), marginals)
+        return _checked(t, params, states, best, f(best), marginals)
 
     def map_one(t, params, key, num_samples, num_warmup, betas):
         f = t.logdensity_fn(params)
@@ -139,18 +152,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
                                                       (states, position, values))
         winner = jnp.argmax(best_values)
         best = jax.tree.map(lambda a: a[winner], best)
-        return checked(t, params, states, best, best_values[winner], None)
-
-    def checked(t, params, states, best, value, marginals):
-        """The result, with what the host checks: whether the potential is finite at the
-        chains' last states and at the prediction (``ok``), and those states."""
-        ok = jax.vmap(lambda x: potential_is_finite(t, params, x))(states.position)
-        ok_best = jnp.isfinite(value)
-        for v in jax.tree.leaves(marginals):
-            ok_best = ok_best & jnp.all(jnp.isfinite(v))
-        positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]),
-                                 states.position, best)
-        return best, marginals, value, jnp.append(ok, ok_best), positions
+        return _checked(t, params, states, best, best_values[winner], None)
 
     one = marginal_one if method == "marginal" else map_one
 

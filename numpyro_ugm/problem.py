@@ -13,7 +13,7 @@ same way wherever data is given.
 """
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 

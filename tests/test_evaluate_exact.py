@@ -139,7 +139,7 @@ def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
 
     # the VBM's interaction graph (complete) covers this one's: no analysis to pay for,
     # and no variable summed out in closed form (512 configurations enumerated)
-    m = ugm.UGM(model).replace(structure=vbm[0].structure)
+    m = ugm.UGM(model).replace(structure=vbm[0].target().structure)
     x = np.ones((3, 9), np.int8)
     x[2, 0] = -1
     result = ugm.fit_exact(m, {"x": x}, num_steps=200, optimizer=optax.sgd(1.0), tol=1e-7)

@@ -20,7 +20,6 @@ whose rows the potential visibly sums (see :func:`refuse_summed_examples`).
 """
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp

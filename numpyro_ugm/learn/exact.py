@@ -8,12 +8,9 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from ..compile_cache import cached
 from ..evaluate.exact import DEFAULT_CHUNK_SIZE, check_enumerable, target_log_likelihood
 from ..model import UGM
-from ..problem import Problem
-from ..runloop import minimize
-from .fit_setup import prepare_fit
+from .fit_setup import prepare_fit, run_fit
 
 __all__ = ["fit_exact", "ExactFitResult"]
 
@@ -112,38 +109,13 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     """
     fit = prepare_fit("fit_exact", model, data, model_args, model_kwargs, params, num_steps,
                       rng_key, inputs, tol)
-    problem = fit.problem
-    target, space = problem.target, problem.param_model.space
+    target, space = fit.problem.target, fit.problem.param_model.space
     check_enumerable(target, chunk_size, "fit_exact")
-    if optimizer is not None and not (hasattr(optimizer, "init")
-                                      and hasattr(optimizer, "update")):
-        raise TypeError("fit_exact: optimizer must be an optax GradientTransformation")
-    loss = _exact_objective(problem, chunk_size)
-    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
-    # one program per data length, kept in the bounded compile cache (no padding: the
-    # padded examples would be computed at every step)
-    key = ("fit_exact", tuple(problem.data), chunk_size, optimizer, problem.num_examples,
-           None if problem.inputs is None else tuple(sorted(problem.inputs)))
-    out = minimize(loss, space.to_unconstrained(fit.params), optimizer,
-                   fit.num_steps, *args, tol=tol, progress_bar=progress_bar,
-                   desc="exact fit", cached=lambda build: cached(target.cache_key, key, build))
+    out = run_fit("fit_exact", fit, lambda p, xs, us: target_log_likelihood(
+        target, p, xs, us, chunk_size), optimizer, tol, progress_bar, "exact fit",
+        (chunk_size,))
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
     return ExactFitResult(params=space.to_constrained(out.params), log_likelihood=out.aux,
                           objective=-out.value, grad_norm=out.grad_norm,
                           num_steps=out.num_steps, converged=out.converged, trace=trace)
-
-
-def _exact_objective(problem: Problem, chunk_size: int) -> Callable:
-    """``loss(u, data[, inputs]) -> (−objective, mean log-likelihood)`` of
-    :func:`fit_exact` in the unconstrained parameters u; the data (and inputs) are
-    arguments of the compiled steps, not constants in them."""
-    target, space = problem.target, problem.param_model.space
-    log_prior = problem.param_model.log_prior
-
-    def loss(u, xs, us=None):
-        p = space.to_constrained(u)
-        ll = target_log_likelihood(target, p, xs, us, chunk_size)
-        return -(ll + log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
-
-    return loss

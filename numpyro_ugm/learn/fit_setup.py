@@ -1,17 +1,21 @@
-"""What a deterministic fit (:func:`~numpyro_ugm.learn.exact.fit_exact`,
-:func:`~numpyro_ugm.learn.pseudo.fit_pseudo_likelihood`) checks and prepares before its
-optimizer runs: its settings, the model's :class:`~numpyro_ugm.problem.Problem` on the
-data (:func:`~numpyro_ugm.problem.build_problem`, as every learner sets up) and its
-starting point. The fits then hand their objective to :func:`numpyro_ugm.runloop.minimize`."""
+"""What the deterministic fits (:func:`~numpyro_ugm.learn.exact.fit_exact`,
+:func:`~numpyro_ugm.learn.pseudo.fit_pseudo_likelihood`) share: :func:`prepare_fit`
+checks their settings and sets up the model's :class:`~numpyro_ugm.problem.Problem` on
+the data (:func:`~numpyro_ugm.problem.build_problem`, as every learner sets up) and the
+starting point; :func:`run_fit` maximizes the fit's per-example objective plus
+log p(θ) / N with :func:`numpyro_ugm.runloop.minimize`."""
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 
 from .._checks import as_key, check_count
-from ..problem import Problem, build_problem
+from ..compile_cache import cached
+from ..problem import ParamModel, Problem, build_problem
+from ..runloop import MinimizeResult, minimize
 
-__all__ = ["FitSetup", "prepare_fit"]
+__all__ = ["FitSetup", "prepare_fit", "run_fit"]
 
 
 class FitSetup(NamedTuple):
@@ -52,3 +56,42 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
                                           else as_key(rng_key, owner))
     problem.param_model.space.check(params)
     return FitSetup(problem, params, num_steps)
+
+
+def penalized_loss(param_model: ParamModel, value: Callable) -> Callable:
+    """``loss(u, data[, inputs]) -> (−objective, value)`` in the unconstrained parameters
+    u, the objective ``value(θ, data, inputs) + log p(θ) / N`` (``value``: a mean over
+    the N examples); the data (and inputs) are arguments of the compiled steps, not
+    constants in them."""
+    def loss(u, xs, us=None):
+        p = param_model.space.to_constrained(u)
+        v = value(p, xs, us)
+        return -(v + param_model.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), v
+
+    return loss
+
+
+def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: float,
+            progress_bar: bool, desc: str, static: tuple = ()) -> MinimizeResult:
+    """Maximize ``value(θ, data, inputs) + log p(θ) / N`` from the fit's starting point
+    (:func:`penalized_loss`, :func:`~numpyro_ugm.runloop.minimize`; ``aux`` is
+    ``value``). One compiled program per data length, kept in the bounded compile cache
+    under the target's key, ``owner``, ``static`` (what else ``value`` depends on) and
+    the optimizer (no padding: the padded examples would be computed at every step).
+
+    Raises
+    ------
+    TypeError
+        If ``optimizer`` is neither None nor an optax ``GradientTransformation``.
+    """
+    if optimizer is not None and not (hasattr(optimizer, "init")
+                                      and hasattr(optimizer, "update")):
+        raise TypeError(f"{owner}: optimizer must be an optax GradientTransformation")
+    problem = fit.problem
+    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
+    key = (owner, tuple(problem.data), *static, optimizer, problem.num_examples,
+           None if problem.inputs is None else tuple(sorted(problem.inputs)))
+    return minimize(penalized_loss(problem.param_model, value),
+                    problem.param_model.space.to_unconstrained(fit.params), optimizer,
+                    fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
+                    cached=lambda build: cached(problem.target.cache_key, key, build))

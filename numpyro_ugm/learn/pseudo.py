@@ -9,11 +9,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..compile_cache import cached
 from ..evaluate.pseudo import pseudo_log_likelihoods
 from ..model import UGM
-from ..runloop import minimize
-from .fit_setup import prepare_fit
+from .fit_setup import prepare_fit, run_fit
 
 __all__ = ["fit_pseudo_likelihood", "PseudoFitResult"]
 
@@ -93,24 +91,11 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     """
     fit = prepare_fit("fit_pseudo_likelihood", model, data, model_args, model_kwargs,
                       params, num_steps, rng_key, inputs, tol)
-    problem = fit.problem
-    target, space = problem.target, problem.param_model.space
-    log_prior = problem.param_model.log_prior
-
-    def loss(u, xs, us=None):  # the data is an argument of the compiled steps
-        p = space.to_constrained(u)
-        value = jnp.mean(pseudo_log_likelihoods(target, p, xs, us))
-        return -(value + log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), value
-
-    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
-    # one program per data length in the bounded compile cache (as fit_exact)
-    key = ("fit_pseudo_likelihood", tuple(problem.data), optimizer, problem.num_examples,
-           None if problem.inputs is None else tuple(sorted(problem.inputs)))
-    out = minimize(loss, space.to_unconstrained(fit.params), optimizer,
-                   fit.num_steps, *args, tol=tol, progress_bar=progress_bar,
-                   desc="pseudo-likelihood fit",
-                   cached=lambda build: cached(target.cache_key, key, build))
-    return PseudoFitResult(params=space.to_constrained(out.params),
+    target = fit.problem.target
+    out = run_fit("fit_pseudo_likelihood", fit, lambda p, xs, us: jnp.mean(
+        pseudo_log_likelihoods(target, p, xs, us)), optimizer, tol, progress_bar,
+        "pseudo-likelihood fit")
+    return PseudoFitResult(params=fit.problem.param_model.space.to_constrained(out.params),
                            pseudo_log_likelihood=out.aux, objective=-out.value,
                            grad_norm=out.grad_norm, num_steps=out.num_steps,
                            converged=out.converged)

@@ -88,7 +88,7 @@ def setup(num_hidden, params=None):
     data, the base's visible log-odds, and trained parameters (unless given)."""
     data = {"v": load_data(TRAIN_EXAMPLES)}
     m = ugm.UGM(ugm.models.rbm, V, num_hidden).observe(["v"])
-    m.structure  # the one-time analysis of the model: setup, not compilation
+    m.target().structure  # the one-time analysis of the model: setup, not compilation
     base = ugm.ais.base_rate_log_probs(m, data)
     b0 = base["v"][:, 1] - base["v"][:, 0]
     if params is None:

@@ -156,7 +156,7 @@ def row_b(n=100, num_chains=20, num_sweeps=20, repeats=5):
     theta = jnp.asarray([-3.5, 0.02, 0.3])
     m = ugm.UGM(ergm, n, stats)
     kernel = ugm.kernels.gibbs().build(m.target())
-    f = m.logdensity_fn({"theta": theta})
+    f = m.target().logdensity_fn({"theta": theta})
     y0 = jax.random.bernoulli(jax.random.PRNGKey(1), 0.05,
                               (num_chains, num_pairs(n))).astype(jnp.float32)
 
@@ -214,7 +214,7 @@ def synthetic_graph(n, num_edges, seed):
 def sweep_time(m, theta, y, repeats=3, num_sweeps=1):
     """Median seconds of ``num_sweeps`` systematic Gibbs sweeps of one chain."""
     kernel = ugm.kernels.gibbs().build(m.target())
-    f = m.logdensity_fn({"theta": jnp.asarray(theta)})
+    f = m.target().logdensity_fn({"theta": jnp.asarray(theta)})
 
     @jax.jit
     def run(key, x):
@@ -238,7 +238,7 @@ def row_c(num_steps=100, num_chains=10):
     m = ugm.UGM(ergm, n, stats)
     per_sweep, first = sweep_time(m, [-4.0, 0.5], y)
     print(f"c. {n} nodes, {num_edges} edges, {stats}: {per_sweep * 1e3:.1f} ms per sweep "
-          f"({num_pairs(n)} dyads, {len(m.blocks)} blocks); first call {first:.1f} s")
+          f"({num_pairs(n)} dyads, {len(m.target().blocks)} blocks); first call {first:.1f} s")
     report(f"ERGM {n}-node (faux.mesa.high size) edges+gwdegree: time per sweep, one chain",
            f"{per_sweep * 1e3:.1f} ms", f"{num_pairs(n)} dyad updates, CPU")
     stats_esp = ("edges", ("gwesp", 0.25))
@@ -270,11 +270,11 @@ def row_d(num_updates=100_000):
     stats = ("edges", ("gwesp", 0.25))
     t = time.perf_counter()
     m = ugm.UGM(ergm, n, stats)
-    blocks = len(m.blocks)
+    blocks = len(m.target().blocks)
     setup = time.perf_counter() - t
     kernel = ugm.kernels.gibbs(scan="random").build(m.target())
-    f = m.logdensity_fn({"theta": jnp.asarray([-6.0, 0.5])})
-    num_blocks = len(m.blocks)
+    f = m.target().logdensity_fn({"theta": jnp.asarray([-6.0, 0.5])})
+    num_blocks = len(m.target().blocks)
 
     @jax.jit
     def run(key, x):

@@ -50,7 +50,7 @@ def ours(size, J, h, chains, sweeps, spec=None):
     kernel = (spec or ugm.kernels.gibbs(scan="systematic")).build(m.target())
 
     def logdensity(x):
-        return m.log_potential({}, x)
+        return m.target().log_potential({}, x)
 
     @jax.jit
     def run(rng_key, position):
@@ -133,7 +133,7 @@ def main():
         t0 = time.perf_counter()
         spec = getattr(ugm.kernels, rule)(scan="systematic")
         m, run_ours, x0 = ours(L, args.J, args.h, C, S, spec)
-        print(f"{rule}: {len(m.blocks)} blocks, multilinear={m.structure.multilinear} "
+        print(f"{rule}: {len(m.target().blocks)} blocks, multilinear={m.target().structure.multilinear} "
               f"(found in {time.perf_counter() - t0:.1f} s)")
         run_ref, pack, unpack = hand_written(L, args.J, args.h, C, S, rule)
         runs[f"{rule} ours"] = lambda k, x, run=run_ours: run(k, {"x": x})

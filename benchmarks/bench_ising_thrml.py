@@ -120,7 +120,7 @@ def main():
                 "plain JAX": (run_plain, pack_plain, unpack_plain)}
     if thrml is not None:
         samplers["thrml"] = thrml_sampler(thrml, L, J, h, C, S)
-    print(f"built in {time.perf_counter() - t0:.1f} s (ours: {len(m.blocks)} blocks)")
+    print(f"built in {time.perf_counter() - t0:.1f} s (ours: {len(m.target().blocks)} blocks)")
 
     key = jax.random.PRNGKey(0)
     state = {}

@@ -9,7 +9,7 @@ On VBM-15 (``ugm.datasets.vbm_problem``, 500 training cases) with PCD-100:
   200 on the examples in another order (new data of the same shape);
 * ``ugm.sample`` on a declared 64×64 periodic Ising model (4 chains, 100 draws), then
   again with another key and warm-up;
-* ``exact.fit`` and ``fit_pseudo_likelihood`` (20 L-BFGS steps: few, so that the
+* ``fit_exact`` and ``fit_pseudo_likelihood`` (20 L-BFGS steps: few, so that the
   ratio shows compilation, not the 2^15-state enumerations), then again on the examples
   in another order for 18 steps;
 * ``pseudo_log_likelihood``, then again at other parameters;
@@ -35,7 +35,7 @@ from _report import report
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem
-from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+from numpyro_ugm.learn import fit_pseudo_likelihood
 
 N = 15
 
@@ -87,7 +87,7 @@ def main():
 
     m, params = learner.ugm, learner.get_params(state)
     ising = ugm.UGM(periodic_ising, 64)
-    ising.blocks  # structure analysis is setup, not the call
+    ising.target().blocks  # structure analysis is setup, not the call
     first = timed(lambda: ugm.sample(ising, {}, jax.random.PRNGKey(0), 100, num_chains=4))
     second = timed(lambda: ugm.sample(ising, {}, jax.random.PRNGKey(1), 100, num_chains=4,
                                       num_warmup=20))
@@ -100,7 +100,7 @@ def main():
     report("pseudo_log_likelihood: 2nd / 1st call", f"{second / first:.3f}",
            f"{first:.2f} s then {second:.3f} s (structure already analysed)")
 
-    for name, fit in (("exact.fit", ugm.exact.fit),
+    for name, fit in (("fit_exact", ugm.fit_exact),
                       ("fit_pseudo_likelihood", fit_pseudo_likelihood)):
         first = timed(lambda: fit(m, train, num_steps=20).params)
         second = timed(lambda: fit(m, shuffled(train), num_steps=18).params)

@@ -61,7 +61,7 @@ def main(args):
     m = ugm.UGM(ugm.models.vbm, NUM_UNITS, fields=False)
     for seed in range(args.seeds):
         init = m.init_params(jax.random.PRNGKey(seed))
-        best = exact.fit(m, train, params=init, num_steps=NUM_STEPS,
+        best = ugm.fit_exact(m, train, params=init, num_steps=NUM_STEPS,
                          optimizer=optax.adam(0.01), tol=0.0)
         reference = float(exact.log_likelihood(m, best.params, train))
         for schedule in args.schedules:

@@ -6,7 +6,7 @@ of which 20 are marriages (3 triangles).
 
 1. ``flomarriage ~ edges``: a dyad-independent model whose MLE is logit(20/120) =
    log(20/100) = −1.6094 exactly. All 120 edge variables are independent, so
-   ``exact.fit`` sums every one of them out in closed form (one enumerated configuration)
+   ``fit_exact`` sums every one of them out in closed form (one enumerated configuration)
    and gives the MLE exactly; the MPLE equals it too.
 2. ``flomarriage ~ edges + triangle``: R ``ergm`` (statnet tutorial) reports the MCMC MLE
    (−1.6727, 0.1563). Here: PCD-1 with S particles from the MPLE, plain SGD with an
@@ -57,7 +57,7 @@ def edges_only(data):
     m = ugm.UGM(ergm, 16, ("edges",))
     num, summed = exact.num_enumerated(m)
     t = time.perf_counter()
-    fit = exact.fit(m, data, num_steps=100, tol=1e-5)
+    fit = ugm.fit_exact(m, data, num_steps=100, tol=1e-5)
     seconds = time.perf_counter() - t
     theta = float(fit.params["theta"][0])
     pseudo = float(mple(data, ("edges",)).params["theta"][0])

@@ -64,7 +64,7 @@ def gibbs_runner(m):
 
     @jax.jit
     def run(theta, key, position, sweeps):
-        f = m.logdensity_fn({"theta": theta})
+        f = m.target().logdensity_fn({"theta": theta})
         chains = position["y"].shape[0]
 
         def sweep(i, x):
@@ -251,8 +251,8 @@ def main(num_epochs=10000, every=250, problems=1, seed=0, lr=0.005, lr_final=0.1
     num_epochs = every * max(1, num_epochs // every)
     key = jax.random.PRNGKey(seed)
     m = ugm.UGM(ergm, NUM_NODES, TRIAD)
-    print(f"triad ERGM on {NUM_NODES} nodes: {len(m.blocks)} Gibbs blocks (edge "
-          f"matchings), multilinear={m.structure.multilinear}")
+    print(f"triad ERGM on {NUM_NODES} nodes: {len(m.target().blocks)} Gibbs blocks (edge "
+          f"matchings), multilinear={m.target().structure.multilinear}")
     run = gibbs_runner(m)
     schedule = optax.exponential_decay(lr, transition_steps=num_epochs, decay_rate=lr_final)
     learners = {name: ugm.MLE(ergm, est, optax.sgd(schedule))

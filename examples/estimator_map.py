@@ -118,7 +118,7 @@ def sweeps_per_update(estimator, diagnostics):
 def exact_gradient(m, train, optimizer, num_steps, seed):
     """Final exact training log-likelihood of exact-gradient descent, same optimizer and
     initial parameters as the learners."""
-    result = exact.fit(m, train, params=m.init_params(jax.random.PRNGKey(seed)),
+    result = ugm.fit_exact(m, train, params=m.init_params(jax.random.PRNGKey(seed)),
                        num_steps=num_steps, optimizer=optimizer, tol=0.0)
     return float(exact.log_likelihood(m, result.params, train))
 

@@ -45,11 +45,11 @@ def structure(size, analysis):
     to find the colouring from the model instead; the numbers of blocks."""
     t = time.perf_counter()
     m = ugm.UGM(lattice_gmrf, size)
-    blocks = len(m.blocks)
+    blocks = len(m.target().blocks)
     out = {"declared_seconds": time.perf_counter() - t, "declared_blocks": blocks}
     if analysis:
         t = time.perf_counter()
-        found = ugm.structure.analyze(m.log_potential, m.state_sites,
+        found = ugm.structure.analyze(m.target().log_potential, m.target().state_sites,
                                       lambda key, rng: probe_params(m, key, rng))
         out.update(analysis_seconds=time.perf_counter() - t,
                    analysis_blocks=len(found.blocks))
@@ -64,7 +64,7 @@ def moment_check(m, truth, wrong_rho, chains, samples, warmup, seed):
     draws = ugm.sample(m, {k: jnp.float32(v) for k, v in truth.items()},
                        jax.random.PRNGKey(seed), samples, num_chains=chains,
                        num_warmup=warmup)
-    x = np.asarray(draws["x"], np.float64).reshape(chains, samples, *m.state_sites["x"].shape_)
+    x = np.asarray(draws["x"], np.float64).reshape(chains, samples, *m.target().state_sites["x"].shape_)
     seconds = time.perf_counter() - t
     stats = {"variance": np.mean(x * x, (1, 2, 3)),
              "neighbour_covariance": np.mean(x * np.roll(x, 1, -1), (1, 2, 3))}

@@ -75,8 +75,8 @@ def main(size=24, true_sigma=1.0, coupling=0.6, num_warmup=300, num_samples=1000
     t = time.perf_counter()
     if composite == "hmcgibbs":
         fn = ugm.infer.gibbs_fn(segmentation, *args, likelihood_factors=likelihood_factors)
-        print(f"blocks found: {len(fn.ugm.blocks)} (multilinear: "
-              f"{fn.ugm.structure.multilinear})")
+        print(f"blocks found: {len(fn.ugm.target().blocks)} (multilinear: "
+              f"{fn.ugm.target().structure.multilinear})")
         kernel = HMCGibbs(NUTS(segmentation), gibbs_fn=fn, gibbs_sites=fn.sites)
     else:
         kernel = Gibbs([(ugm.infer.UGMSampler(segmentation,

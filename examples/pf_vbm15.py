@@ -166,7 +166,7 @@ def main(num_epochs=3000, num_seeds=10, problem_seed=0, every=50, lr=0.01, lr_fi
     fit_seconds = float("nan")
     if exact_fit_steps:
         t = time.perf_counter()
-        fit = exact.fit(ugm.models.vbm, train, NUM_UNITS, fields=False,
+        fit = ugm.fit_exact(ugm.models.vbm, train, NUM_UNITS, fields=False,
                         num_steps=exact_fit_steps)
         fit_seconds = time.perf_counter() - t
         reference[f"exact ML ({exact_fit_steps} L-BFGS steps)"] = evaluate(fit.params)

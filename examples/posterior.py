@@ -153,10 +153,10 @@ def predictive(thetas, data, stats, sweeps=500):
     """One graph per row of ``thetas``: ``sweeps`` Gibbs sweeps from the observed graph."""
     m = ugm.UGM(ergm, 16, stats, prior_scale=5.0)
     kernel = ugm.kernels.gibbs().build(m.target())
-    start = validate_data(m.state_sites, data)
+    start = validate_data(m.target().state_sites, data)
 
     def simulate(theta, key):
-        f = m.logdensity_fn({"theta": theta})
+        f = m.target().logdensity_fn({"theta": theta})
         state = kernel.init({"y": start["y"][0]}, f)
         state = jax.lax.fori_loop(
             0, sweeps, lambda i, s: kernel.step(jax.random.fold_in(key, i), s, f)[0], state)
@@ -164,7 +164,7 @@ def predictive(thetas, data, stats, sweeps=500):
 
     keys = jax.random.split(jax.random.PRNGKey(7), len(thetas))
     graphs = jax.jit(jax.vmap(simulate))(jnp.asarray(thetas, jnp.float32), keys)
-    return to_data(m.state_sites, {"y": graphs})["y"]
+    return to_data(m.target().state_sites, {"y": graphs})["y"]
 
 
 def florentine(quick):

@@ -104,8 +104,8 @@ class Evaluator:
         self.key = jax.random.PRNGKey(10_000 + seed)
         if not use_exact:
             self.base = ais.base_rate_log_probs(m, self.train)
-            model_train = validate_data(m.state_sites, self.train)
-            model_test = validate_data(m.state_sites, self.test)
+            model_train = validate_data(m.target().state_sites, self.train)
+            model_test = validate_data(m.target().state_sites, self.test)
             mean_f = jax.jit(lambda p, x: jnp.mean(
                 jax.vmap(free_energy, (None, None, 0))(m, p, x)))
             self.positive = lambda p: (float(mean_f(p, model_train)),
@@ -243,7 +243,7 @@ def pt_swap_rates(learner, state, betas, num_steps=100, seed=0):
     params = learner.get_params(state)
     kernel = ugm.kernels.parallel_tempering(betas=betas).build(m.target())
     chains = state.estimator_state.kernel_state
-    logdensity = m.logdensity_fn(params)
+    logdensity = m.target().logdensity_fn(params)
     num_chains = jax.tree.leaves(chains.position)[0].shape[0]
 
     @jax.jit

@@ -54,7 +54,7 @@ def main(num_steps=2000, seed=0, out="outputs"):
         rows.append((name, *lls(params), seconds))
 
     t = time.perf_counter()
-    fit = exact.fit(ugm.models.vbm, train, NUM_UNITS, fields=False, num_steps=150)
+    fit = ugm.fit_exact(ugm.models.vbm, train, NUM_UNITS, fields=False, num_steps=150)
     rows.append(("exact ML (L-BFGS)", *lls(fit.params), time.perf_counter() - t))
 
     print(f"\nVBM-15 (PF paper, sec. 4.1): W_ij ~ N(0,1), 500 train / 100 test cases, "

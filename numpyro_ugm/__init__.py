@@ -8,10 +8,10 @@ from . import checkpoint, distributed, estimators, infer, kernels, models, netwo
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .factors import factor
-from .evaluate import (ais, exact, fit_pseudo_likelihood, pseudo_log_likelihood,
-                       quadrature)
-from .learn import (AveragedState, LearnerCore, LearnState, MLE, NonFiniteError, RunResult,
-                    averaged)
+from .evaluate import ais, exact, pseudo_log_likelihood, quadrature
+from .learn import (AveragedState, ExactFitResult, LearnerCore, LearnState, MLE,
+                    NonFiniteError, PseudoFitResult, RunResult, averaged, fit_exact,
+                    fit_pseudo_likelihood)
 from .model import UGM, as_ugm
 from .predict import Prediction, predict
 from .sampling import sample
@@ -22,4 +22,4 @@ __all__ = ["checkpoint", "distributed", "estimators", "infer", "kernels", "model
            "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
            "Prediction", "sample", "ais", "exact", "quadrature", "pseudo_log_likelihood",
-           "fit_pseudo_likelihood"]
+           "fit_exact", "ExactFitResult", "fit_pseudo_likelihood", "PseudoFitResult"]

@@ -1,23 +1,61 @@
 """Finding a traced model's structure: the colouring a factor declares, else the
 analysis of :func:`numpyro_ugm.structure.analyze`; the blocks valid for every example of a
 CRF (:func:`numpyro_ugm.structure.cover`); and the check of the conditionals factors
-declare. The functions take a :class:`~numpyro_ugm.model.UGM` (they are its structure
-methods, kept apart so that the model class only traces)."""
+declare. They are the model's structure methods, kept apart so that the model class only
+traces: the model hands them what they read of it, a :class:`ModelView`."""
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .compile_cache import cached
 from .factors import check_conditionals
+from .params import ParamSpace
 from .sites import log_terms
 from .structure import Structure, analyze, cover, from_colors
 
-__all__ = ["find_structure", "covering_structure", "check_declared_conditionals",
-           "probe_params"]
+__all__ = ["ModelView", "find_structure", "covering_structure",
+           "check_declared_conditionals", "probe_params"]
 
 
-def find_structure(m, rng_key=None, **options) -> Structure:
+class ModelView(NamedTuple):
+    """What the structure analysis reads of a traced model (handed to it by the model).
+
+    Attributes
+    ----------
+    state_sites : dict of str -> Domain
+    log_potential : callable
+        ``(params, state) -> f(state; params)``.
+    with_inputs : callable
+        ``example -> log_potential`` under the model keyword arguments updated with one
+        example's inputs.
+    init_params : callable
+        ``rng_key -> params`` (constrained).
+    param_space : ParamSpace
+    declared : dict
+        Factor name -> (colours, multilinear), as factors declare them.
+    hooked : tuple of str
+        The factors that declare their own conditionals.
+    terms : callable
+        ``(params, state) -> [(name, is_factor, value), ...]``: the potential's terms.
+    trace : callable
+        ``(rng_key, values) -> numpyro trace`` of the model with ``values`` substituted.
+    """
+
+    state_sites: dict
+    log_potential: Callable
+    with_inputs: Callable
+    init_params: Callable
+    param_space: ParamSpace
+    declared: dict
+    hooked: tuple
+    terms: Callable
+    trace: Callable
+
+
+def find_structure(m: ModelView, rng_key=None, **options) -> Structure:
     """The colouring factors declare (:func:`numpyro_ugm.factor`), when together they
     cover every state site and every other factor is linear in the state (adds no
     interaction); otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential."""
@@ -33,20 +71,20 @@ def _declared_structure(m):
     declaring factors give the product colouring (two variables share a colour only when
     they share one under every factor); a factor that declares nothing must be linear in
     the state: :func:`_is_linear` at the probe states."""
-    declared = m._sites.declared
+    declared, terms = m.declared, m.terms
     if not declared:
         return None
     if set().union(*(set(colors) for colors, _ in declared.values())) != set(m.state_sites):
         return None
     probe = m.init_params(jax.random.PRNGKey(0))
     state0 = _probe_states(m.state_sites)[0]
-    others = [n for n, _, _ in m._terms(probe, state0) if n not in declared]
+    others = [n for n, _, _ in terms(probe, state0) if n not in declared]
     if others:  # every other factor must be linear in the state, at random parameters
         rng = np.random.default_rng(0)
 
         @jax.jit
         def rest(params, state):
-            return sum((term for n, _, term in m._terms(params, state) if n not in declared),
+            return sum((term for n, _, term in terms(params, state) if n not in declared),
                        jnp.zeros(()))
 
         for k, state in enumerate(_probe_states(m.state_sites)):
@@ -104,7 +142,7 @@ def _probe_states(domains):
                       for i, (n, d) in enumerate(domains.items())} for k in (1, 2)]
 
 
-def probe_params(m, rng_key, rng) -> dict:
+def probe_params(m: ModelView, rng_key, rng) -> dict:
     """Random parameters for the structure analysis: the initial parameters moved by
     N(0, 1) (drawn from the numpy generator ``rng``) in the unconstrained space."""
     space = m.param_space
@@ -114,30 +152,32 @@ def probe_params(m, rng_key, rng) -> dict:
     return space.to_constrained(u)
 
 
-def covering_structure(m, inputs: dict) -> Structure:
-    """``m.structure``, or the structure joined with the interactions found on the
+def covering_structure(m: ModelView, structure: Structure, inputs: dict,
+                       cache: dict) -> Structure:
+    """``structure``, or the structure joined with the interactions found on the
     examples of ``inputs`` (model keyword arguments with a leading example axis) where
-    its blocks do not hold for all of them (:func:`~numpyro_ugm.structure.cover`)."""
+    its blocks do not hold for all of them (:func:`~numpyro_ugm.structure.cover`; its
+    findings kept in ``cache``)."""
     def log_potential(params, state, example):
-        return m.replace(kwargs={**m.kwargs, **example}).log_potential(params, state)
+        return m.with_inputs(example)(params, state)
 
     with jax.ensure_compile_time_eval():
-        return cover(m.structure, log_potential, m.state_sites,
-                     lambda key, rng: probe_params(m, key, rng), inputs,
-                     cache=cached(m.cache_key, ("for_inputs",), dict))
+        return cover(structure, log_potential, m.state_sites,
+                     lambda key, rng: probe_params(m, key, rng), inputs, cache=cache)
 
 
-def check_declared_conditionals(m) -> None:
+def check_declared_conditionals(m: ModelView) -> None:
     """Check the conditionals that factors of ``m`` declare against the factors' own
     values (:func:`~numpyro_ugm.factors.check_conditionals`) at two random states and
     parameter values; raises ``ValueError`` naming the factor, site and variable."""
+    trace = m.trace
     rng = np.random.default_rng(0)
     points = [(probe_params(m, jax.random.PRNGKey(k), rng), state)
               for k, state in enumerate(_probe_states(m.state_sites)[1:])]
 
     def term_at(name, values):
-        trace = m._trace(jax.random.PRNGKey(0), values)
-        return {n: t for n, _, t in log_terms(trace, values)}[name]
+        return {n: t for n, _, t in log_terms(trace(jax.random.PRNGKey(0), values),
+                                              values)}[name]
 
-    check_conditionals(lambda values: m._trace(jax.random.PRNGKey(0), values), term_at,
-                       m.state_sites, m._sites.hooked, points, rng)
+    check_conditionals(lambda values: trace(jax.random.PRNGKey(0), values), term_at,
+                       m.state_sites, m.hooked, points, rng)

@@ -1,7 +1,7 @@
 """The package's one cache of compiled programs (jitted functions, enumeration plans).
 
-Entries are keyed by the owner's cache key (:attr:`~numpyro_ugm.target.Target.cache_key`
-or :attr:`~numpyro_ugm.model.UGM.cache_key`: one per model and arguments) and by what the
+Entries are keyed by the owner's cache key (:attr:`~numpyro_ugm.target.Target.cache_key`:
+one per model, arguments, latent sites and fitted base) and by what the
 caller's program depends on statically. The cache holds at most :data:`MAX_ENTRIES`
 programs; the least recently used goes first, so a process that builds programs for ever
 new shapes (new models, sample counts, data lengths) stays within bounded memory.

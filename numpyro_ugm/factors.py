@@ -3,7 +3,7 @@
 A factor whose conditionals are cheaper than a gradient of the whole log-potential (an
 ERGM's change statistics: work proportional to a block of dyads, not to the graph)
 declares them with ``conditionals=``; the samplers then use them
-(:meth:`~numpyro_ugm.model.UGM.logdensity_fn` returns a
+(:meth:`~numpyro_ugm.target.Target.logdensity_fn` returns a
 :class:`~numpyro_ugm.conditionals.LogDensity`). A factor may also declare the coloring of
 the state's variables into conditionally independent blocks (``colors=``), when the
 structure analysis (Hessian probes, one per variable) would cost too much; the model

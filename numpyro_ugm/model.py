@@ -15,14 +15,16 @@ State sites present in the data are observed; the others are latent.
 
 The model class only traces: it finds the sites, evaluates the potential and the prior
 by tracing the model function, and produces the :class:`~numpyro_ugm.target.Target` the
-algorithms take (:meth:`UGM.target`) and its copies (:meth:`UGM.observe`,
-:meth:`UGM.bind`, :meth:`UGM.for_inputs`, :meth:`UGM.replace`). Parameter transforms and
+algorithms take (:meth:`UGM.target`; what the algorithms read is the target's alone) and
+its copies (:meth:`UGM.observe`, :meth:`UGM.for_inputs`, :meth:`UGM.for_example`,
+:meth:`UGM.with_fitted_base`, :meth:`UGM.replace`). Parameter transforms and
 checks live in :mod:`numpyro_ugm.params`, data validation in
 :mod:`numpyro_ugm.validation`, finiteness diagnosis in :mod:`numpyro_ugm.diagnose`, the
 structure analysis in :mod:`numpyro_ugm.structure` and compiled programs in
 :mod:`numpyro_ugm.compile_cache`.
 """
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -33,7 +35,9 @@ from numpyro.infer.initialization import init_to_median
 
 from ._checks import as_key
 from .conditionals import block_logits, zero_logits
-from .analysis import check_declared_conditionals, covering_structure, find_structure
+from .analysis import (ModelView, check_declared_conditionals, covering_structure,
+                       find_structure)
+from .compile_cache import cached
 from .factors import own_conditionals
 from .inputs import check_input_names, concrete_arrays
 from .validation import observed_sites
@@ -48,6 +52,10 @@ __all__ = ["UGM", "as_ugm"]
 class UGM:
     """An undirected graphical model declared as a numpyro model.
 
+    The model traces; the algorithms read its :meth:`target` (state sites, latent sites,
+    structure, log-potential, per-example binding, compile-cache key), which no member
+    of the model repeats.
+
     Parameters
     ----------
     model : callable
@@ -60,12 +68,7 @@ class UGM:
     Attributes
     ----------
     param_sites : dict of str -> ParamSite
-    state_sites : dict of str -> Domain
-    latent_sites : tuple of str
-        State sites that the data does not supply (set by :meth:`observe`).
-    blocks : list of dict of str -> ndarray
-        Blocks of conditionally independent variables (flat indices per site), found from
-        the model (see :mod:`numpyro_ugm.structure`).
+        The parameter sites (the state sites and their domains: ``target().state_sites``).
     """
 
     def __init__(self, model, *args, init_strategy=init_to_median, **kwargs):
@@ -73,9 +76,10 @@ class UGM:
         self.init_strategy = init_strategy
         self._sites = find_sites(trace_model(model, args, kwargs, jax.random.PRNGKey(0),
                                              substitute_fn=init_strategy))
-        self.param_sites, self.state_sites = self._sites.params, self._sites.state
-        self.latent_sites = ()
-        self._cache_token = object()  # see cache_key
+        self.param_sites, self._domains = self._sites.params, self._sites.state
+        self._latent = ()
+        self._cache_token = object()  # see target().cache_key
+        self._base_key = None  # the fitted base, see with_fitted_base
         self._target = None  # see target()
         self._structure = _StructureCell()  # shared with every copy (see replace())
 
@@ -92,7 +96,7 @@ class UGM:
         ``args`` / ``kwargs`` replace the model function's arguments (values may be
         traced, e.g. under ``jax.vmap``; they may change the potential's values, not its
         sites or interaction graph): the copy shares the structure, found now from the
-        concrete arguments if it was not yet, and gets its own :attr:`cache_key`.
+        concrete arguments if it was not yet, and gets its own compile-cache key.
         ``latent_sites`` sets the state sites the data does not supply (structure and
         cache key shared). ``structure`` replaces the structure (own cache key).
         """
@@ -101,16 +105,16 @@ class UGM:
         other._target = None
         if args is not None or kwargs is not None:
             if structure is None:
-                structure = self.structure  # from the concrete arguments, before rebinding
+                structure = self._found()  # from the concrete arguments, before rebinding
             other.args = self.args if args is None else tuple(args)
             other.kwargs = self.kwargs if kwargs is None else dict(kwargs)
         if latent_sites is not None:
             latent_sites = tuple(latent_sites)
-            unknown = [n for n in latent_sites if n not in self.state_sites]
+            unknown = [n for n in latent_sites if n not in self._domains]
             if unknown:
                 raise KeyError(f"latent sites {unknown} are not state sites of the model; "
-                               f"its state sites are {list(self.state_sites)}")
-            other.latent_sites = latent_sites
+                               f"its state sites are {list(self._domains)}")
+            other._latent = latent_sites
         if structure is not None:
             other._cache_token = object()
             other._structure = (self._structure if structure is self._structure.value
@@ -120,36 +124,44 @@ class UGM:
     def observe(self, observed: Iterable[str]) -> "UGM":
         """A copy whose latent sites are the state sites not in ``observed`` (names of
         the sites the data supplies), or ``self`` if they already are; it shares the
-        structure and :attr:`cache_key`."""
-        observed = observed_sites(self.state_sites, observed)
-        latent = tuple(n for n in self.state_sites if n not in observed)
-        return self if latent == self.latent_sites else self.replace(latent_sites=latent)
+        structure and compile-cache key."""
+        observed = observed_sites(self._domains, observed)
+        latent = tuple(n for n in self._domains if n not in observed)
+        return self if latent == self._latent else self.replace(latent_sites=latent)
 
     def with_fitted_base(self, data: dict) -> "UGM":
         """A copy whose real sites declared without ``loc``/``scale`` have their base
         Normal fitted to ``data`` (model representation, leading example axis; see
         :meth:`~numpyro_ugm.domains.Real.fitted`), or ``self`` if there are none (a
-        latent real site keeps the standard Normal). The copy shares the structure and
-        gets its own :attr:`cache_key` (compiled programs close over the base)."""
-        fit = {n: d.fitted(data[n]) for n, d in self.state_sites.items()
+        latent real site keeps the standard Normal). The copy shares the structure; its
+        target's ``cache_key`` names the fitted base (compiled programs close over it),
+        so the same data gives the same key."""
+        fit = {n: d.fitted(data[n]) for n, d in self._domains.items()
                if not d.finite and d.unfitted and n in data}
         if not fit:
             return self
-        other = self.replace(structure=self.structure)
-        other.state_sites = {**self.state_sites, **fit}
+        other = self.replace()
+        other._domains = {**self._domains, **fit}
+        digest = hashlib.blake2b(digest_size=16)
+        for n, d in fit.items():
+            digest.update(n.encode() + np.asarray(d.loc).tobytes()
+                          + np.asarray(d.scale).tobytes())
+        other._base_key = digest.hexdigest()
         return other
 
-    def bind(self, **inputs: Any) -> "UGM":
+    def for_example(self, **inputs: Any) -> "UGM":
         """A copy whose model keyword arguments are updated with ``inputs`` (one
-        example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``).
+        example's inputs of a CRF; values may be traced arrays, e.g. under ``vmap``): the
+        model of one example, for the entry points that take a model (its target is
+        that of :meth:`~numpyro_ugm.target.Target.bind`).
 
         The copy shares this model's structure when its blocks are valid for the new
         inputs (the inputs change the potential's values, not its interaction graph),
         and gets the structure joined with the new example's interactions otherwise
         (:meth:`for_inputs`; an adjacency matrix as input). Traced inputs cannot be
         checked: before binding the examples of a batch under ``vmap``, call
-        :meth:`for_inputs` on all of them (the learner and :func:`~numpyro_ugm.predict`
-        do). The copy does not share compiled functions (see :meth:`replace`).
+        :meth:`for_inputs` on all of them (:func:`~numpyro_ugm.problem.build_problem`
+        does). The copy does not share compiled functions (see :meth:`replace`).
         """
         check_input_names(inputs, self.kwargs)
         covered = (self.for_inputs(jax.tree.map(lambda v: np.asarray(v)[None], inputs))
@@ -161,52 +173,43 @@ class UGM:
         (model keyword arguments with a leading example axis): a CRF's interaction graph
         may depend on its inputs (:func:`~numpyro_ugm.analysis.covering_structure`)."""
         check_input_names(inputs, self.kwargs)
-        covering = covering_structure(self, inputs)
-        return self if covering is self.structure else self.replace(structure=covering)
+        structure = self._found()
+        covering = covering_structure(self._view(), structure, inputs,
+                                      cached(self._cache_token, ("for_inputs",), dict))
+        return self if covering is structure else self.replace(structure=covering)
 
-    @property
-    def cache_key(self) -> object:
-        """This model's key in :mod:`numpyro_ugm.compile_cache`: shared with the copies
-        :meth:`observe` makes (same arguments), new for copies whose arguments or
-        structure differ (:meth:`bind`, :meth:`replace`), since compiled programs close
-        over them."""
-        return self._cache_token
-
-    @property
-    def param_space(self) -> ParamSpace:
-        """The parameter sites and their transforms and checks."""
-        return ParamSpace(self.param_sites)
-
-    @property
-    def observed_sites(self) -> tuple:
-        """State sites that the data supplies."""
-        return tuple(n for n in self.state_sites if n not in self.latent_sites)
-
-    @property
-    def structure(self) -> Structure:
-        """Interaction graph, coloring and multilinearity (found by :meth:`analyze` on
+    def _found(self) -> Structure:
+        """Interaction graph, colouring and multilinearity (found by :meth:`analyze` on
         first use, even inside a trace, and shared with every copy of this model)."""
         cell = self._structure
         if cell.value is None:
             with jax.ensure_compile_time_eval():  # concrete even if first used in a trace
                 structure = self.analyze()
                 if self._sites.hooked:
-                    check_declared_conditionals(self)
+                    check_declared_conditionals(self._view())
                 cell.value = structure
         return cell.value
 
     def analyze(self, rng_key: jax.Array | None = None, **options: Any) -> Structure:
         """A fresh structure analysis (:func:`~numpyro_ugm.analysis.find_structure`; not
-        cached: :attr:`structure` is). ``options``: ``num_points``, ``num_interior``,
-        ``max_flip_variables`` of :func:`~numpyro_ugm.structure.analyze`."""
-        return find_structure(self, rng_key, **options)
+        cached: ``target().structure`` is). ``options``: ``num_points``,
+        ``num_interior``, ``max_flip_variables`` of :func:`~numpyro_ugm.structure.analyze`."""
+        return find_structure(self._view(), rng_key, **options)
 
-    @property
-    def blocks(self) -> list:
-        """Blocks of conditionally independent variables (``structure.blocks``)."""
-        return self.structure.blocks
+    def _view(self) -> ModelView:
+        """What the structure analysis reads of this model."""
+        return ModelView(self._domains, self._log_potential,
+                         lambda example: self.replace(
+                             kwargs={**self.kwargs, **example})._log_potential,
+                         self.init_params, self.param_space, self._sites.declared,
+                         self._sites.hooked, self._terms, self._trace)
 
     # --- parameters -------------------------------------------------------------------
+    @property
+    def param_space(self) -> ParamSpace:
+        """The parameter sites and their transforms and checks."""
+        return ParamSpace(self.param_sites)
+
     def init_params(self, rng_key: jax.Array) -> dict:
         """Initial parameters (constrained space): ``numpyro.param`` init values, and the
         ``init_strategy`` (default: median of prior draws) for sites with a prior."""
@@ -214,11 +217,20 @@ class UGM:
                             as_key(rng_key, "init_params"), substitute_fn=self.init_strategy)
         return {name: trace[name]["value"] for name in self.param_sites}
 
+    def log_prior(self, params: dict) -> jax.Array:
+        """Sum of the log prior densities of the parameters with a prior (0 if none)."""
+        if not any(s.prior is not None for s in self.param_sites.values()):
+            return jnp.zeros(())
+        state = {n: d.reference(d.batch_shape) for n, d in self._domains.items()}
+        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
+        return sum(jnp.sum(trace[n]["fn"].log_prob(trace[n]["value"]))
+                   for n, s in self.param_sites.items() if s.prior is not None)
+
     # --- potentials -------------------------------------------------------------------
-    def log_potential(self, params: dict, state: dict) -> jax.Array:
+    def _log_potential(self, params: dict, state: dict) -> jax.Array:
         """Unnormalized log-probability f(x; θ), the sum of the model's factors, at
         constrained ``params`` and one configuration ``state`` (model representation,
-        every state site, no batch axis: ``jax.vmap`` for batches)."""
+        every state site, no batch axis): the target's ``log_potential``."""
         total = 0.0
         for _, _, term in self._terms(params, state):
             total = total + term
@@ -227,7 +239,8 @@ class UGM:
     def factor_terms(self, params: dict, state: dict) -> dict:
         """The ``numpyro.factor`` terms of the log-potential by site name, each summed
         over its plates; observed sites with a distribution (``obs=``, likelihoods of
-        observed data) are not among them. Arguments as :meth:`log_potential`."""
+        observed data) are not among them. Arguments as the target's
+        :attr:`~numpyro_ugm.target.Target.log_potential`."""
         return {name: term for name, is_factor, term in self._terms(params, state)
                 if is_factor}
 
@@ -239,25 +252,19 @@ class UGM:
     def target(self) -> Target:
         """The :class:`~numpyro_ugm.target.Target` the algorithms take: this model's
         state sites, latent sites, structure and log-density as a function of the
-        parameters (built once per model copy; the structure is found on first use)."""
+        parameters (built once per model copy; the structure is found on first use).
+        When factors give their own conditionals (:func:`numpyro_ugm.factor`), its
+        ``logdensity_fn`` is a :class:`~numpyro_ugm.conditionals.LogDensity` whose
+        ``conditional_logits`` sums them with the conditionals of the other factors."""
         if self._target is None:
             self._target = Target(
-                dict(self.state_sites), tuple(self.latent_sites), self.structure,
-                self.log_potential,
+                dict(self._domains), tuple(self._latent), self._found(),
+                self._log_potential,
                 conditionals=self._hooked_conditionals if self._sites.hooked else None,
                 terms=lambda params, state: list(self._terms(params, state)),
-                binder=lambda inputs: self.bind(**inputs).target(),
-                cache_key=(self.cache_key, tuple(self.latent_sites)))
+                binder=lambda inputs: self.for_example(**inputs).target(),
+                cache_key=(self._cache_token, tuple(self._latent), self._base_key))
         return self._target
-
-    def logdensity_fn(self, params: dict) -> Callable[[dict], jax.Array]:
-        """The log-potential at fixed parameters, as blackjax kernels take it
-        (:meth:`~numpyro_ugm.target.Target.logdensity_fn` of :meth:`target`): ``state ->
-        f(state; params)``, one configuration in the model representation; when factors
-        give their own conditionals (:func:`numpyro_ugm.factor`), a
-        :class:`~numpyro_ugm.conditionals.LogDensity` whose ``conditional_logits`` sums
-        them with the conditionals of the other factors."""
-        return self.target().logdensity_fn(params)
 
     def _hooked_conditionals(self, params, state, domains, block):
         """Conditional log-probabilities of a block: the hooked factors' own, plus those
@@ -271,25 +278,16 @@ class UGM:
                 return sum((t for n, _, t in self._terms(params, x) if n not in hooked), 0.0)
 
             for s, logits in block_logits(rest, state, domains, block,
-                                          self.structure.multilinear).items():
+                                          self._found().multilinear).items():
                 out[s] = logits if s not in out else out[s] + logits
         missing = {s: idx for s, idx in block.items() if s not in out}
         return {**out, **zero_logits(domains, missing, jnp.result_type(float))}
 
-    def log_prior(self, params: dict) -> jax.Array:
-        """Sum of the log prior densities of the parameters with a prior (0 if none)."""
-        if not any(s.prior is not None for s in self.param_sites.values()):
-            return jnp.zeros(())
-        state = {n: d.reference(d.batch_shape) for n, d in self.state_sites.items()}
-        trace = self._trace(jax.random.PRNGKey(0), {**params, **state})
-        return sum(jnp.sum(trace[n]["fn"].log_prob(trace[n]["value"]))
-                   for n, s in self.param_sites.items() if s.prior is not None)
-
     def __repr__(self):
         name = getattr(self.model, "__name__", "model")
         return (f"UGM({name}: params={list(self.param_sites)}, "
-                f"state={ {n: d for n, d in self.state_sites.items()} }, "
-                f"latent={list(self.latent_sites)})")
+                f"state={ {n: d for n, d in self._domains.items()} }, "
+                f"latent={list(self._latent)})")
 
 
 class _StructureCell:

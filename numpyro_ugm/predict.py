@@ -23,13 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_key, check_count, check_inputs
+from ._checks import as_key, check_count
 from .compile_cache import cached
 from .conditionals import block_logits, scaled, site_variables
 from .diagnose import check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, init_chains, refresh_chains, step_chains
-from .model import UGM, as_ugm
+from .model import UGM
+from .problem import build_problem
 from .runloop import capacity
 
 __all__ = ["predict", "Prediction"]
@@ -69,6 +70,28 @@ def _labels_to_model(domain, labels, dtype):
         tuple(domain.shape_) + domain.event_shape)
 
 
+def _probabilities(f, x, domains, rao_blackwell):
+    """Per site (num_variables, K): conditional probabilities given the rest
+    (Rao-Blackwellized) or the indicator of the current value."""
+    if rao_blackwell:
+        logits = block_logits(f, x, domains, {s: None for s in domains}, True)
+        return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
+    return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
+            for s, d in domains.items()}
+
+
+def _checked(t, params, states, best, value, marginals):
+    """The result, with what the host checks: whether the potential is finite at the
+    chains' last states and at the prediction (``ok``), and those states."""
+    ok = jax.vmap(lambda x: potential_is_finite(t, params, x))(states.position)
+    ok_best = jnp.isfinite(value)
+    for v in jax.tree.leaves(marginals):
+        ok_best = ok_best & jnp.all(jnp.isfinite(v))
+    positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]),
+                             states.position, best)
+    return best, marginals, value, jnp.append(ok, ok_best), positions
+
+
 def _build(target, method, kernel, num_chains, rao_blackwell, steps):
     """The jitted ``run(params, keys, inputs, num_samples, num_warmup, betas)``, vmapped
     over examples. The counts are traced (dynamic loop bounds); ``"map"`` draws the keys
@@ -76,20 +99,10 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
     schedule ``betas`` (padded to ``steps``), so every count up to ``steps`` runs the same
     program (``"marginal"``: every count)."""
     domains = target.state_sites
-    whole = {s: None for s in domains}
     rao_blackwell = rao_blackwell and target.structure.multilinear
 
     def moved(states, key, logdensity_fn):
         return step_chains(kernel, key, states, logdensity_fn)[0]
-
-    def probabilities(f, x):
-        """Per site (num_variables, K): conditional probabilities given the rest
-        (Rao-Blackwellized) or the indicator of the current value."""
-        if rao_blackwell:
-            logits = block_logits(f, x, domains, whole, True)
-            return {s: jax.nn.softmax(logits[s], axis=-1) for s in domains}
-        return {s: jax.nn.one_hot(d.labels(site_variables(x[s], d)), d.num_values)
-                for s, d in domains.items()}
 
     def marginal_one(t, params, key, num_samples, num_warmup, betas):
         f = t.logdensity_fn(params)
@@ -104,7 +117,8 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
         def body(i, carry):
             states, acc = carry
             states = moved(states, jax.random.fold_in(run_key, i), f)
-            probs = jax.vmap(lambda x: probabilities(f, x))(states.position)
+            probs = jax.vmap(lambda x: _probabilities(f, x, domains, rao_blackwell))(
+                states.position)
             acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
             return states, acc
 
@@ -113,7 +127,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
             tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
         best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
                 for s, d in domains.items()}
-        return checked(t, params, states, best, f(best), marginals)
+        return _checked(t, params, states, best, f(best), marginals)
 
     def map_one(t, params, key, num_samples, num_warmup, betas):
         f = t.logdensity_fn(params)
@@ -138,18 +152,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
                                                       (states, position, values))
         winner = jnp.argmax(best_values)
         best = jax.tree.map(lambda a: a[winner], best)
-        return checked(t, params, states, best, best_values[winner], None)
-
-    def checked(t, params, states, best, value, marginals):
-        """The result, with what the host checks: whether the potential is finite at the
-        chains' last states and at the prediction (``ok``), and those states."""
-        ok = jax.vmap(lambda x: potential_is_finite(t, params, x))(states.position)
-        ok_best = jnp.isfinite(value)
-        for v in jax.tree.leaves(marginals):
-            ok_best = ok_best & jnp.all(jnp.isfinite(v))
-        positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]),
-                                 states.position, best)
-        return best, marginals, value, jnp.append(ok, ok_best), positions
+        return _checked(t, params, states, best, best_values[winner], None)
 
     one = marginal_one if method == "marginal" else map_one
 
@@ -174,7 +177,8 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     m : UGM or callable
         The model, traced with the keyword arguments of one example (e.g.
         ``ugm.UGM(ugm.models.grid_crf, **features_of_one_image)``); each example's
-        ``inputs`` replace those arguments (:meth:`UGM.bind`), with Gibbs blocks valid
+        ``inputs`` replace those arguments (:meth:`Target.bind
+        <numpyro_ugm.target.Target.bind>`), with Gibbs blocks valid
         for every example (:meth:`UGM.for_inputs`: an input may change the interaction
         graph). A model function is traced with the first example's inputs (and the
         compiled sampler is rebuilt at each call: pass a ``UGM`` to reuse it; it is kept
@@ -253,9 +257,9 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     if method == "map" and not 0 < float(beta_min) <= float(beta_max):
         raise ValueError(f"predict: need 0 < beta_min <= beta_max, got {beta_min}, "
                          f"{beta_max}")
-    m, inputs, num_examples = _traced(m, inputs)
-    m.param_space.check(params)
-    target = m.target()
+    problem = build_problem(m, inputs=inputs)  # blocks valid for every example
+    problem.param_model.space.check(params)
+    target, inputs, num_examples = problem.target, problem.inputs, problem.num_examples
     if target.real_sites:
         raise NotImplementedError(
             f"predict: the real site(s) {list(target.real_sites)} have no labels to "
@@ -285,24 +289,3 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     check_finite(target, "predict", params, ok, positions, where, inputs)
     labels = {s: d.from_model(best[s]) for s, d in target.state_sites.items()}
     return Prediction(labels, marginals, values)
-
-
-def _traced(m, inputs):
-    """The model (traced with the first example's inputs if it is a function), the
-    checked inputs and their number of examples; its structure valid for every example."""
-    if not isinstance(m, UGM) and callable(m) and inputs is not None:
-        if not isinstance(inputs, dict) or not inputs:
-            raise TypeError(f"inputs must be a non-empty dict of per-example model "
-                            f"keyword arguments (leading axis: examples), got "
-                            f"{type(inputs).__name__}")
-        first = {k: np.asarray(v)[0] if np.ndim(v) else v for k, v in inputs.items()}
-        try:
-            m = as_ugm(m, **first)
-        except TypeError as error:
-            raise TypeError(f"tracing the model with the first example's inputs "
-                            f"{list(inputs)} failed: {error}") from error
-    m = as_ugm(m)
-    if inputs is None:
-        return m, None, None
-    inputs, num_examples = check_inputs(inputs, m.kwargs)
-    return m.for_inputs(inputs), inputs, num_examples  # blocks valid for every example

@@ -1,6 +1,6 @@
 """One run loop for every iterative job of the package: learning (:class:`~numpyro_ugm.MLE`,
 and :class:`~numpyro_ugm.posterior.SGMCMC` through it) and the deterministic fits
-(:func:`~numpyro_ugm.evaluate.exact.fit`,
+(:func:`~numpyro_ugm.learn.exact.fit_exact`,
 :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood`).
 
 The caller supplies ``advance(state, length)``: a compiled function that runs ``length``
@@ -241,8 +241,9 @@ def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransfor
 
     ``args`` (e.g. the data), ``num_steps`` and ``tol`` are arguments of the compiled
     steps, not constants in them. With ``cached`` (``build -> program``, e.g.
-    ``lambda build: cached(m.cache_key, key, build)``), the compiled program is built once per key
-    and reused by later calls: the key must then identify ``loss`` and ``optimizer``.
+    ``lambda build: cached(target.cache_key, key, build)``), the compiled program is built
+    once per key and reused by later calls: the key must then identify ``loss`` and
+    ``optimizer``.
 
     Returns
     -------

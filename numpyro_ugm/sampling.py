@@ -20,6 +20,7 @@ from .diagnose import check_diverged, check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model import UGM
+from .problem import build_problem
 from .distributed import to_host
 from .runloop import capacity
 from .sharding import shard_particles, use_mesh
@@ -88,9 +89,9 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     thinning = check_count("sample", "thinning", thinning)
     num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
     rng_key = as_key(rng_key, "sample")
-    target = m.target()
-    m.param_space.check(params)
-    return _sample(target, params, rng_key, as_spec(kernel, gibbs()), num_samples,
+    problem = build_problem(m)
+    problem.param_model.space.check(params)
+    return _sample(problem.target, params, rng_key, as_spec(kernel, gibbs()), num_samples,
                    num_chains, num_warmup, thinning, init_state, mesh)
 
 

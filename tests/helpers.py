@@ -65,8 +65,8 @@ def model_values(domain, labels):
 
 def all_states(m, sites=None):
     """Every configuration of ``sites`` (default: all state sites), batched."""
-    sites = list(m.state_sites) if sites is None else list(sites)
-    domains = [m.state_sites[s] for s in sites]
+    sites = list(m.target().state_sites) if sites is None else list(sites)
+    domains = [m.target().state_sites[s] for s in sites]
     ranges = [range(d.num_values) for d in domains for _ in range(d.num_variables)]
     labels = np.array(list(itertools.product(*ranges)), np.int64).reshape(-1, len(ranges))
     out, pos = {}, 0
@@ -79,12 +79,12 @@ def all_states(m, sites=None):
 
 def variables(m):
     """(site, domain) for each state site, in the order configurations are numbered."""
-    return list(m.state_sites.items())
+    return list(m.target().state_sites.items())
 
 
 def exact_log_probs(m, params, beta=1.0):
     """log p(x) ∝ beta · f(x) over all configurations (float64)."""
-    f = jax.jit(jax.vmap(m.log_potential, in_axes=(None, 0)))(params, all_states(m))
+    f = jax.jit(jax.vmap(m.target().log_potential, in_axes=(None, 0)))(params, all_states(m))
     f = beta * np.asarray(f, np.float64)
     return f - np.logaddexp.reduce(f)
 
@@ -136,7 +136,7 @@ def compiled_run(m, spec, num_chains, num_steps):
     @functools.partial(jax.jit, compiler_options=RUN_HEAVY if num_chains >= 20000 else None)
     def run(rng_key, params, beta):
         def logdensity(x):
-            return beta * m.log_potential(params, x)
+            return beta * m.target().log_potential(params, x)
 
         init_key, run_key = jax.random.split(rng_key)
         start = m.target().random_state(init_key, (num_chains,))
@@ -594,6 +594,6 @@ def triad6_problem_data():
     data = exact.sample(m, {"theta": theta_true}, jax.random.PRNGKey(11), 500)
     density = float(np.mean(data["y"]))
     assert 0.15 < density < 0.85  # not degenerate
-    best = exact.fit(m, data, num_steps=200, tol=1e-5)
+    best = ugm.fit_exact(m, data, num_steps=200, tol=1e-5)
     assert best.converged
     return m, theta_true, data, best

@@ -22,10 +22,10 @@ def chain(extra):
 
 
 def test_a_declared_coloring_is_used_only_when_nothing_else_depends_on_the_state():
-    declared = ugm.UGM(chain, "constant").structure
+    declared = ugm.UGM(chain, "constant").target().structure
     np.testing.assert_array_equal(declared.colors, [0, 1, 0, 1])
     assert declared.edges is None  # declared: the graph itself is not known
-    analysed = ugm.UGM(chain, "coupling").structure
+    analysed = ugm.UGM(chain, "coupling").target().structure
     edges = {tuple(int(v) for v in e) for e in analysed.edges}
     assert edges == {(0, 1), (1, 2), (2, 3), (0, 2)}
     assert analysed.colors[0] != analysed.colors[2]

@@ -18,7 +18,7 @@ def test_an_integer_rng_key_is_an_error_everywhere():
         "predict": lambda: ugm.predict(m, params, rng_key=0),
         "ais": lambda: ugm.ais.log_partition(m, params, 0, 2, 3),
         "MLE.init": lambda: ugm.MLE(m, ugm.PCD(2), optax.sgd(0.1)).init(0, data),
-        "fit": lambda: exact.fit(m, data, rng_key=0),
+        "fit_exact": lambda: ugm.fit_exact(m, data, rng_key=0),
         "init_params": lambda: m.init_params(0),
     }
     for owner, call in calls.items():
@@ -37,7 +37,7 @@ def test_a_fractional_count_is_an_error_everywhere():
         ("exact.sample", "num_samples", 1): lambda: exact.sample(m, params, key, 2.5),
         ("predict", "num_warmup", 0): lambda: ugm.predict(m, params, num_warmup=0.5),
         ("ais", "num_chains", 2): lambda: ugm.ais.log_partition(m, params, key, 2.5, 3),
-        ("fit", "num_steps", 0): lambda: exact.fit(m, data, num_steps=10.5),
+        ("fit_exact", "num_steps", 0): lambda: ugm.fit_exact(m, data, num_steps=10.5),
         ("MLE.run", "num_steps", 0): lambda: ugm.MLE(m, ugm.PCD(2), optax.sgd(0.1)).run(
             key, 1.5, data),
         ("gibbs_fn", "num_mcmc_steps", 1): lambda: ugm.infer.gibbs_fn(m, num_mcmc_steps=1.5),

@@ -22,13 +22,13 @@ from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
 
 def brute_logits(m, params, state, site, i):
     """f at each value of variable i of ``site`` (the others as in ``state``)."""
-    domain = m.state_sites[site]
+    domain = m.target().state_sites[site]
     flat = np.asarray(state[site]).reshape((domain.num_variables,) + domain.event_shape)
     out = []
     for value in np.asarray(domain.model_values()):
         y = flat.copy()
         y[i] = value
-        out.append(float(m.log_potential(params, {**state, site: jnp.asarray(
+        out.append(float(m.target().log_potential(params, {**state, site: jnp.asarray(
             y.reshape(np.shape(state[site])))})))
     return np.array(out)
 
@@ -42,12 +42,12 @@ def centred(logits):
 def test_gradient_logits_equal_brute_force(make):
     m, params = make()
     state = m.target().random_state(jax.random.PRNGKey(0))
-    f = lambda x: m.log_potential(params, x)  # noqa: E731
-    for block in m.blocks:
-        fast = conditional_logits(f, state, m.state_sites, block)
-        slow = exact_conditional_logits(f, state, m.state_sites, block)
+    f = lambda x: m.target().log_potential(params, x)  # noqa: E731
+    for block in m.target().blocks:
+        fast = conditional_logits(f, state, m.target().state_sites, block)
+        slow = exact_conditional_logits(f, state, m.target().state_sites, block)
         for s, idx in block.items():
-            idx = range(m.state_sites[s].num_variables) if idx is None else idx
+            idx = range(m.target().state_sites[s].num_variables) if idx is None else idx
             want = np.stack([centred(brute_logits(m, params, state, s, int(i)))
                              for i in idx])
             np.testing.assert_allclose(centred(fast[s]), want, atol=1e-4)
@@ -80,17 +80,17 @@ def test_sum_out_and_free_energy_equal_the_sum_over_hidden_states():
     latent = m.observe(["v"])
     v = np.array([1.0, 0.0, 1.0, 1.0, 0.0], np.float32)
     hs = np.array(list(itertools.product([0.0, 1.0], repeat=3)), np.float32)
-    f = np.array([float(m.log_potential(params, {"v": v, "h": h})) for h in hs])
+    f = np.array([float(m.target().log_potential(params, {"v": v, "h": h})) for h in hs])
     want = float(np.logaddexp.reduce(f))
     state = {"v": jnp.asarray(v), "h": jnp.zeros(3)}
-    got = sum_out(lambda x: m.log_potential(params, x), state, m.state_sites, {"h": None})
+    got = sum_out(lambda x: m.target().log_potential(params, x), state, m.target().state_sites, {"h": None})
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
     np.testing.assert_allclose(float(latent.target().free_energy(params, {"v": jnp.asarray(v)})),
                                want, rtol=1e-5)
     # ∇θ F = E_q[∇θ f] = ∇θ of the summed-out value (the envelope theorem)
     g_free = jax.grad(lambda p: latent.target().free_energy(p, {"v": jnp.asarray(v)}))(params)
-    g_sum = jax.grad(lambda p: sum_out(lambda x: m.log_potential(p, x), state,
-                                       m.state_sites, {"h": None}))(params)
+    g_sum = jax.grad(lambda p: sum_out(lambda x: m.target().log_potential(p, x), state,
+                                       m.target().state_sites, {"h": None}))(params)
     for k in params:
         np.testing.assert_allclose(g_free[k], g_sum[k], atol=1e-5, err_msg=k)
     # the test can fail: the sum is not just f at one hidden state
@@ -171,12 +171,12 @@ def _hooked_chain(with_field):
 def test_a_factors_own_conditionals_join_those_of_the_other_factors(with_field):
     m = ugm.UGM(_hooked_chain(with_field))
     params = {"J": jnp.asarray(0.7)}
-    f = m.logdensity_fn(params)
+    f = m.target().logdensity_fn(params)
     assert isinstance(f, LogDensity)
     state = m.target().random_state(jax.random.PRNGKey(3))
     for block in ({"x": None, "z": None}, {"x": np.array([2, 0]), "z": np.array([1])}):
-        got = f.conditional_logits(state, m.state_sites, block)
-        want = exact_conditional_logits(f, state, m.state_sites, block)
+        got = f.conditional_logits(state, m.target().state_sites, block)
+        want = exact_conditional_logits(f, state, m.target().state_sites, block)
         for s in block:
             np.testing.assert_allclose(got[s][:, 1] - got[s][:, 0],
                                        want[s][:, 1] - want[s][:, 0], rtol=1e-5, atol=1e-5)

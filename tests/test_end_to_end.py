@@ -23,7 +23,7 @@ def problem():
 def exact_ml(problem):
     """Exact ML by L-BFGS (100 steps: converged to float32 precision, as 200 are)."""
     m, _, train = problem
-    return exact.fit(m, train, num_steps=100)
+    return ugm.fit_exact(m, train, num_steps=100)
 
 
 def objective(m, params, data):
@@ -50,7 +50,7 @@ def test_pcd_reaches_exact_ml_supremum(problem, exact_ml):
     # the prior of the MAP test below matters: its optimum is far from this one
     m_prior = ugm.UGM(ugm.models.vbm, N, fields=False, prior_scale=0.5)
     upper = np.triu_indices(N, 1)
-    map_w = np.asarray(exact.fit(m_prior, train, num_steps=100).params["W"])[upper]
+    map_w = np.asarray(ugm.fit_exact(m_prior, train, num_steps=100).params["W"])[upper]
     assert np.abs(np.asarray(best.params["W"])[upper] - map_w).max() > 0.3
 
 
@@ -62,7 +62,7 @@ def test_pcd_map_matches_exact_map():
     n = 10
     _, train, _ = vbm_problem(jax.random.PRNGKey(0), n, 500, 10)
     m_prior = ugm.UGM(ugm.models.vbm, n, fields=False, prior_scale=0.5)
-    best = exact.fit(m_prior, train, num_steps=100)
+    best = ugm.fit_exact(m_prior, train, num_steps=100)
     assert float(best.grad_norm) < 1e-3  # with a Gaussian prior the optimum exists
     upper = np.triu_indices(n, 1)
     steps = 1000

@@ -148,7 +148,7 @@ INFO_FIELDS = {
 def small_model():
     m = ugm.UGM(ugm.models.vbm, 4).observe(["x"])
     params = jax.tree.map(lambda a: 0.3 * jnp.ones_like(a), m.init_params(jax.random.PRNGKey(0)))
-    batch = validate_data(m.state_sites,
+    batch = validate_data(m.target().state_sites,
                           {"x": np.array([[1, -1, 1, 1], [-1, -1, 1, -1]], np.float32)})
     return m, params, batch
 

@@ -53,7 +53,7 @@ def problem():
 def exact_gradient_reference(optimizer_name):
     """The exact training log-likelihood after NUM_STEPS exact-gradient steps."""
     m, train = problem()
-    result = exact.fit(m, train, params=m.init_params(jax.random.PRNGKey(0)),
+    result = ugm.fit_exact(m, train, params=m.init_params(jax.random.PRNGKey(0)),
                        num_steps=NUM_STEPS, optimizer=OPTIMIZERS[optimizer_name](), tol=0.0)
     return float(exact.log_likelihood(m, result.params, train))
 

@@ -20,7 +20,7 @@ def test_chains_start_at_the_batch_and_move_under_the_current_parameters():
     m = ugm.UGM(ugm.models.vbm, 4)
     target = m.target()
     rows = np.where(np.arange(8)[:, None] % 2 == 0, 1, -1) * np.ones(4, np.int8)
-    batch = validate_data(m.state_sites, {"x": rows.astype(np.int8)})
+    batch = validate_data(m.target().state_sites, {"x": rows.astype(np.int8)})
     cd = ugm.CD(num_mcmc_steps=1)
     state = cd.init(jax.random.PRNGKey(0), target, None, batch)
     update = jax.jit(lambda key, params, batch: cd.update(key, state, target, params, batch))
@@ -31,6 +31,6 @@ def test_chains_start_at_the_batch_and_move_under_the_current_parameters():
                                rtol=1e-6)
     assert float(info.ess) == 8.0
     fields = {"W": jnp.zeros((4, 4)), "b": jnp.full(4, 8.0)}
-    down = validate_data(m.state_sites, {"x": -np.ones((8, 4), np.int8)})
+    down = validate_data(m.target().state_sites, {"x": -np.ones((8, 4), np.int8)})
     _, particles, _ = update(jax.random.PRNGKey(2), fields, down)
     np.testing.assert_array_equal(np.asarray(particles.position["x"]), np.ones((8, 4)))

@@ -25,7 +25,7 @@ def test_per_example_wrapper_updates_only_the_batch_examples():
     n, num = 4, 3
     fields = jnp.asarray(np.random.default_rng(2).normal(size=(num, n)), jnp.float32)
     m = ugm.UGM(chain_crf, n, field=fields[0]).observe(["y"])
-    data = validate_data(m.state_sites, {"y": np.ones((num, n), np.int8)})
+    data = validate_data(m.target().state_sites, {"y": np.ones((num, n), np.int8)})
     params = m.init_params(jax.random.PRNGKey(0))
     wrapper = PerExample(ugm.PCD(8))
     assert wrapper.num_particles == 8
@@ -43,7 +43,7 @@ def test_per_example_wrapper_updates_only_the_batch_examples():
     # inputs, with the wrapper's key for it
     own_key = jax.random.split(key, 2)[0]
     own, _, _ = ugm.PCD(8).update(own_key, jax.tree.map(lambda a: a[2], state),
-                                  m.bind(field=fields[2]), params,
+                                  m.target().bind(field=fields[2]), params,
                                   {"y": data["y"][2][None]})
     np.testing.assert_array_equal(new.position["y"][2], own.position["y"])
     assert float(info.ess) == 8.0

@@ -27,7 +27,7 @@ def tempering_runs():
     far = jax.tree.map(lambda a, b: a + 3.0 * (b - a), start, end)
     near = jax.tree.map(lambda a, b: a + 0.01 * (b - a), start, end)
     kernel = ugm.kernels.gibbs().build(m.target())
-    f = lambda p: (lambda x: m.log_potential(p, x))  # noqa: E731
+    f = lambda p: (lambda x: m.target().log_potential(p, x))  # noqa: E731
     zero = lambda x: jnp.zeros(())  # noqa: E731
     settings = dict(target_ess=TARGET_ESS, max_betas=64, record_path=True)
 

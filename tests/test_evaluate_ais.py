@@ -12,7 +12,7 @@ from conftest import TraceCounter
 from helpers import small_rbm, spins3
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import ais, ais_setup, exact
+from numpyro_ugm.evaluate import ais, _ais_setup, exact
 
 
 # by default the base-rate start runs in
@@ -156,7 +156,7 @@ def test_raise_is_unbiased_for_the_annealing_model():
     hs = np.array(list(np.ndindex(2, 2)), np.float32)  # (4, 2)
     W, b, c = (np.asarray(params[k], np.float64) for k in "Wbc")
     target = m.target()
-    setup = ais_setup.setup(target, None, None, None, None)
+    setup = _ais_setup.setup(target, None, None, None, None)
     log_q = vs @ (np.asarray(setup.logq["v"])[:, 1] - np.asarray(setup.logq["v"])[:, 0])
     log_q = log_q + np.asarray(setup.logq["v"])[:, 0].sum()
     p_ann = np.exp(log_q)  # the base, normalized

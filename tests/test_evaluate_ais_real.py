@@ -12,7 +12,7 @@ import numpyro
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import ais, ais_setup
+from numpyro_ugm.evaluate import ais, _ais_setup
 
 
 def gbrbm(D, H, declared=False):
@@ -93,7 +93,7 @@ def test_gbrbm_log_z_both_directions_against_the_closed_form():
     p = _gbrbm_params()
     m = ugm.UGM(gbrbm, 6, 3, declared=True).observe(["v"])
     params, truth = _f32(p), _gbrbm_log_z(p)
-    assert ais_setup.setup(m.target(), None, None, None, None).summed == ("h",)
+    assert _ais_setup.setup(m.target(), None, None, None, None).summed == ("h",)
     draws = _gbrbm_draws(p, 1000, seed=1)
     r = ais.log_partition(m, params, jax.random.PRNGKey(1), 1000, 4, tolerance=np.inf,
                           data={"v": draws["v"]}, reverse_from=draws)

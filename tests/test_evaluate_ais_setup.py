@@ -1,4 +1,4 @@
-"""What AIS is set up with (evaluate/ais_setup.py): the default schedule, the checks of
+"""What AIS is set up with (evaluate/_ais_setup.py): the default schedule, the checks of
 the schedule, of the base distribution and of the reverse runs' starting states, and the
 warning for an inverted bracket. (AIS against exact enumeration: test_evaluate_ais.py.)"""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import small_rbm
 
-from numpyro_ugm.evaluate import ais, ais_setup
+from numpyro_ugm.evaluate import ais, _ais_setup
 
 
 def test_ais_checks_the_base_it_is_given():
@@ -101,8 +101,8 @@ def test_an_inverted_bracket_warns():
     inverted = ais.AISLikelihoodResult(-93.5, 0.6, 10.0, 0.6, np.zeros(4), -91.2, 0.2,
                                        -93.5, 0.6)
     with pytest.warns(RuntimeWarning, match="inverted by 2.3 nats"):
-        ais_setup.warn_if_wide("ais.log_likelihood", inverted, 1.0, "the log-likelihood")
+        _ais_setup.warn_if_wide("ais.log_likelihood", inverted, 1.0, "the log-likelihood")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ais_setup.warn_if_wide("ais.log_likelihood", inverted._replace(lower=-93.0), 1.0,
+        _ais_setup.warn_if_wide("ais.log_likelihood", inverted._replace(lower=-93.0), 1.0,
                                "it")

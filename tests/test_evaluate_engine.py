@@ -1,4 +1,4 @@
-"""The enumeration engine (evaluate/engine.py): plans that sum a layer out in closed form
+"""The enumeration engine (evaluate/_engine.py): plans that sum a layer out in closed form
 when that pays, chunks that decode an integer index into each configuration exactly once,
 and the checks of the chunk size and of the sum-out mode. (The sums against brute force:
 test_evaluate_enumeration.py.)"""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate.engine import check_size, chunk_states, chunks, make_plan
+from numpyro_ugm.evaluate._engine import check_size, chunk_states, chunks, make_plan
 
 
 def test_plans_of_an_rbm():

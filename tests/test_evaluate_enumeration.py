@@ -1,7 +1,7 @@
-"""Exact evaluation by enumeration (evaluate/enumeration.py, reached through ``exact``:
+"""Exact evaluation by enumeration (evaluate/_enumeration.py, reached through ``exact``:
 log Z, log-probabilities, log-likelihoods, marginals, expectations and their checks),
 checked against brute force written here: itertools over every configuration, each
-evaluated with ``m.log_potential`` and summed in float64. (The exact fits and exact
+evaluated with ``m.target().log_potential`` and summed in float64. (The exact fits and exact
 sampling of evaluate/exact.py: test_evaluate_exact.py; the models ``vbm``, ``rbm`` and
 ``potts`` are fixtures of conftest.py.)"""
 
@@ -27,7 +27,7 @@ _BRUTE = {}
 def brute_f(m, params, states):
     """f at each of a batch of states, float64 (one compiled function per model)."""
     if id(m) not in _BRUTE:
-        _BRUTE[id(m)] = (m, jax.jit(jax.vmap(m.log_potential, in_axes=(None, 0))))
+        _BRUTE[id(m)] = (m, jax.jit(jax.vmap(m.target().log_potential, in_axes=(None, 0))))
     f = _BRUTE[id(m)][1]
     return np.asarray(f(params, {k: jnp.asarray(v) for k, v in states.items()}), np.float64)
 
@@ -44,13 +44,13 @@ def brute_probs(m, params):
 
 def brute_grad_log_z(m, params):
     states, p = brute_probs(m, params)
-    grads = jax.jit(jax.vmap(lambda x: jax.grad(m.log_potential)(params, x)))(states)
+    grads = jax.jit(jax.vmap(lambda x: jax.grad(m.target().log_potential)(params, x)))(states)
     return {k: np.einsum("s,s...->...", p, np.asarray(v, np.float64)) for k, v in grads.items()}
 
 
 def brute_log_marginal(m, params, observed):
     """log Σ_latent exp f(observed_n, latent) for each example (model representation)."""
-    latent = [s for s in m.state_sites if s not in observed]
+    latent = [s for s in m.target().state_sites if s not in observed]
     hidden = all_states(m, latent)
     num_hidden = len(next(iter(hidden.values())))
     num_examples = len(next(iter(observed.values())))
@@ -131,7 +131,7 @@ def third_order():
 
 def test_third_order_binary_log_z(third_order):
     m, params = third_order
-    assert m.structure.multilinear
+    assert m.target().structure.multilinear
     np.testing.assert_allclose(exact.log_partition(m, params, chunk_size=50),
                                brute_log_z(m, params), rtol=2e-6)
 
@@ -159,7 +159,7 @@ def test_sum_out_set_is_extended_but_stays_non_interacting():
 def test_not_multilinear_is_enumerated_in_full():
     m = ugm.UGM(absolute, 7)
     params = normal_params(m, 5, 0.7)
-    assert not m.structure.multilinear
+    assert not m.target().structure.multilinear
     assert exact.num_enumerated(m) == (2 ** 7, {})
     np.testing.assert_allclose(exact.log_partition(m, params, chunk_size=29),
                                brute_log_z(m, params), rtol=2e-6)
@@ -212,7 +212,7 @@ def test_rbm_log_likelihood_hidden_summed(rbm):
 
 def test_interacting_latent_sites_enumerated_per_example(third_order):
     m, params = third_order
-    assert not m.structure.independent(("y",))  # no closed form: enumerated per example
+    assert not m.target().structure.independent(("y",))  # no closed form: enumerated per example
     x = np.random.default_rng(1).integers(0, 2, size=(7, 5))
     expected = brute_log_marginal(m, params, {"x": x.astype(np.float32)}) - brute_log_z(m,
                                                                                        params)
@@ -259,7 +259,7 @@ def test_log_likelihood_compiles_once_per_power_of_two_of_examples():
     assert len(calls) > traced
     # the padding stays out of gradients too
     grad = jax.grad(lambda p: exact.log_likelihood(m, p, {"x": x[:6]}))(params)
-    want = jax.grad(lambda p: jnp.mean(jax.vmap(m.log_potential, (None, 0))(
+    want = jax.grad(lambda p: jnp.mean(jax.vmap(m.target().log_potential, (None, 0))(
         p, {"x": jnp.asarray(x[:6], jnp.float32)})) - exact.log_partition(m, p))(params)
     for k in want:
         np.testing.assert_allclose(grad[k], want[k], rtol=1e-4, atol=1e-5)
@@ -294,7 +294,7 @@ def test_marginals(name, request):
     m, params = request.getfixturevalue(name)
     states, p = brute_probs(m, params)
     got = exact.marginals(m, params, chunk_size=5)
-    for s, d in m.state_sites.items():
+    for s, d in m.target().state_sites.items():
         if isinstance(d, ugm.Categorical):
             onehot = states[s]
         else:
@@ -346,7 +346,7 @@ def test_float64(potts):
         got = exact.log_partition(m, params, chunk_size=7)
         assert got.dtype == jnp.float64
         states = all_states(m)
-        f = jax.vmap(lambda x: m.log_potential(params, x))(
+        f = jax.vmap(lambda x: m.target().log_potential(params, x))(
             {k: jnp.asarray(v, jnp.float64) for k, v in states.items()})
         np.testing.assert_allclose(got, logsumexp(np.asarray(f)), rtol=1e-12)
 
@@ -385,7 +385,7 @@ def test_every_evaluation_checks_its_params():
         "marginals": lambda p: exact.marginals(m, p),
         "expectation": lambda p: exact.expectation(m, p, lambda x: x["x"]),
         "sample": lambda p: exact.sample(m, p, jax.random.PRNGKey(0), 2),
-        "fit": lambda p: exact.fit(m, data, params=p),
+        "fit_exact": lambda p: ugm.fit_exact(m, data, params=p),
         "pseudo_log_likelihood": lambda p: ugm.pseudo_log_likelihood(m, p, data),
     }
     for bad, error, message in BAD_PARAMS:

@@ -1,4 +1,4 @@
-"""Exact fits and exact sampling (evaluate/exact.py: ``exact.fit``, ``exact.sample``),
+"""Exact fits and exact sampling (evaluate/exact.py: ``fit_exact``, ``exact.sample``),
 checked against brute force written here (scipy optimizers over every configuration,
 frequencies against the exact marginals). The enumeration these build on (log Z,
 log-probabilities, marginals): test_evaluate_enumeration.py."""
@@ -36,7 +36,7 @@ def test_fit_map_matches_brute_force_optimum(vbm):
     x = np.where(rng.random((30, n)) < 0.7, 1, -1)
     x[:, 1] = x[:, 0] * np.where(rng.random(30) < 0.85, 1, -1)  # a strong coupling
     x[:, 2] = x[:, 0]  # a pair that always agrees: without the prior the MLE would not exist
-    result = exact.fit(m, {"x": x}, num_steps=300)
+    result = ugm.fit_exact(m, {"x": x}, num_steps=300)
 
     # brute force in float64: features x_i x_j (i < j) and x_i, Gaussian prior on all of W, b
     X = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
@@ -114,7 +114,7 @@ def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):
     m, _ = rbm
     v = np.random.default_rng(5).integers(0, 2, size=(20, 6))
     v[:, 1] = v[:, 0]
-    result = exact.fit(m, {"v": v}, num_steps=150, optimizer=optax.adam(0.05),
+    result = ugm.fit_exact(m, {"v": v}, num_steps=150, optimizer=optax.adam(0.05),
                        rng_key=jax.random.PRNGKey(0))
     assert result.num_steps == 150 and not result.converged
     ll0 = result.trace["log_likelihood"][0]
@@ -122,7 +122,7 @@ def test_fit_mle_rbm_with_adam_increases_likelihood(rbm):
                                exact.log_likelihood(m, result.params, {"v": v}), atol=1e-5)
     assert float(result.log_likelihood) > ll0 + 0.5
     with pytest.raises(TypeError, match="already a UGM"):
-        exact.fit(m, {"v": v}, 6)
+        ugm.fit_exact(m, {"v": v}, 6)
 
 
 def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
@@ -139,10 +139,10 @@ def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
 
     # the VBM's interaction graph (complete) covers this one's: no analysis to pay for,
     # and no variable summed out in closed form (512 configurations enumerated)
-    m = ugm.UGM(model).replace(structure=vbm[0].structure)
+    m = ugm.UGM(model).replace(structure=vbm[0].target().structure)
     x = np.ones((3, 9), np.int8)
     x[2, 0] = -1
-    result = exact.fit(m, {"x": x}, num_steps=200, optimizer=optax.sgd(1.0), tol=1e-7)
+    result = ugm.fit_exact(m, {"x": x}, num_steps=200, optimizer=optax.sgd(1.0), tol=1e-7)
 
     def objective(t, jacobian):  # x_1 .. x_8 are uniform, independent of t
         ll = t * x[:, 0].mean() - np.log(2 * np.cosh(t))
@@ -159,7 +159,7 @@ def test_fits_compile_once_per_model(rbm):
     the same shape and another step count (of the same power-of-two capacity), reuses the
     compiled steps (it does not trace the model) and gives what a freshly traced model
     gives."""
-    from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+    from numpyro_ugm.learn import fit_exact, fit_pseudo_likelihood
 
     model = TraceCounter(ugm.models.rbm)  # the fixture's model, its tracing counted
     m = ugm.UGM(model, *rbm[0].args)
@@ -167,7 +167,7 @@ def test_fits_compile_once_per_model(rbm):
     start = m.init_params(jax.random.PRNGKey(0))
     rng = np.random.default_rng(7)
     first, second = ({"v": rng.integers(0, 2, size=(20, 6))} for _ in range(2))
-    for fit, name in ((exact.fit, "exact.fit"), (fit_pseudo_likelihood, "fit_pseudo_likelihood")):
+    for fit, name in ((fit_exact, "fit_exact"), (fit_pseudo_likelihood, "fit_pseudo_likelihood")):
         opt = optax.adam(0.05)
         before = model.calls
         fit(m, first, params=start, num_steps=30, optimizer=opt)

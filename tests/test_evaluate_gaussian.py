@@ -1,5 +1,5 @@
 """Exact evaluation of models Gaussian in their real sites given the finite ones
-(evaluate/gaussian.py through ``ugm.exact``): a Gaussian MRF and a Gaussian–Bernoulli RBM
+(evaluate/_gaussian.py through ``ugm.exact``): a Gaussian MRF and a Gaussian–Bernoulli RBM
 against closed forms written here with numpy (log Z = ½ log det(2πΣ) + ½ bᵀΣb; the RBM's
 log Z and visible marginal as sums over 2^H Gaussian integrals), the error at a precision
 that is not positive definite, the MLE of a full precision, and the samplers (Gibbs with
@@ -221,7 +221,7 @@ def test_gmrf_mle_exact_fit_and_pcd():
     xbar, C = x.mean(0), np.cov(x.T, bias=True)
     P_hat = np.linalg.inv(C)
     se = np.sqrt((np.outer(np.diag(P_hat), np.diag(P_hat)) + P_hat ** 2) / N)
-    fit = exact.fit(m, {"x": x}, num_steps=200)
+    fit = ugm.fit_exact(m, {"x": x}, num_steps=200)
     np.testing.assert_allclose(fit.params["P"], P_hat, atol=2e-3)
     np.testing.assert_allclose(fit.params["b"], P_hat @ xbar, atol=2e-3)
     best = float(fit.log_likelihood)

@@ -24,8 +24,8 @@ def brute_force(m, params, inputs, data, shape):
     configs = jnp.asarray(list(itertools.product([-1.0, 1.0], repeat=int(np.prod(shape)))))
     log_probs, pseudo = [], []
     for n in range(len(data["x"])):
-        mb = m.bind(**{k: v[n] for k, v in inputs.items()})
-        f = jax.vmap(lambda x: mb.log_potential(params, {"x": x.reshape(shape)}))(configs)
+        mb = m.for_example(**{k: v[n] for k, v in inputs.items()})
+        f = jax.vmap(lambda x: mb.target().log_potential(params, {"x": x.reshape(shape)}))(configs)
         x = jnp.asarray(data["x"][n], jnp.float32).reshape(-1)
         index = int(np.ravel_multi_index(tuple((np.asarray(x) > 0).astype(int)),
                                          (2,) * x.size))
@@ -125,7 +125,7 @@ def best(objective):
 
 @pytest.mark.slow  # by default the evaluations above check the same per-example binding
 def test_fits_take_each_examples_inputs():
-    """``exact.fit`` and ``fit_pseudo_likelihood`` take a CRF's inputs as evaluation does
+    """``fit_exact`` and ``fit_pseudo_likelihood`` take a CRF's inputs as evaluation does
     (they used to hand ``inputs=`` to the model function: ``TypeError``) and maximize the
     conditional likelihood and pseudo-likelihood over the examples, each under its own
     graph; a model function is traced with the first example's inputs."""
@@ -133,7 +133,7 @@ def test_fits_take_each_examples_inputs():
     log_likelihood, pseudo = conditional_objectives(inputs, data)
     start = {"J": jnp.asarray(0.1, jnp.float32)}
     for model, args in ((adjacency_crf, ()), (m, ())):
-        ml = exact.fit(model, data, *args, params=start, num_steps=100, inputs=inputs)
+        ml = ugm.fit_exact(model, data, *args, params=start, num_steps=100, inputs=inputs)
         assert ml.converged
         np.testing.assert_allclose(ml.params["J"], best(log_likelihood), atol=1e-3)
         np.testing.assert_allclose(ml.log_likelihood, log_likelihood(best(log_likelihood)),
@@ -145,10 +145,10 @@ def test_fits_take_each_examples_inputs():
         np.testing.assert_allclose(mple.pseudo_log_likelihood, pseudo(best(pseudo)),
                                    rtol=1e-5)
     # the inputs matter: the two optima differ from the fits of the traced graph alone
-    alone = exact.fit(m, data, params=start, num_steps=100)
+    alone = ugm.fit_exact(m, data, params=start, num_steps=100)
     assert abs(float(alone.params["J"]) - best(log_likelihood)) > 0.05
     with pytest.raises(TypeError, match=r"inputs \['colour'\] are not keyword arguments"):
-        exact.fit(m, data, params=start, inputs={"colour": inputs["adjacency"]})
+        ugm.fit_exact(m, data, params=start, inputs={"colour": inputs["adjacency"]})
 
 
 def test_crf_evaluation_compiles_once_per_power_of_two_of_examples():

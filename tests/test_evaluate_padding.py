@@ -1,4 +1,4 @@
-"""The padding of the example axis (evaluate/padding.py), which lets data of 5 to 8
+"""The padding of the example axis (evaluate/_padding.py), which lets data of 5 to 8
 examples share one compiled program: lengths round up to a power of two, padded rows are
 copies of the first row, and masked means and cuts give the unpadded results."""
 
@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numpyro_ugm.evaluate.padding import first, mean_of_first, pad_examples, padded_length
+from numpyro_ugm.evaluate._padding import first, mean_of_first, pad_examples, padded_length
 
 
 def test_lengths_round_up_to_a_power_of_two():

@@ -35,7 +35,7 @@ def test_pseudo_log_likelihood_of_spin_vbm_matches_brute_force():
     before = model.calls
     got = float(ugm.pseudo_log_likelihood(m, params, {"x": data}))
     assert model.calls > before  # the first call traced the pseudo-likelihood
-    f = jax.vmap(lambda y: m.log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))
+    f = jax.vmap(lambda y: m.target().log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))
     want = brute_pll(f, data.astype(float), [-1.0, 1.0])
     assert abs(got - want) < 1e-4 * max(1.0, abs(want))
     # a second call, with other parameters and data of the same layout, does not retrace
@@ -69,7 +69,7 @@ def test_pseudo_log_likelihood_compiles_once_per_power_of_two_of_examples():
     params = {"W": jnp.asarray(rng.standard_normal((5, 5)), jnp.float32),
               "b": jnp.asarray(rng.standard_normal(5), jnp.float32)}
     data = rng.choice([-1, 1], size=(8, 5)).astype(np.int8)
-    f = jax.vmap(lambda y: m.log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))
+    f = jax.vmap(lambda y: m.target().log_potential(params, {"x": jnp.asarray(y, jnp.float32)}))
     want = {n: brute_pll(f, data[:n].astype(float), [-1.0, 1.0]) for n in (5, 6, 7, 8)}
     ugm.pseudo_log_likelihood(m, params, {"x": data[:5]})
     traced = len(calls)

@@ -65,7 +65,7 @@ def test_right_conditionals_give_the_exact_correlation():
 ])
 def test_wrong_conditionals_are_an_error_naming_the_factor(mistake, message):
     """Each of these gave a silently wrong sampler before (E[x1 x2] = -0.618 against
-    0.587 for the negated ones, PCD learning J = 21 against exact.fit's 0.64)."""
+    0.587 for the negated ones, PCD learning J = 21 against fit_exact's 0.64)."""
     m = ugm.UGM(chain(mistake))
     with pytest.raises(ValueError, match=message):
-        m.structure
+        m.target().structure

@@ -43,7 +43,7 @@ NUM_CHAINS = 20000
 
 def tv_of(m, p, samples):
     """TV between p and the draws (data representation -> model representation)."""
-    position = {s: m.state_sites[s].to_model(v) for s, v in samples.items()}
+    position = {s: m.target().state_sites[s].to_model(v) for s, v in samples.items()}
     return total_variation(p, config_index(m, position))
 
 

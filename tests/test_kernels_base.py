@@ -22,7 +22,7 @@ def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
     kernel = spec.build(m.target())
     algorithm = blackjax.adaptive_tempered_smc(
         logprior_fn=lambda x: 0.0,
-        loglikelihood_fn=lambda x: m.log_potential(params, x),
+        loglikelihood_fn=lambda x: m.target().log_potential(params, x),
         mcmc_step_fn=kernel.step, mcmc_init_fn=kernel.init, mcmc_parameters={},
         resampling_fn=blackjax.smc.resampling.systematic, target_ess=0.5,
         num_mcmc_steps=num_mcmc_steps)
@@ -51,7 +51,7 @@ def adaptive_smc(m, params, spec, num_particles, seed=0, num_mcmc_steps=2):
 @pytest.mark.parametrize("spec", [GIBBS, METROPOLIS])
 def test_inner_kernel_of_blackjax_adaptive_tempered_smc(spec):
     m, params = vbm8()
-    f = jax.vmap(m.log_potential, in_axes=(None, 0))(params, all_states(m))
+    f = jax.vmap(m.target().log_potential, in_axes=(None, 0))(params, all_states(m))
     log_z = float(np.logaddexp.reduce(np.asarray(f, np.float64)))
     p = np.exp(exact_log_probs(m, params))
     x = all_states(m)["x"].astype(np.float64)
@@ -75,7 +75,7 @@ def test_inner_kernel_of_blackjax_adaptive_tempered_smc(spec):
 
 def test_kernel_contract_and_jit_vmap():
     m, params = potts5()
-    logdensity = functools.partial(m.log_potential, params)
+    logdensity = functools.partial(m.target().log_potential, params)
     for spec in (GIBBS, GIBBS_RANDOM, METROPOLIS):
         kernel = spec.build(m.target())
         position = m.target().random_state(jax.random.PRNGKey(0))

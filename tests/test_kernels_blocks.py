@@ -48,7 +48,7 @@ def moment_z_scores(mean, second, draws):
 @pytest.mark.parametrize("spec", [GIBBS, GIBBS_RANDOM])
 def test_more_blocks_than_unrolled(spec):
     m, params, mean, second = vbm18()
-    assert len(m.blocks) == 18 > spec.max_unrolled
+    assert len(m.target().blocks) == 18 > spec.max_unrolled
     num = 10000
     _, final, _ = run_chains(m, params, spec, num, 25)
     z = moment_z_scores(mean, second, final["x"])
@@ -70,7 +70,7 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
     def draws():
         kernel = ugm.kernels.gibbs().build(m.target())
         states = jax.vmap(kernel.init)(start)
-        step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.logdensity_fn(params)))
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.target().logdensity_fn(params)))
         return np.asarray(step(jax.random.PRNGKey(1), states)[0].position["x"])
 
     gathered = draws()

@@ -2,7 +2,7 @@
 model — and Metropolis beside it where a test is parametrized over kernels.
 
 Every check compares draws against the exact distribution computed by brute force
-(``helpers``: itertools over all configurations, each evaluated with ``m.log_potential``). Chains start
+(``helpers``: itertools over all configurations, each evaluated with ``m.target().log_potential``). Chains start
 uniformly at random, run independently (``vmap``), and only their final states are kept,
 so the draws are i.i.d. from the kernel's distribution after ``num_steps`` steps. The
 total-variation threshold is the sampling noise of that many i.i.d. exact draws (mean + 6
@@ -42,7 +42,7 @@ def rbm53():
                                         pytest.param(METROPOLIS, 60, marks=pytest.mark.slow)])
 def test_spin_vbm(spec, steps):
     m, params = vbm8()
-    assert len(m.blocks) == 8 and m.structure.multilinear
+    assert len(m.target().blocks) == 8 and m.target().structure.multilinear
     wrong = 0.75 if spec in (GIBBS, METROPOLIS) else None
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
@@ -51,9 +51,9 @@ def test_spin_vbm(spec, steps):
 @pytest.mark.parametrize("spec,steps", [(GIBBS, 30)])
 def test_binary_third_order(spec, steps):
     m, params = binary3()
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear
-    assert len(m.blocks) < 7 and max(len(b["x"]) for b in m.blocks) > 1  # real blocks
+    assert len(m.target().blocks) < 7 and max(len(b["x"]) for b in m.target().blocks) > 1  # real blocks
     wrong = 0.75 if spec is GIBBS else None
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
@@ -72,7 +72,7 @@ def gated_triple():
 
 def test_gated_third_order_interaction():
     m = ugm.UGM(gated_triple)
-    assert all(not {1, 2} <= set(np.asarray(b["x"]).tolist()) for b in m.blocks)
+    assert all(not {1, 2} <= set(np.asarray(b["x"]).tolist()) for b in m.target().blocks)
     params = m.init_params(jax.random.PRNGKey(0))
     check_tv(m, params, GIBBS, 20000, 30)
 
@@ -82,7 +82,7 @@ def test_gated_third_order_interaction():
                                         pytest.param(METROPOLIS, 40, marks=pytest.mark.slow)])
 def test_categorical_potts(spec, steps):
     m, params = potts5()
-    assert m.structure.multilinear and len(m.blocks) == 3  # odd ring
+    assert m.target().structure.multilinear and len(m.target().blocks) == 3  # odd ring
     wrong = 0.75 if spec is METROPOLIS else None
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
@@ -92,8 +92,8 @@ def test_categorical_potts(spec, steps):
                                         pytest.param(GIBBS_RANDOM, 60, marks=pytest.mark.slow)])
 def test_not_multilinear_exact_conditionals(spec, steps):
     m, params = abs7()
-    assert not m.structure.multilinear  # Gibbs evaluates f at each value
-    assert len(m.blocks) < 7  # the graph from flips still gives blocks
+    assert not m.target().structure.multilinear  # Gibbs evaluates f at each value
+    assert len(m.target().blocks) < 7  # the graph from flips still gives blocks
     wrong = 0.75 if spec is GIBBS else None
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)
 
@@ -101,6 +101,6 @@ def test_not_multilinear_exact_conditionals(spec, steps):
 @pytest.mark.parametrize("spec,steps", [(GIBBS_2, 15)])
 def test_rbm_joint(spec, steps):
     m, params = rbm53()
-    assert m.blocks == [{"v": None}, {"h": None}]
+    assert m.target().blocks == [{"v": None}, {"h": None}]
     wrong = 0.75
     check_tv(m, params, spec, 20000, steps, wrong_beta=wrong)

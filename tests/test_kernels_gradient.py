@@ -61,14 +61,14 @@ def test_structure_puts_a_quartic_site_in_no_block():
         x = numpyro.sample("x", ugm.Real(3))
         numpyro.factor("q", -jnp.sum(x ** 4) + x[0] * x[1])
 
-    s = ugm.UGM(quartic).structure
+    s = ugm.UGM(quartic).target().structure
     assert s.moved == ("x",) and s.blocks == []
 
 
 def test_gibbs_draws_gaussian_conditionals_exactly():
     # a quadratic site is in the blocks (a chain: two colours), drawn exactly
-    assert model().structure.moved == ()
-    assert [sorted(b["x"].tolist()) for b in model().blocks] == [[0, 2, 4], [1, 3, 5]]
+    assert model().target().structure.moved == ()
+    assert [sorted(b["x"].tolist()) for b in model().target().blocks] == [[0, 2, 4], [1, 3, 5]]
     draws = final_states(ugm.kernels.gibbs(), 4096, 40)
     assert max_z(draws, COUPLING) < 5.0
     assert max_z(draws, 0.25) > 10.0  # the test fails at a wrong coupling

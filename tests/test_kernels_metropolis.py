@@ -30,7 +30,7 @@ def one_step(m, params, spec, position, seed=0, num_steps=1):
     kernel = spec.build(m.target())
 
     def logdensity(x):
-        return m.log_potential(params, x)
+        return m.target().log_potential(params, x)
 
     @jax.jit
     def run(rng_key, position):
@@ -74,9 +74,9 @@ def exact_draws(m, params, num, seed=0):
 def test_samples_the_exact_distribution(model, spec, steps):
     m, params = model()
     if model is binary3:  # real blocks, of several sizes
-        assert len({len(b["x"]) for b in m.blocks}) > 1
+        assert len({len(b["x"]) for b in m.target().blocks}) > 1
     if model is abs7:  # conditionals by evaluating f at each value
-        assert not m.structure.multilinear
+        assert not m.target().structure.multilinear
     check_tv(m, params, spec, 20000, steps, wrong_beta=0.75)
 
 
@@ -127,7 +127,7 @@ def test_acceptance_is_the_fraction_of_variables_changed(model, spec):
     position = jax.device_get(m.target().random_state(jax.random.PRNGKey(2), (500,)))
     new, rate = one_step(m, params, spec, position)
     changed = position["x"] != new["x"]
-    if m.state_sites["x"].event_shape:  # one-hot: a variable changed if any entry did
+    if m.target().state_sites["x"].event_shape:  # one-hot: a variable changed if any entry did
         changed = changed.any(-1)
     np.testing.assert_allclose(rate, changed.reshape(len(rate), -1).mean(-1), rtol=1e-6)
     assert np.all((rate >= 0) & (rate <= 1)) and 0 < rate.mean() < 1
@@ -138,7 +138,7 @@ def exact_acceptance(m, params, accept=lambda ratio: np.minimum(1.0, ratio)):
     E_p[mean over labels l ≠ x_i of accept(p(x with x_i = l) / p(x))], by enumeration
     (Metropolis: accept(r) = min(1, r))."""
     log_p = exact_log_probs(m, params)
-    (site, domain), = m.state_sites.items()
+    (site, domain), = m.target().state_sites.items()
     states = all_states(m)[site]
     labels = np.asarray(domain.labels(states))  # (num_states, n)
     num_values, n = domain.num_values, labels.shape[1]

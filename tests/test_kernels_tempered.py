@@ -44,7 +44,7 @@ def magnetization_switches(spec, m, params, num_chains=64, num_steps=200, seed=0
     """Fraction of steps on which a chain's magnetization changes sign (chains start in
     the + mode)."""
     kernel = spec.build(m.target())
-    logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+    logdensity = lambda x: m.target().log_potential(params, x)  # noqa: E731
     start = {"x": jnp.ones((num_chains, 12), jnp.float32)}
     states = jax.vmap(kernel.init, (0, None))(start, logdensity)
 
@@ -100,7 +100,7 @@ def test_trans_sap_batch_step_branches_once_for_all_chains():
 
     m, params = vbm8()
     kernel = tempered_transitions(kernel=GIBBS, betas=(0.5, 0.8, 1.0), every=3).build(m.target())
-    logdensity = lambda x: m.log_potential(params, x)  # noqa: E731
+    logdensity = lambda x: m.target().log_potential(params, x)  # noqa: E731
     states = jax.vmap(kernel.init, (0, None))(m.target().random_state(jax.random.PRNGKey(0), (16,)),
                                               logdensity)
     batched, one_by_one = states, states

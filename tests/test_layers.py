@@ -13,11 +13,13 @@ LAYERS = [
     ["structure", "sharding", "distributed"],
     ["target"],
     ["model", "sites", "params", "factors", "analysis", "inputs", "validation", "diagnose",
-     "compile_cache"],
+     "compile_cache", "problem"],
     ["kernels"],
     ["estimators"],
-    ["runloop", "checkpoint", "learn"],
-    ["evaluate", "sampling", "predict", "infer", "models", "network", "datasets"],
+    ["runloop", "checkpoint"],
+    ["evaluate"],
+    ["learn"],
+    ["sampling", "predict", "infer", "models", "network", "datasets"],
     ["posterior"],
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

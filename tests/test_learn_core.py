@@ -11,8 +11,8 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
 from numpyro_ugm.learn import LearnerCore
+from numpyro_ugm.problem import build_problem
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +47,10 @@ def test_core_update_is_pure_and_equals_the_learner_step(spins):
 
 
 def test_core_needs_no_learner(spins):
-    m = ugm.UGM(ugm.models.vbm, 6).observe(["x"])
-    core = LearnerCore(m, ugm.PCD(16), optax.sgd(0.1), num_examples=40)
-    batch = validate_data(m.state_sites, spins)
+    problem = build_problem(ugm.models.vbm, spins, (6,))
+    core = LearnerCore(problem.target, problem.param_model, ugm.PCD(16), optax.sgd(0.1),
+                       num_examples=40)
+    batch = problem.data
     state = core.init(jax.random.PRNGKey(0), batch)
     for _ in range(3):
         state, info = jax.jit(core.update)(state, batch)

@@ -32,8 +32,8 @@ def exact_cll(problem):
 
     def cll(params):
         def one(inp, xn):
-            mb = m.bind(**inp)
-            return mb.log_potential(params, {"x": xn}) - exact.log_partition(mb, params)
+            mb = m.for_example(**inp)
+            return mb.target().log_potential(params, {"x": xn}) - exact.log_partition(mb, params)
         return jnp.mean(jax.vmap(one)(inputs, x))
 
     return cll
@@ -55,13 +55,13 @@ def problem():
         """φ of every labeling and of the data, and f(·; THETA0) of every labeling, for
         one example (one program for all: a vmap over the examples too was miscompiled
         by XLA's CPU backend, jax 0.10.2, giving wrong values for the last three)."""
-        mb = m.bind(**inp)
+        mb = m.for_example(**inp)
 
         def phi(s):
-            g = jax.grad(lambda p: mb.log_potential(p, {"x": s}))(THETA0)
+            g = jax.grad(lambda p: mb.target().log_potential(p, {"x": s}))(THETA0)
             return jnp.concatenate([g[k] for k in names])
 
-        f0 = jax.vmap(lambda s: mb.log_potential(THETA0, {"x": s}))(states["x"])
+        f0 = jax.vmap(lambda s: mb.target().log_potential(THETA0, {"x": s}))(states["x"])
         return jax.vmap(phi)(states["x"]), phi(xn), f0
 
     per_example = {k: np.asarray(v) for k, v in inputs.items()}
@@ -149,10 +149,10 @@ def exact_gradient_and_se(problem, params):
     m, inputs, data = problem["m"], problem["inputs"], problem["data"]
 
     def grad_f(mb, x):
-        return jax.grad(lambda p: mb.log_potential(p, x))(params)
+        return jax.grad(lambda p: mb.target().log_potential(p, x))(params)
 
     def one(inp, xn):
-        mb = m.bind(**inp)
+        mb = m.for_example(**inp)
         moments = exact.expectation(mb, params, lambda x: jax.tree.map(
             lambda g: jnp.stack([g, g ** 2]), grad_f(mb, x)))
         return grad_f(mb, {"x": xn}), moments
@@ -251,10 +251,10 @@ def exact_conditional_ml_coupling(m, inputs, data):
     (concave in J: bisection on its derivative mean_n s(x_n) − E_J[s | u_n], s the sum
     of x_i x_j over the example's edges), by enumeration of the 32 states."""
     states = all_states(m)["x"]
-    stat = jax.vmap(lambda a, x: jax.vmap(lambda y: m.bind(adjacency=a).log_potential(
+    stat = jax.vmap(lambda a, x: jax.vmap(lambda y: m.target().bind(adjacency=a).log_potential(
         {"J": 1.0}, {"x": y}))(x), (0, None))
     all_s = np.asarray(stat(inputs["adjacency"], states), np.float64)  # (N, 32)
-    data_s = np.asarray(jax.vmap(lambda a, x: m.bind(adjacency=a).log_potential(
+    data_s = np.asarray(jax.vmap(lambda a, x: m.target().bind(adjacency=a).log_potential(
         {"J": 1.0}, {"x": x}))(inputs["adjacency"], jnp.asarray(data["x"], jnp.float32)))
 
     def slope(J):
@@ -275,17 +275,17 @@ def test_sampling_a_bound_example_uses_blocks_valid_for_its_graph():
     together (E[x3·x4] ≈ 0.01 against the exact 0.905)."""
     m, inputs, _ = adjacency_crf_data()
     params = {"J": jnp.float32(1.5)}
-    mb = m.bind(adjacency=inputs["adjacency"][1])
+    mb = m.for_example(adjacency=inputs["adjacency"][1])
     want = float(exact.expectation(mb, params, lambda x: x["x"][3] * x["x"][4]))
     draws = ugm.sample(mb, params, jax.random.PRNGKey(0), 500, num_chains=4, num_warmup=10)
     got = float(np.mean(draws["x"][:, 3] * draws["x"][:, 4]))
     assert abs(want - np.tanh(1.5)) < 1e-5
     assert abs(got - want) < 0.05, (got, want)  # se ≈ 0.015 (correlated draws)
-    assert mb.structure.colors[3] != mb.structure.colors[4]
+    assert mb.target().structure.colors[3] != mb.target().structure.colors[4]
     # the structure for all examples joins their graphs; the traced model keeps its own
-    union = m.for_inputs(inputs).structure
+    union = m.for_inputs(inputs).target().structure
     assert sorted(map(tuple, union.edges.tolist())) == [(0, 1), (1, 2), (3, 4)]
-    assert m.structure.edges.tolist() == [[0, 1], [1, 2]]
+    assert m.target().structure.edges.tolist() == [[0, 1], [1, 2]]
 
 
 def test_learning_with_an_input_graph_reaches_exact_conditional_ml_without_warning():

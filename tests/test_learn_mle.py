@@ -129,7 +129,7 @@ def test_thinning_keeps_every_kth_update_and_record_adds_entries(spins):
 def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():
     """CD-1 on an RBM (16 visible, 8 hidden units summed out) with minibatches of 50 of
     300 noisy copies of 3 prototypes: its exact log-likelihood per case comes within
-    LL_TOLERANCE of the exact MLE's (``exact.fit``: 1000 Adam steps by enumeration from
+    LL_TOLERANCE of the exact MLE's (``fit_exact``: 1000 Adam steps by enumeration from
     the model's initial parameters). CD-1's bias and the last iterate's noise cost
     0.2-0.75 nats here over ten seeds; the start is 7 nats below, and the best model of
     independent units 4.8. (A rising positive phase, checked before, is no evidence:
@@ -143,7 +143,7 @@ def test_cd_on_rbm_with_minibatches_nears_the_exact_mle():
                          progress_bar=False)
     assert result.diagnostics["positive"].shape == (300,)
     m = ugm.UGM(ugm.models.rbm, 16, 8)
-    best = exact.fit(m, data, num_steps=1000, optimizer=optax.adam(0.05))
+    best = ugm.fit_exact(m, data, num_steps=1000, optimizer=optax.adam(0.05))
     got = float(exact.log_likelihood(m, result.params, data))
     assert got > float(best.log_likelihood) - LL_TOLERANCE, (got, float(best.log_likelihood))
     # not blind: the start is far outside the tolerance

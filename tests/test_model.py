@@ -109,11 +109,11 @@ def test_a_plate_of_state_sites_is_one_site_with_the_plate_shape():
     distribution Spin: declare discrete state with ugm.Spin..."; it is the site with the
     plate's shape, with the same potential (so the same log Z and samples)."""
     explicit, plated = ugm.UGM(ring(False)), ugm.UGM(ring(True))
-    assert list(plated.state_sites) == ["x"]
-    assert repr(plated.state_sites["x"]) == "Categorical((4,), num_categories=3)"
+    assert list(plated.target().state_sites) == ["x"]
+    assert repr(plated.target().state_sites["x"]) == "Categorical((4,), num_categories=3)"
     params = explicit.init_params(jax.random.PRNGKey(0))
     states = jax.nn.one_hot(np.indices((3,) * 4).reshape(4, -1).T, 3)  # all 81
-    f = [jax.jit(jax.vmap(lambda x, m=m: m.log_potential(params, {"x": x})))(states)
+    f = [jax.jit(jax.vmap(lambda x, m=m: m.target().log_potential(params, {"x": x})))(states)
          for m in (explicit, plated)]
     np.testing.assert_array_equal(f[0], f[1])
     assert np.ptp(np.asarray(f[0])) > 1.0  # the test can fail: f is not constant
@@ -152,7 +152,7 @@ def test_an_integer_parameter_is_an_error_naming_the_site(spins):
 
     with pytest.raises(TypeError, match=r"parameter site 'J' has dtype int\d+; parameters "
                        r"are real-valued: give floating-point values"):
-        ugm.exact.fit(model, spins, 6)
+        ugm.fit_exact(model, spins, 6)
 
 
 def test_an_improper_flat_prior_is_map_with_no_prior_term():
@@ -171,12 +171,12 @@ def test_an_improper_flat_prior_is_map_with_no_prior_term():
     params = m.init_params(jax.random.PRNGKey(0))
     assert float(m.log_prior(params)) == 0.0
     data = {"x": np.array([[1, 1, -1], [1, 1, 1]])}
-    fit = exact.fit(m, data, num_steps=300)
+    fit = ugm.fit_exact(m, data, num_steps=300)
     assert float(fit.params["b"]) == pytest.approx(np.arctanh(2 / 3), abs=1e-3)
 
 
 def test_structure_computed_once_and_shared_by_observe():
     m = ugm.UGM(ugm.models.rbm, 4, 2)
-    st = m.structure
-    assert m.structure is st
-    assert m.observe(["v"]).structure is st
+    st = m.target().structure
+    assert m.target().structure is st
+    assert m.observe(["v"]).target().structure is st

@@ -10,7 +10,7 @@ from helpers import crf3 as crf
 from helpers import spin_chain as chain
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import enumeration, exact
+from numpyro_ugm.evaluate import _enumeration, exact
 from numpyro_ugm import compile_cache
 from numpyro_ugm.compile_cache import cached
 from numpyro_ugm.model import UGM, as_ugm
@@ -22,7 +22,7 @@ from numpyro_ugm.structure import Structure, analyze
 
 def test_as_ugm_traces_functions_and_passes_ugms_through():
     m = as_ugm(chain, 5)
-    assert isinstance(m, UGM) and m.state_sites["x"].num_variables == 5
+    assert isinstance(m, UGM) and m.target().state_sites["x"].num_variables == 5
     assert as_ugm(m) is m
     with pytest.raises(TypeError, match="already a UGM"):
         as_ugm(m, 5)
@@ -34,12 +34,12 @@ def test_as_ugm_traces_functions_and_passes_ugms_through():
 
 def test_fit_functions_accept_both_and_reject_arguments_with_a_ugm():
     data = {"x": np.array([[1, 1, -1, -1], [1, -1, -1, 1], [-1, -1, 1, 1]], np.int8)}
-    by_function = exact.fit(chain, data, 4, num_steps=5)
-    by_ugm = exact.fit(UGM(chain, 4), data, num_steps=5)
+    by_function = ugm.fit_exact(chain, data, 4, num_steps=5)
+    by_ugm = ugm.fit_exact(UGM(chain, 4), data, num_steps=5)
     np.testing.assert_array_equal(by_function.params["w"], by_ugm.params["w"])
     with pytest.raises(TypeError, match="already a UGM"):
-        exact.fit(UGM(chain, 4), data, 4)
-    from numpyro_ugm.evaluate.pseudo import fit_pseudo_likelihood
+        ugm.fit_exact(UGM(chain, 4), data, 4)
+    from numpyro_ugm.learn import fit_pseudo_likelihood
     with pytest.raises(TypeError, match="already a UGM"):
         fit_pseudo_likelihood(UGM(chain, 4), data, 4)
 
@@ -48,27 +48,36 @@ def test_fit_functions_accept_both_and_reject_arguments_with_a_ugm():
 
 
 def test_observe_shares_structure_and_compile_cache():
+    """Copies that observe the same sites share the structure and their target's
+    compile-cache key (evaluation observes the data's sites at every call and reuses
+    its programs); other latent sites give another key."""
     m = UGM(ugm.models.rbm, 4, 2)
     mo = m.observe(["v"])
-    assert mo is not m and mo.latent_sites == ("h",) and m.latent_sites == ()
+    assert mo is not m and mo.target().latent_sites == ("h",) and m.target().latent_sites == ()
     assert m.observe(["v", "h"]) is m
     built = []
-    value = cached(mo.cache_key, ("test", 1), lambda: built.append(1) or "compiled")
-    assert value == "compiled" and cached(m.cache_key, ("test", 1), lambda: "other") == "compiled"
+    again = m.observe(["v"])
+    value = cached(mo.target().cache_key, ("test", 1), lambda: built.append(1) or "compiled")
+    assert value == "compiled"
+    assert cached(again.target().cache_key, ("test", 1), lambda: "other") == "compiled"
+    assert cached(m.target().cache_key, ("test", 1), lambda: "other") == "other"
     assert built == [1]
-    assert mo.structure is m.structure
+    assert mo.target().structure is m.target().structure
 
 
 def test_bind_shares_structure_not_compiled_functions():
     m = UGM(crf, u=jnp.ones(3))
-    cached(m.cache_key, ("test",), lambda: "of m")
-    mb = m.bind(u=jnp.zeros(3))
-    assert mb.kwargs["u"].sum() == 0 and m.kwargs["u"].sum() == 3
-    assert mb.structure is m.structure
-    assert cached(mb.cache_key, ("test",), lambda: "of mb") == "of mb"
-    assert cached(m.cache_key, ("test",), lambda: "again") == "of m"
+    t = m.target()
+    cached(t.cache_key, ("test",), lambda: "of m")
+    tb = t.bind(u=jnp.zeros(3))
+    params, state = {"w": jnp.asarray(0.7)}, {"x": jnp.array([1.0, -1.0, 1.0])}
+    np.testing.assert_allclose(tb.log_potential(params, state),
+                               UGM(crf, u=jnp.zeros(3)).target().log_potential(params, state))
+    assert tb.structure is t.structure
+    assert cached(tb.cache_key, ("test",), lambda: "of mb") == "of mb"
+    assert cached(t.cache_key, ("test",), lambda: "again") == "of m"
     with pytest.raises(TypeError, match=r"inputs \['v'\] are not keyword arguments"):
-        m.bind(v=1.0)
+        t.bind(v=1.0)
 
 
 def test_bind_under_vmap_with_traced_inputs():
@@ -76,27 +85,27 @@ def test_bind_under_vmap_with_traced_inputs():
     params = {"w": jnp.asarray(0.7)}
     state = {"x": jnp.array([1.0, -1.0, 1.0])}
     us = jnp.arange(6.0).reshape(2, 3)
-    got = jax.vmap(lambda u: m.bind(u=u).log_potential(params, state))(us)
-    want = [UGM(crf, u=u).log_potential(params, state) for u in us]
+    got = jax.vmap(lambda u: m.target().bind(u=u).log_potential(params, state))(us)
+    want = [UGM(crf, u=u).target().log_potential(params, state) for u in us]
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_replace_changes_arguments_latent_sites_and_structure():
     m = UGM(ugm.models.rbm, 4, 2)
-    cached(m.cache_key, ("test",), lambda: "of m")
+    cached(m.target().cache_key, ("test",), lambda: "of m")
     with pytest.raises(KeyError, match="not state sites"):
         m.replace(latent_sites=["z"])
     latent = m.replace(latent_sites=["h"])
-    assert latent.latent_sites == ("h",)
-    assert cached(latent.cache_key, ("test",), lambda: 0) == "of m"
+    assert latent.target().latent_sites == ("h",)
+    assert latent.target().structure is m.target().structure
     rebound = m.replace(args=(4, 2), kwargs={"init_scale": 0.5})
     assert rebound.kwargs == {"init_scale": 0.5} and m.kwargs == {}
-    assert rebound.structure is m.structure
-    assert cached(rebound.cache_key, ("test",), lambda: "new") == "new"
-    other = m.structure._replace(multilinear=False)
+    assert rebound.target().structure is m.target().structure
+    assert cached(rebound.target().cache_key, ("test",), lambda: "new") == "new"
+    other = m.target().structure._replace(multilinear=False)
     given = m.replace(structure=other)
-    assert given.structure is other and m.structure is not other
-    assert cached(given.cache_key, ("test",), lambda: "fresh") == "fresh"
+    assert given.target().structure is other and m.target().structure is not other
+    assert cached(given.target().cache_key, ("test",), lambda: "fresh") == "fresh"
 
 
 # --- the compile cache ----------------------------------------------------------------
@@ -131,10 +140,10 @@ def test_analyze_works_on_a_log_potential_without_a_model():
     assert isinstance(st, Structure) and st.multilinear
     assert {tuple(int(v) for v in e) for e in st.edges} == {(0, 1), (1, 2), (2, 3)}
     m = UGM(chain, 4)
-    np.testing.assert_array_equal(m.structure.colors, st.colors)
+    np.testing.assert_array_equal(m.target().structure.colors, st.colors)
     fresh = m.analyze(rng_key=jax.random.PRNGKey(3))
-    assert fresh is not m.structure
-    np.testing.assert_array_equal(fresh.edges, m.structure.edges)
+    assert fresh is not m.target().structure
+    np.testing.assert_array_equal(fresh.edges, m.target().structure.edges)
 
 
 # --- evaluate/exact split ---------------------------------------------------------------
@@ -143,8 +152,8 @@ def test_analyze_works_on_a_log_potential_without_a_model():
 def test_exact_reexports_the_enumeration_engine():
     for name in ("log_partition", "log_likelihood", "log_prob", "expectation",
                  "marginals", "num_enumerated", "DEFAULT_CHUNK_SIZE"):
-        assert getattr(ugm.exact, name) is getattr(enumeration, name)
-    assert ugm.exact.fit and ugm.exact.sample and ugm.exact.FitResult
+        assert getattr(ugm.exact, name) is getattr(_enumeration, name)
+    assert ugm.fit_exact and ugm.exact.sample and ugm.ExactFitResult
 
 
 # --- rng_key convention -------------------------------------------------------------------

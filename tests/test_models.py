@@ -64,7 +64,7 @@ def test_declared_blocks_are_the_analysed_ones(case):
     args, kwargs = arguments()
     declared = ugm.UGM(fn, *args, **kwargs)
     analysed = ugm.UGM(forget_colors(fn), *args, **kwargs)
-    d, a = declared.structure, analysed.structure
+    d, a = declared.target().structure, analysed.target().structure
     assert a.edges is not None and (d.edges is None or d.edges.size == 0)
     assert d.multilinear and a.multilinear
     np.testing.assert_array_equal(d.colors, a.colors)
@@ -76,7 +76,7 @@ def test_declared_blocks_are_the_analysed_ones(case):
                 assert bd[site] is None
             else:
                 np.testing.assert_array_equal(bd[site], ba[site])
-    sites = list(declared.state_sites)
+    sites = list(declared.target().state_sites)
     for r in range(1, len(sites) + 1):
         for subset in itertools.combinations(sites, r):
             assert d.independent(subset) == a.independent(subset), subset
@@ -104,11 +104,11 @@ def test_large_models_run_no_analysis(monkeypatch):
     # sizes where the analysis would take seconds; the refusal above is what is checked
     # (the 600 x 400 RBM of the docstring took 10 s of the default suite to build)
     m = ugm.UGM(models.rbm, 120, 80)
-    assert m.blocks == [{"v": None}, {"h": None}]
-    assert m.structure.independent(["h"]) and not m.structure.independent(["v", "h"])
-    assert len(ugm.UGM(models.vbm, 60).blocks) == 60
+    assert m.target().blocks == [{"v": None}, {"h": None}]
+    assert m.target().structure.independent(["h"]) and not m.target().structure.independent(["v", "h"])
+    assert len(ugm.UGM(models.vbm, 60).target().blocks) == 60
     node, edge = image_features(np.zeros((12, 16), np.float32))
-    blocks = ugm.UGM(models.grid_crf, node, edge).blocks
+    blocks = ugm.UGM(models.grid_crf, node, edge).target().blocks
     rows, cols = np.divmod(np.arange(192), 16)
     np.testing.assert_array_equal(blocks[0]["x"], np.flatnonzero((rows + cols) % 2 == 0))
     np.testing.assert_array_equal(blocks[1]["x"], np.flatnonzero((rows + cols) % 2 == 1))

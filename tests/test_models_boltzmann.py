@@ -14,13 +14,13 @@ from numpyro_ugm.models import rbm, vbm
 
 def test_rbm_potential_is_v_w_h_plus_the_biases():
     m = ugm.UGM(rbm, 3, 2)
-    assert set(m.param_sites) == {"W", "b", "c"} and set(m.state_sites) == {"v", "h"}
-    assert m.blocks == [{"v": None}, {"h": None}]
+    assert set(m.param_sites) == {"W", "b", "c"} and set(m.target().state_sites) == {"v", "h"}
+    assert m.target().blocks == [{"v": None}, {"h": None}]
     rng = np.random.default_rng(0)
     W, b, c = rng.normal(size=(3, 2)), rng.normal(size=3), rng.normal(size=2)
     params = {k: jnp.asarray(a, jnp.float32) for k, a in (("W", W), ("b", b), ("c", c))}
     v, h = np.array([1.0, 0.0, 1.0]), np.array([0.0, 1.0])
-    got = float(m.log_potential(params, {"v": jnp.asarray(v), "h": jnp.asarray(h)}))
+    got = float(m.target().log_potential(params, {"v": jnp.asarray(v), "h": jnp.asarray(h)}))
     np.testing.assert_allclose(got, v @ W @ h + b @ v + c @ h, rtol=1e-5)
     # W starts as small Normal draws (not zeros: a zero W has a symmetric saddle)
     start = m.init_params(jax.random.PRNGKey(0))
@@ -37,12 +37,12 @@ def test_vbm_potential_uses_the_strict_upper_triangle(domain, values):
     """f(x) = Σ_{i<j} W_ij x_i x_j + Σ_i b_i x_i: the diagonal and the lower triangle of
     W do not enter (changing them leaves f as it was)."""
     m = ugm.UGM(vbm, 4, domain=domain)
-    assert len(m.blocks) == 4
+    assert len(m.target().blocks) == 4
     rng = np.random.default_rng(1)
     W, b = rng.normal(size=(4, 4)), rng.normal(size=4)
     x = np.array(values)
     expected = sum(W[i, j] * x[i] * x[j] for i in range(4) for j in range(i + 1, 4)) + b @ x
-    f = lambda W: float(m.log_potential(  # noqa: E731
+    f = lambda W: float(m.target().log_potential(  # noqa: E731
         {"W": jnp.asarray(W, jnp.float32), "b": jnp.asarray(b, jnp.float32)},
         {"x": jnp.asarray(x, jnp.float32)}))
     np.testing.assert_allclose(f(W), expected, rtol=1e-5)

@@ -29,15 +29,15 @@ def test_grid_crf_potential_and_checkerboard_blocks():
     node = rng.normal(size=(2, 3, 2)).astype(np.float32)
     edge = rng.normal(size=(7, 2)).astype(np.float32)
     m = ugm.UGM(grid_crf, node, edge)
-    np.testing.assert_array_equal(m.blocks[0]["x"], [0, 2, 4])  # (row + col) even
-    np.testing.assert_array_equal(m.blocks[1]["x"], [1, 3, 5])
+    np.testing.assert_array_equal(m.target().blocks[0]["x"], [0, 2, 4])  # (row + col) even
+    np.testing.assert_array_equal(m.target().blocks[1]["x"], [1, 3, 5])
     w, v = np.array([0.3, -0.7]), np.array([0.9, 0.4])
     x = np.array([[1.0, -1.0, -1.0], [1.0, 1.0, -1.0]])
     flat = x.reshape(-1)
     bonds = [(0, 1), (1, 2), (3, 4), (4, 5), (0, 3), (1, 4), (2, 5)]
     expected = sum(flat[i] * (node.reshape(-1, 2)[i] @ w) for i in range(6))
     expected += sum(flat[i] * flat[j] * (edge[e] @ v) for e, (i, j) in enumerate(bonds))
-    got = m.log_potential({"w": jnp.asarray(w, jnp.float32), "v": jnp.asarray(v, jnp.float32)},
+    got = m.target().log_potential({"w": jnp.asarray(w, jnp.float32), "v": jnp.asarray(v, jnp.float32)},
                           {"x": jnp.asarray(x, jnp.float32)})
     np.testing.assert_allclose(float(got), expected, rtol=1e-5)
 
@@ -53,7 +53,7 @@ def test_multilabel_crf_potential():
                 + y @ (W_v @ features + b))
     params = {k: jnp.asarray(a, jnp.float32) for k, a in (("W_E", W_E), ("W_v", W_v),
                                                            ("b", b))}
-    np.testing.assert_allclose(float(m.log_potential(params, {"y": jnp.asarray(y)})),
+    np.testing.assert_allclose(float(m.target().log_potential(params, {"y": jnp.asarray(y)})),
                                expected, rtol=1e-5)
-    assert len(m.blocks) == 3
+    assert len(m.target().blocks) == 3
     assert set(ugm.UGM(multilabel_crf, features, 3, bias=False).param_sites) == {"W_E", "W_v"}

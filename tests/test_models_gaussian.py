@@ -74,10 +74,10 @@ def test_lattice_gibbs_moments_are_exact():
     Q = dense_lattice_precision(size, kappa, rho)
     params = {"kappa": jnp.float32(kappa), "rho": jnp.float32(rho)}
     x = np.random.default_rng(0).normal(size=(size, size)).astype(np.float32)
-    np.testing.assert_allclose(m.log_potential(params, {"x": x}),
+    np.testing.assert_allclose(m.target().log_potential(params, {"x": x}),
                                -0.5 * x.reshape(-1) @ Q @ x.reshape(-1), rtol=1e-5)
-    assert len(m.blocks) == 2 and m.structure.moved == ()
-    for block in m.blocks:  # the declared colours are independent under Q
+    assert len(m.target().blocks) == 2 and m.target().structure.moved == ()
+    for block in m.target().blocks:  # the declared colours are independent under Q
         idx = block["x"]
         assert np.all(Q[np.ix_(idx, idx)] == np.diag(np.diag(Q)[idx]))
     draws = ugm.sample(m, params, jax.random.PRNGKey(0), samples, num_chains=chains,
@@ -151,9 +151,9 @@ def test_graphical_lasso_map_by_pcd_matches_scikit_learn():
     np.testing.assert_allclose(m.log_prior(result.params),
                                -num_examples * alpha * np.sum(np.abs(np.triu(
                                    np.asarray(chol @ chol.T, np.float64), 1))), rtol=1e-4)
-    np.testing.assert_allclose(m.log_potential(result.params, {"x": x[0].astype(np.float32)}),
+    np.testing.assert_allclose(m.target().log_potential(result.params, {"x": x[0].astype(np.float32)}),
                                -0.5 * x[0] @ (chol @ chol.T) @ x[0], rtol=1e-4)
-    assert [b["x"].tolist() for b in m.blocks] == [[i] for i in range(dim)]
+    assert [b["x"].tolist() for b in m.target().blocks] == [[i] for i in range(dim)]
     best = glasso_objective(reference, S, alpha)
     assert glasso_objective(theta, S, alpha) - best < 0.01
     assert glasso_objective(other, S, alpha) - best > 0.01

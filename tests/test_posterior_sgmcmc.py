@@ -46,7 +46,7 @@ def test_a_diverging_step_size_stops_where_the_density_is_no_longer_finite(chain
         sampler.run(jax.random.PRNGKey(0), 200, data, num_warmup=0, progress_bar=False)
     state = err.value.state
     params = sampler.core.get_params(state)
-    log_prior = float(sampler.core.m.log_prior(params))
+    log_prior = float(sampler.core.param_model.log_prior(params))
     assert np.isfinite(log_prior), log_prior
     assert max(abs(float(v)) for v in params.values()) < 2e19
 

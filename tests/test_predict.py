@@ -29,12 +29,12 @@ def prediction_case(problem):
     m = problem["m"]
     inputs = jax.tree.map(lambda a: a[:3], problem["inputs"])
     params = {"w": jnp.array([-0.1, 0.9]), "v": jnp.array([0.4, -0.1])}
-    marginals = jax.vmap(lambda inp: exact.marginals(m.bind(**inp), params)["x"])(inputs)
+    marginals = jax.vmap(lambda inp: exact.marginals(m.for_example(**inp), params)["x"])(inputs)
     configs = jnp.asarray(list(itertools.product([-1.0, 1.0], repeat=9))).reshape(-1, 3, 3)
 
     def scores(inp):
-        mb = m.bind(**inp)
-        return jax.vmap(lambda x: mb.log_potential(params, {"x": x}))(configs)
+        mb = m.for_example(**inp)
+        return jax.vmap(lambda x: mb.target().log_potential(params, {"x": x}))(configs)
 
     f = jax.vmap(scores)(inputs)  # (3, 512)
     order = jnp.sort(f, axis=1)
@@ -57,7 +57,7 @@ def test_predict_marginals_match_exact(prediction_case):
     clear = np.abs(np.asarray(case["marginals"])[..., 1] - 0.5) > 0.05
     np.testing.assert_array_equal(np.asarray(pred.labels["x"])[clear], exact_labels[clear])
     m = case["m"]
-    f = jax.vmap(lambda inp, x: m.bind(**inp).log_potential(case["params"], {"x": x}))(
+    f = jax.vmap(lambda inp, x: m.target().bind(**inp).log_potential(case["params"], {"x": x}))(
         case["inputs"], jnp.asarray(pred.labels["x"], jnp.float32))
     np.testing.assert_allclose(pred.log_potential, f, rtol=1e-5, atol=1e-5)
 

@@ -29,7 +29,7 @@ def test_threads_that_trace_at_once_get_their_own_sites_and_values():
             for _ in range(15):
                 m = ugm.UGM(ising, 4, float(i + 1))
                 params = m.init_params(jax.random.PRNGKey(i))
-                results.setdefault(i, set()).add(float(m.log_potential(params, state)))
+                results.setdefault(i, set()).add(float(m.target().log_potential(params, state)))
         except Exception as error:  # noqa: BLE001 - any failure of a thread is the bug
             errors.append(error)
 

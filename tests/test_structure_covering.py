@@ -58,11 +58,11 @@ def test_blocks_cover_every_example_of_a_non_multilinear_crf():
     potential is not multilinear); a concrete ``bind`` checks its one example."""
     sparse, dense = adjacency((0, 1), (1, 2)), adjacency((0, 1), (3, 4))
     m = ugm.UGM(abs_adjacency_crf, adjacency=sparse)
-    assert not m.structure.multilinear and edge_set(m.structure) == {(0, 1), (1, 2)}
+    assert not m.target().structure.multilinear and edge_set(m.target().structure) == {(0, 1), (1, 2)}
     covered = m.for_inputs({"adjacency": np.stack([sparse, dense, sparse])})
-    assert edge_set(covered.structure) == {(0, 1), (1, 2), (3, 4)}
-    for a, b in edge_set(covered.structure):
-        assert covered.structure.colors[a] != covered.structure.colors[b]
+    assert edge_set(covered.target().structure) == {(0, 1), (1, 2), (3, 4)}
+    for a, b in edge_set(covered.target().structure):
+        assert covered.target().structure.colors[a] != covered.target().structure.colors[b]
     assert m.for_inputs({"adjacency": sparse[None]}) is m  # nothing to add
-    assert m.bind(adjacency=dense).structure.colors[3] != \
-        m.bind(adjacency=dense).structure.colors[4]
+    assert m.for_example(adjacency=dense).target().structure.colors[3] != \
+        m.for_example(adjacency=dense).target().structure.colors[4]

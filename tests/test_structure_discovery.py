@@ -87,10 +87,10 @@ def edge_set(structure):
 
 def test_rbm_two_blocks():
     m = ugm.UGM(plain_rbm, 5, 3)
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear
     assert st.sites == ("v", "h")
-    assert m.blocks == [{"v": None}, {"h": None}]
+    assert m.target().blocks == [{"v": None}, {"h": None}]
     expected = {(i, 5 + j) for i in range(5) for j in range(3)}  # complete bipartite
     assert edge_set(st) == expected
     assert st.independent(["v"]) and st.independent(["h"])
@@ -100,7 +100,7 @@ def test_rbm_two_blocks():
 @pytest.mark.parametrize("L", [4, 6])
 def test_even_periodic_grid_checkerboard(L):
     m = ugm.UGM(grid, L)
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear
     i, j = np.divmod(np.arange(L * L), L)
     expected = set()
@@ -109,19 +109,19 @@ def test_even_periodic_grid_checkerboard(L):
         expected |= {(min(p, q), max(p, q)) for p, q in zip(range(L * L), nb)}
     assert edge_set(st) == expected
     np.testing.assert_array_equal(st.colors, (i + j) % 2)
-    assert len(m.blocks) == 2
-    np.testing.assert_array_equal(m.blocks[0]["x"], np.nonzero((i + j) % 2 == 0)[0])
-    np.testing.assert_array_equal(m.blocks[1]["x"], np.nonzero((i + j) % 2 == 1)[0])
+    assert len(m.target().blocks) == 2
+    np.testing.assert_array_equal(m.target().blocks[0]["x"], np.nonzero((i + j) % 2 == 0)[0])
+    np.testing.assert_array_equal(m.target().blocks[1]["x"], np.nonzero((i + j) % 2 == 1)[0])
     assert not st.independent(["x"])
 
 
 def test_fully_connected_one_variable_per_block():
     m = ugm.UGM(plain_vbm, 6)
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear
     assert edge_set(st) == {(i, j) for i in range(6) for j in range(i + 1, 6)}
-    assert len(m.blocks) == 6
-    for c, block in enumerate(m.blocks):
+    assert len(m.target().blocks) == 6
+    for c, block in enumerate(m.target().blocks):
         np.testing.assert_array_equal(block["x"], [c])
 
 
@@ -132,30 +132,30 @@ def test_a_large_model_shows_its_analysis_and_finds_the_same_graph(monkeypatch, 
     from numpyro_ugm.structure import discovery
     monkeypatch.setattr(discovery, "LARGE_MODEL", 4)  # 8 + 3 = 11 state values here
     m = ugm.UGM(plain_rbm, 8, 3)
-    assert edge_set(m.structure) == {(i, 8 + j) for i in range(8) for j in range(3)}
+    assert edge_set(m.target().structure) == {(i, 8 + j) for i in range(8) for j in range(3)}
     err = capsys.readouterr().err
     assert "structure of 11 variables" in err and "colors=" in err
     monkeypatch.setattr(discovery, "LARGE_MODEL", 11)
-    assert edge_set(ugm.UGM(plain_rbm, 8, 3).structure) == edge_set(m.structure)
+    assert edge_set(ugm.UGM(plain_rbm, 8, 3).target().structure) == edge_set(m.target().structure)
     assert "structure of" not in capsys.readouterr().err
 
 
 def test_potts_chain_alternating():
     m = ugm.UGM(potts_chain, 7, 3)
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear  # one-hot representation keeps x_i J x_j multilinear
     assert edge_set(st) == {(i, i + 1) for i in range(6)}
     np.testing.assert_array_equal(st.colors, np.arange(7) % 2)
-    np.testing.assert_array_equal(m.blocks[0]["x"], [0, 2, 4, 6])
-    np.testing.assert_array_equal(m.blocks[1]["x"], [1, 3, 5])
+    np.testing.assert_array_equal(m.target().blocks[0]["x"], [0, 2, 4, 6])
+    np.testing.assert_array_equal(m.target().blocks[1]["x"], [1, 3, 5])
 
 
 def test_third_order_factor_gives_a_triangle():
     m = ugm.UGM(third_order)
-    st = m.structure
+    st = m.target().structure
     assert st.multilinear
     assert edge_set(st) == {(0, 1), (0, 2), (1, 2), (3, 4)}
-    assert len(m.blocks) == 3  # the triangle needs three colors
+    assert len(m.target().blocks) == 3  # the triangle needs three colors
     for a, b in edge_set(st):
         assert st.colors[a] != st.colors[b]
 
@@ -181,7 +181,7 @@ def test_interactions_masked_at_domain_points_are_found(multilinear):
 
 def test_several_sites_global_numbering():
     m = ugm.UGM(two_sites)
-    st = m.structure
+    st = m.target().structure
     assert st.sites == ("s", "y")
     np.testing.assert_array_equal(st.offsets, [0, 4, 6])
     assert edge_set(st) == {(0, 5), (1, 2)}  # s[0]-y[1], s[1]-s[2]
@@ -189,7 +189,7 @@ def test_several_sites_global_numbering():
     np.testing.assert_array_equal(st.global_indices("y", [1]), [5])
     # every variable appears in exactly one block, and blocks hold no edge
     seen = np.zeros(st.num_variables, int)
-    for block in m.blocks:
+    for block in m.target().blocks:
         members = []
         for s, idx in block.items():
             members.extend(st.global_indices(s, idx))
@@ -203,10 +203,10 @@ def test_several_sites_global_numbering():
 
 def test_non_multilinear_detected_and_graph_found_by_flips():
     m = ugm.UGM(abs_chain, 6)
-    st = m.structure
+    st = m.target().structure
     assert not st.multilinear
     assert edge_set(st) == {(i, i + 1) for i in range(5)} | {(0, 2)}
-    assert len(m.blocks) == 3  # the triangle 0-1-2
+    assert len(m.target().blocks) == 3  # the triangle 0-1-2
     for a, b in edge_set(st):
         assert st.colors[a] != st.colors[b]
 
@@ -226,17 +226,17 @@ def test_square_of_sum_is_not_multilinear():
         x = numpyro.sample("x", ugm.Spin(4))
         numpyro.factor("sq", (w @ x) ** 2)
 
-    st = ugm.UGM(model).structure
+    st = ugm.UGM(model).target().structure
     assert not st.multilinear
     assert len(st.edges) == 6 and len(st.blocks) == 4  # complete graph
 
 
 def test_independent_unknown_graph_and_singletons():
     m = ugm.UGM(two_sites)
-    st = m.structure._replace(edges=None)
+    st = m.target().structure._replace(edges=None)
     assert not st.independent(["s"])
     one = ugm.UGM(lambda: numpyro.factor("f", numpyro.sample("z", ugm.Spin(1)).sum()))
-    assert one.structure._replace(edges=None).independent(["z"])
+    assert one.target().structure._replace(edges=None).independent(["z"])
 
 
 @pytest.mark.parametrize("model", [plain_rbm, ugm.models.rbm], ids=["found", "declared"])
@@ -245,7 +245,7 @@ def test_structure_found_inside_a_trace(model):
 
     @jax.jit
     def f(x):
-        return x + len(m.blocks)
+        return x + len(m.target().blocks)
 
     assert int(f(0)) == 2
 
@@ -261,4 +261,4 @@ def test_non_finite_potential_is_an_error():
     m = ugm.UGM(model)
     with warnings.catch_warnings(), pytest.raises(FloatingPointError, match="not finite"):
         warnings.simplefilter("ignore")
-        m.structure
+        m.target().structure

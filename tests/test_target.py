@@ -1,6 +1,6 @@
 """``Target`` (numpyro_ugm/target.py): what the algorithms see of a model — built once
-per model copy, its fields those of the model it came from, its free energy the exact
-sum over the latent sites."""
+per model copy, the only owner of the fields the algorithms read (the model repeats
+none of them), its free energy the exact sum over the latent sites."""
 
 import dataclasses
 import itertools
@@ -19,7 +19,11 @@ def test_built_once_per_model_copy_with_the_models_fields():
     m = ugm.UGM(ugm.models.rbm, 4, 3)
     t = m.target()
     assert isinstance(t, Target) and m.target() is t
-    assert t.state_sites == m.state_sites and t.structure is m.structure
+    assert list(t.state_sites) == ["v", "h"] and t.structure.blocks == t.blocks
+    shared = {n for n in dir(ugm.UGM) if not n.startswith("_")} & {
+        n for n in dir(Target) if not n.startswith("_")} | (
+        {n for n in vars(m) if not n.startswith("_")} & {f.name for f in dataclasses.fields(t)})
+    assert not shared, f"members on both UGM and Target: {sorted(shared)}"
     assert t.latent_sites == () and t.observed_sites == ("v", "h")
     observed = m.observe(["v"])
     latent = observed.target()
@@ -39,7 +43,7 @@ def test_free_energy_is_the_log_sum_over_the_latent_sites():
                           m.init_params(jax.random.PRNGKey(0)))
     vs = jnp.asarray([[1, 0, 1, 1], [0, 0, 1, 0]], jnp.float32)
     hs = np.array(list(itertools.product([0.0, 1.0], repeat=3)), np.float32)
-    want = [np.logaddexp.reduce([float(m.log_potential(params, {"v": v, "h": jnp.asarray(h)}))
+    want = [np.logaddexp.reduce([float(m.target().log_potential(params, {"v": v, "h": jnp.asarray(h)}))
                                  for h in hs]) for v in vs]
     np.testing.assert_allclose(t.free_energies(params, {"v": vs}), want, rtol=1e-5)
     assert float(t.free_energy(params, {"v": vs[0]})) == pytest.approx(want[0], rel=1e-5)
@@ -47,7 +51,7 @@ def test_free_energy_is_the_log_sum_over_the_latent_sites():
     full = ugm.UGM(ugm.models.rbm, 4, 3).target()
     state = {"v": vs[0], "h": jnp.asarray(hs[3])}
     assert float(full.free_energy(params, state)) == pytest.approx(
-        float(m.log_potential(params, state)), rel=1e-6)
+        float(m.target().log_potential(params, state)), rel=1e-6)
 
 
 def test_bind_gives_each_examples_log_density_under_vmap():
@@ -57,7 +61,7 @@ def test_bind_gives_each_examples_log_density_under_vmap():
     state = {"x": jnp.array([1.0, -1.0, 1.0])}
     us = jnp.arange(6.0).reshape(2, 3)
     got = jax.vmap(lambda u: t.bind(u=u).logdensity_fn(params)(state))(us)
-    want = [ugm.UGM(crf, u=u).log_potential(params, state) for u in us]
+    want = [ugm.UGM(crf, u=u).target().log_potential(params, state) for u in us]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     energies = t.free_energies(params, {"x": jnp.stack([state["x"]] * 2)}, {"u": us})
     np.testing.assert_allclose(energies, want, rtol=1e-6)

@@ -46,12 +46,12 @@ from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, 
 from ..model import UGM
 from ..sharding import shard_particles, use_mesh
 from ..target import Target
-from .ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
+from ._ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
                         warn_if_wide)
-from .padding import first, pad_examples, padded_length
-from .prepare import observed_target
+from ._padding import first, pad_examples, padded_length
+from ._prepare import observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "AISLikelihoodResult",
            "default_betas", "base_rate_log_probs", "DEFAULT_TOLERANCE"]
@@ -166,7 +166,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
         site; the natural parameters (η, λ) (num_variables, 2), λ > 0, of a real site's
         Normal N(η/λ, 1/λ).
     sum_out_sites : sequence of str, optional
-        Sites summed out in closed form in the weights (default: ``m.latent_sites`` when
+        Sites summed out in closed form in the weights (default: the target's ``latent_sites`` when
         they do not interact with each other).
     kernel : KernelSpec, optional
         Transition at each β (default: systematic-scan block Gibbs, summed sites first).
@@ -279,7 +279,9 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
         num_reverse = check_count("ais", "num_reverse", num_reverse, 2)
     if inputs is not None and mesh is not None:
         raise ValueError("ais.log_likelihood: a mesh is not supported with inputs")
-    target, model_data, inputs, num_cases = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, model_data, inputs, num_cases = (problem.target, problem.data,
+                                             problem.inputs, problem.num_examples)
     prepared = setup(target, data if base_log_probs is None else None, base_log_probs,
                      sum_out_sites, kernel)
     forward_key, reverse_key, pick_key = jax.random.split(rng_key, 3)

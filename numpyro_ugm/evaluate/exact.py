@@ -1,179 +1,63 @@
-"""Exact evaluation, fitting and sampling of small models by enumeration.
+"""Exact evaluation and sampling of small models by enumeration.
 
 This is ``ugm.exact``. The sums themselves — :func:`log_partition`, :func:`log_likelihood`,
 :func:`log_prob`, :func:`expectation`, :func:`marginals`, :func:`moments`,
-:func:`num_enumerated` — are those of :mod:`numpyro_ugm.evaluate.enumeration` (chunked
+:func:`num_enumerated` — are those of :mod:`numpyro_ugm.evaluate._enumeration` (chunked
 enumeration with closed-form sum-out of an independent set of variables and Gaussian
-integrals over real sites, :mod:`~numpyro_ugm.evaluate.engine`), re-exported here. This
-module adds what is built on them: :func:`fit` (exact maximum likelihood or MAP,
-conditional for a CRF's ``inputs=``) and :func:`sample` (exact independent draws), which
-check their parameters on the host. Like the sums, they take a model at their entry point
-and run on its :class:`~numpyro_ugm.target.Target`.
+integrals over real sites, :mod:`~numpyro_ugm.evaluate._engine`), re-exported here. This
+module adds the draws built on them: :func:`sample` (exact independent draws), which
+checks its parameters on the host, and :func:`sampler`, its pure draw. Like the sums,
+they take a model at their entry point and run on its
+:class:`~numpyro_ugm.target.Target`. Exact maximum likelihood on these sums is a
+learner, :func:`numpyro_ugm.learn.fit_exact`, whose objective is
+:func:`target_log_likelihood`.
 """
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from .._checks import as_key, check_count
 from ..compile_cache import cached
 from ..diagnose import check_finite
 from ..kernels.base import draw_block
 from ..model import UGM
-from ..runloop import minimize
 from ..target import Target
 from ..validation import to_data
-from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
+from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
                      chunks, config_budget, config_log_weight, configurations, float_dtype,
                      index_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan)
-from .enumeration import (Moments, check_integrals, expectation, log_likelihood,
+from ._enumeration import (Moments, check_integrals, expectation, log_likelihood,
                           log_partition, log_prob, marginals, moments, num_enumerated)
-from .gaussian import draw as gaussian_draw
-from .prepare import FitProblem, prepare_fit
+from ._gaussian import draw as gaussian_draw
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
-           "moments", "Moments", "fit", "FitResult", "num_enumerated", "sample", "sampler",
-           "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION"]
+           "moments", "Moments", "num_enumerated", "target_log_likelihood",
+           "check_enumerable", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
+           "MIN_SUM_OUT_REDUCTION"]
 
 
-# --- exact maximum likelihood / MAP -----------------------------------------------------------
+# --- on a target, for the learners -------------------------------------------------------
 
 
-class FitResult(NamedTuple):
-    """What :func:`fit` returns.
-
-    Attributes
-    ----------
-    params : dict
-        Final parameters (constrained space).
-    log_likelihood : scalar
-        Mean training log-likelihood at ``params``.
-    objective : scalar
-        log_likelihood + log p(θ) / N (equal to ``log_likelihood`` without priors).
-    grad_norm : scalar
-        Norm of the objective's gradient (unconstrained space) at ``params``.
-    num_steps : int
-        Optimizer steps taken (fewer than asked when the gradient norm reached ``tol``
-        or a step produced non-finite values; then the last finite parameters are kept).
-    converged : bool
-        Whether the gradient norm reached ``tol``.
-    trace : dict of str -> ndarray (num_steps asked + 1,)
-        ``objective``, ``log_likelihood`` and ``grad_norm`` at the initial parameters and
-        after each step taken (NaN beyond).
-    """
-
-    params: dict
-    log_likelihood: jax.Array
-    objective: jax.Array
-    grad_norm: jax.Array
-    num_steps: int
-    converged: bool
-    trace: dict
+def target_log_likelihood(target: Target, params: dict, xs: dict, inputs: dict | None = None,
+                          chunk_size: int = DEFAULT_CHUNK_SIZE) -> jax.Array:
+    """Mean exact log p(x_n; θ) of data ``xs`` (model representation, leading example
+    axis; ``target`` observes its sites), each example under its own ``inputs`` (a CRF's)
+    when given: traceable in the parameters and the data (the objective of
+    :func:`numpyro_ugm.learn.fit_exact`)."""
+    if inputs is None:
+        return (jnp.mean(log_prob_observed(target, params, xs, chunk_size))
+                - log_z(target, params, chunk_size))
+    return jnp.mean(log_prob_per_input(target, params, xs, inputs, chunk_size)[0])
 
 
-def fit(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None = None,
-        num_steps: int = 500, optimizer: optax.GradientTransformation | None = None,
-        rng_key: jax.Array | None = None, tol: float = 1e-6,
-        chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = False,
-        inputs: dict | None = None, **model_kwargs: Any) -> FitResult:
-    """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
-
-    Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters
-    (for a CRF, the conditional ``mean_n log p(x_n; θ, inputs_n)``, each example with its
-    own log Z), with exact log Z and exact latent sums (so exact gradients); a reference for the
-    stochastic estimators on small models. For a prior on a constrained parameter (e.g.
-    ``LogNormal``, θ > 0) this is the mode of the posterior density of θ itself: the
-    optimizer runs in the unconstrained space but no log-Jacobian of that map is added
-    (as in :class:`~numpyro_ugm.MLE`).
-
-    For a fully visible model whose data never show some configuration of a pair (e.g. a
-    VBM with W ~ N(0, 1) and a few hundred cases: pairs that always agree), the maximum
-    likelihood estimate does not exist: the supremum of the log-likelihood is approached
-    as couplings diverge. ``fit`` then runs the ``num_steps`` asked (``converged`` is
-    False) and returns the last parameters; compare learners by the training
-    ``log_likelihood`` it reports, which approaches the supremum, not by these
-    parameters — or add a prior (MAP), for which the optimum exists.
-
-    Parameters
-    ----------
-    model : callable or UGM
-        numpyro model function (called with ``model_args`` and ``model_kwargs``) or a
-        traced :class:`~numpyro_ugm.model.UGM` (then give no model arguments).
-    data : dict of str -> array
-        Observed sites (data representation), leading example axis; absent state sites
-        are latent and summed out.
-    *model_args
-        Positional arguments of ``model``.
-    params : dict, optional
-        Initial parameters (constrained space); default ``m.init_params(rng_key)``.
-    num_steps : int
-        Maximum number of optimizer steps.
-    optimizer : optax.GradientTransformation, optional
-        Minimizes the negative objective; default ``optax.lbfgs()`` (with its zoom line
-        search). Plain transformations such as ``optax.adam(0.05)`` work too (use more
-        steps).
-    rng_key : jax PRNGKey, optional
-        For the initial parameters (default ``PRNGKey(0)``).
-    tol : float
-        Stop when the gradient norm of the objective falls to ``tol``.
-    chunk_size : int
-        Configurations evaluated together.
-    progress_bar : bool
-        Show a tqdm bar (the steps then run in chunks; results are identical).
-    inputs : dict of str -> array, optional
-        A CRF's per-example inputs (model keyword arguments with a leading example axis,
-        as in learning and evaluation): exact conditional maximum likelihood. A model
-        function is traced with the first example's inputs.
-    **model_kwargs
-        Keyword arguments of ``model``.
-
-    Returns
-    -------
-    FitResult
-    """
-    problem = prepare_fit("fit", model, data, model_args, model_kwargs, params, num_steps,
-                          rng_key, inputs, tol)
-    target, space = problem.target, problem.param_space
-    check_size(make_plan(target, tuple(target.state_sites)), chunk_size, "fit")
-    if optimizer is not None and not (hasattr(optimizer, "init")
-                                      and hasattr(optimizer, "update")):
-        raise TypeError("fit: optimizer must be an optax GradientTransformation")
-    loss = _exact_objective(problem, chunk_size)
-    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
-    # one program per data length, kept in the bounded compile cache (no padding: the
-    # padded examples would be computed at every step)
-    key = ("exact.fit", tuple(problem.data), chunk_size, optimizer, problem.num_examples,
-           None if problem.inputs is None else tuple(sorted(problem.inputs)))
-    out = minimize(loss, space.to_unconstrained(problem.params), optimizer,
-                   problem.num_steps, *args, tol=tol, progress_bar=progress_bar,
-                   desc="exact fit", cached=lambda build: cached(target.cache_key, key, build))
-    trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
-             "grad_norm": out.trace["grad_norm"]}
-    return FitResult(params=space.to_constrained(out.params), log_likelihood=out.aux,
-                     objective=-out.value, grad_norm=out.grad_norm,
-                     num_steps=out.num_steps, converged=out.converged, trace=trace)
-
-
-def _exact_objective(problem: FitProblem, chunk_size: int) -> Callable:
-    """``loss(u, data[, inputs]) -> (−objective, mean log-likelihood)`` of :func:`fit` in
-    the unconstrained parameters u; the data (and inputs) are arguments of the compiled
-    steps, not constants in them."""
-    target, space, log_prior = problem.target, problem.param_space, problem.log_prior
-
-    def loss(u, xs, us=None):
-        p = space.to_constrained(u)
-        if us is None:
-            ll = jnp.mean(log_prob_observed(target, p, xs, chunk_size)) \
-                - log_z(target, p, chunk_size)
-        else:
-            ll = jnp.mean(log_prob_per_input(target, p, xs, us, chunk_size)[0])
-        return -(ll + log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), ll
-
-    return loss
+def check_enumerable(target: Target, chunk_size: int, owner: str) -> None:
+    """Raise ``ValueError`` (naming ``owner``) if ``target`` is too large to enumerate
+    in chunks of ``chunk_size``."""
+    check_size(make_plan(target, tuple(target.state_sites)), chunk_size, owner)
 
 
 # --- exact sampling -----------------------------------------------------------------------
@@ -226,22 +110,24 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     if bool(impossible):
         raise FloatingPointError("exact.sample: every configuration has log-potential -inf "
                                  "under the given params (Z = 0): there is nothing to draw")
-    return to_data(m.state_sites, draws)
+    return to_data(target.state_sites, draws)
 
 
-def sampler(m: UGM, num_samples: int, *,
+def sampler(m: UGM | Target, num_samples: int, *,
             chunk_size: int = DEFAULT_CHUNK_SIZE) -> Callable[[dict, jax.Array], dict]:
     """The draw of :func:`sample` as a pure function, for use inside a jitted program
     (e.g. the auxiliary draw of the exchange algorithm): ``draw(params, rng_key)`` returns
     ``num_samples`` exact draws of every state site in the **model** representation,
-    without :func:`sample`'s host checks of the parameters and the potential.
+    without :func:`sample`'s host checks of the parameters and the potential. ``m``
+    is a model or its target (e.g. one CRF example's, ``target.bind(**inputs)``).
 
     Raises
     ------
     ValueError
         If the model is too large to enumerate.
     """
-    run = _cached_sampler("exact.sampler", m.target(),
+    target = m.target() if isinstance(m, UGM) else m
+    run = _cached_sampler("exact.sampler", target,
                           check_count("exact.sampler", "num_samples", num_samples),
                           chunk_size)[0]
     return lambda params, rng_key: run(params, rng_key)[0]

@@ -21,8 +21,9 @@ log-potential in the float dtype — a conservative indication, not a standard e
 
 Parameters are checked with :meth:`ParamSpace.check <numpyro_ugm.params.ParamSpace.check>`;
 the grid is evaluated by a program compiled once per model and number of points
-(:mod:`numpyro_ugm.compile_cache`). The functions need the model's log-potential and
-state sites only, not its structure analysis.
+(:mod:`numpyro_ugm.compile_cache`). The public functions take a model and set it up
+(:func:`~numpyro_ugm.problem.build_problem`); the code behind them reads its target's
+log-potential and state sites.
 """
 
 from collections.abc import Callable, Sequence
@@ -35,7 +36,9 @@ import numpy as np
 from .._checks import check_count
 from ..compile_cache import cached
 from ..diagnose import non_finite_error
-from ..model import UGM, as_ugm
+from ..model import UGM
+from ..problem import Problem, build_problem
+from ..target import Target
 from ..validation import validate_data
 
 __all__ = ["Quadrature", "GridDensity", "log_partition", "density", "expectation",
@@ -97,9 +100,9 @@ def _coordinates(domains: dict, owner: str) -> tuple:
     return tuple(out)
 
 
-def box(m: UGM, width: float = DEFAULT_WIDTH) -> np.ndarray:
-    """The default box: the base Normal's mean ± ``width`` standard deviations per
-    coordinate, an array ``(num_coordinates, 2)`` of (low, high).
+def box(m: UGM | Target, width: float = DEFAULT_WIDTH) -> np.ndarray:
+    """The default box of a model (or its target): the base Normal's mean ± ``width``
+    standard deviations per coordinate, an array ``(num_coordinates, 2)`` of (low, high).
 
     Raises
     ------
@@ -108,19 +111,20 @@ def box(m: UGM, width: float = DEFAULT_WIDTH) -> np.ndarray:
     """
     if not (np.isfinite(width) and width > 0):
         raise ValueError(f"quadrature: width must be positive, got {width}")
+    domains = (m.target() if isinstance(m, UGM) else m).state_sites
     rows = []
-    for s, i, _ in _coordinates(m.state_sites, "box"):
-        d = m.state_sites[s]
+    for s, i, _ in _coordinates(domains, "box"):
+        d = domains[s]
         loc = np.broadcast_to(d.loc, d.shape_).reshape(-1)[0 if i is None else i]
         scale = np.broadcast_to(d.scale, d.shape_).reshape(-1)[0 if i is None else i]
         rows.append((loc - width * scale, loc + width * scale))
     return np.asarray(rows, float)
 
 
-def _bounds(m: UGM, coords: tuple, bounds, width) -> np.ndarray:
+def _bounds(target: Target, coords: tuple, bounds, width) -> np.ndarray:
     """``bounds`` as an array ``(num_coordinates, 2)``, checked; default :func:`box`."""
     if bounds is None:
-        return box(m, width)
+        return box(target, width)
     b = np.asarray(bounds, float)
     if b.shape == (2,):
         b = np.tile(b, (len(coords), 1))
@@ -149,7 +153,7 @@ def _states(domains: dict, coords: tuple, points: jax.Array) -> dict:
     return out
 
 
-def _grid_program(m: UGM, coords: tuple, n: int, fn: Optional[Callable]):
+def _grid_program(target: Target, coords: tuple, n: int, fn: Optional[Callable]):
     """The compiled evaluation of the grid: ``run(params, bounds) -> (f, g)``, f the
     log-potential on the ``n``^k grid (shape ``(n,) * k``) and g the values of ``fn`` at
     the grid points (leading axes ``(n,) * k``; None without ``fn``)."""
@@ -158,10 +162,10 @@ def _grid_program(m: UGM, coords: tuple, n: int, fn: Optional[Callable]):
     def run(params, bounds):
         axes = [jnp.linspace(bounds[j, 0], bounds[j, 1], n) for j in range(k)]
         mesh = jnp.stack([a.reshape(-1) for a in jnp.meshgrid(*axes, indexing="ij")], -1)
-        states = _states(m.state_sites, coords, mesh)
+        states = _states(target.state_sites, coords, mesh)
 
         def one(state):
-            value = m.log_potential(params, state)
+            value = target.log_potential(params, state)
             return value, (None if fn is None else fn(state))
 
         f, g = jax.lax.map(one, states, batch_size=_BATCH)
@@ -220,16 +224,17 @@ class _Grid(NamedTuple):
     coordinates: tuple
 
 
-def _integrate(owner: str, m: UGM, params: dict, bounds, width, num_points,
+def _integrate(owner: str, problem: Problem, params: dict, bounds, width, num_points,
                fn: Optional[Callable] = None) -> _Grid:
     """Evaluate the grid and log Z with its error estimate."""
-    m.param_space.check(params)
-    coords = _coordinates(m.state_sites, owner)
+    target = problem.target
+    problem.param_model.space.check(params)
+    coords = _coordinates(target.state_sites, owner)
     k = len(coords)
     n = _num_points(num_points, k)
-    b = _bounds(m, coords, bounds, width)
-    run = cached(m.cache_key, ("quadrature", coords, n, fn),
-                 lambda: _grid_program(m, coords, n, fn))
+    b = _bounds(target, coords, bounds, width)
+    run = cached(target.cache_key, ("quadrature", coords, n, fn),
+                 lambda: _grid_program(target, coords, n, fn))
     f, g = run(params, jnp.asarray(b, jnp.result_type(float)))
     f = np.asarray(f, np.float64)
     if np.any(np.isnan(f) | (f == np.inf)):
@@ -280,8 +285,8 @@ def log_partition(model: Callable | UGM, params: dict, *model_args: Any,
     FloatingPointError
         If the log-potential is NaN or +inf on the grid, or −inf everywhere.
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    return _integrate("log_partition", m, params, bounds, width, num_points).log_z
+    problem = build_problem(model, None, model_args, model_kwargs)
+    return _integrate("log_partition", problem, params, bounds, width, num_points).log_z
 
 
 def density(model: Callable | UGM, params: dict, *model_args: Any,
@@ -294,8 +299,8 @@ def density(model: Callable | UGM, params: dict, *model_args: Any,
     -------
     GridDensity
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    grid = _integrate("density", m, params, bounds, width, num_points)
+    problem = build_problem(model, None, model_args, model_kwargs)
+    grid = _integrate("density", problem, params, bounds, width, num_points)
     return GridDensity(grid.axes, grid.f - grid.log_z.value, grid.coordinates, grid.log_z)
 
 
@@ -318,8 +323,8 @@ def expectation(model: Callable | UGM, params: dict, fn: Callable[[dict], Any],
         ``value`` the expectation (fn's pytree of arrays) and ``error`` (its difference
         from the rule on every other point, per entry).
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    grid = _integrate("expectation", m, params, bounds, width, num_points, fn)
+    problem = build_problem(model, None, model_args, model_kwargs)
+    grid = _integrate("expectation", problem, params, bounds, width, num_points, fn)
     k = grid.f.ndim
     coarse = (slice(None, None, 2),) * k
     b = np.stack([[a[0], a[-1]] for a in grid.axes])
@@ -358,13 +363,15 @@ def log_prob(model: Callable | UGM, params: dict, data: dict, *model_args: Any,
     Quadrature
         ``value`` an array ``(N,)``; ``error`` that of log Z.
     """
-    m = as_ugm(model, *model_args, **model_kwargs)
-    x = validate_data(m.state_sites, data, allow_missing=False)
+    problem = build_problem(model, data, model_args, model_kwargs)
+    target, x = problem.target, problem.data
+    if target.latent_sites:  # the error of a missing site
+        validate_data(target.state_sites, data, allow_missing=False)
     if bounds is None:
-        bounds = box(m.with_fitted_base(x), width)
-    log_z = _integrate("log_prob", m, params, bounds, width, num_points).log_z
-    f = cached(m.cache_key, ("quadrature.log_prob",), lambda: jax.jit(jax.vmap(
-        m.log_potential, in_axes=(None, 0))))(params, x)
+        bounds = box(target, width)
+    log_z = _integrate("log_prob", problem, params, bounds, width, num_points).log_z
+    f = cached(target.cache_key, ("quadrature.log_prob",), lambda: jax.jit(jax.vmap(
+        target.log_potential, in_axes=(None, 0))))(params, x)
     return Quadrature(np.asarray(f, np.float64) - log_z.value, log_z.error)
 
 

@@ -36,7 +36,7 @@ the continuous sites: those values are substituted into the model, so the log-de
 kernel sees is the log-potential of the state (factors plus every observed site, e.g. a
 likelihood whose scale NUTS samples) at the sampled continuous values.
 
-The blocks of conditionally independent variables (``UGM.blocks``) are found once, from
+The blocks of conditionally independent variables (``Target.blocks``) are found once, from
 the model in which every continuous latent site is a free parameter (see
 :mod:`~numpyro_ugm.structure`): the interaction graph does not depend on the values the
 continuous sites take later. A Gaussian observation whose mean is linear in a spin,

@@ -107,7 +107,7 @@ class Conditioning:
             if not conditioning:
                 raise
             return None
-        free.structure  # noqa: B018 - analyze now, with concrete arguments
+        free.target()  # analyze now, with concrete arguments
         self._free = (key, free)
         return free
 
@@ -118,11 +118,12 @@ class Conditioning:
         conditioning = dict(kwargs.get(GIBBS_SITES_KWARG, {}))
         free = self._free_ugm(model_args, kwargs, conditioning)
         if free is not None:
-            owned_elsewhere = [s for s in conditioning if s in free.state_sites]
+            domains = free.target().state_sites
+            owned_elsewhere = [s for s in conditioning if s in domains]
             if owned_elsewhere:
                 raise ValueError(
                     f"{self.owner} samples every state site of the model "
-                    f"({list(free.state_sites)}); site(s) {owned_elsewhere} are owned by "
+                    f"({list(domains)}); site(s) {owned_elsewhere} are owned by "
                     "another block: give all of them to the UGMSampler block")
             if not self.checked:
                 warn_if_coupled(self.owner, free, [s for s in conditioning
@@ -132,7 +133,7 @@ class Conditioning:
         if conditioning or free is None:
             m = UGM(self.model, *model_args, **kwargs)
             if free is not None:
-                m = m.replace(structure=free.structure)
+                m = m.replace(structure=free.target().structure)
         else:
             m = free
         given = self.params or {}

@@ -82,7 +82,8 @@ def warn_if_coupled(owner: str, m: UGM, sites: Sequence[str],
     theta = ", ".join(f"{s!r} (coupled by factor(s) {names})" for s, names in coupled.items())
     warnings.warn(
         f"{owner}: another kernel (NUTS in HMCGibbs, or a Gibbs block) samples {theta}, "
-        f"a parameter θ of the undirected model over the state sites {list(m.state_sites)}. "
+        f"a parameter θ of the undirected model over the state sites "
+        f"{list(m.target().state_sites)}. "
         f"It targets prior(θ)·exp f(x; θ) without the 1/Z(θ) of p(x | θ), so the posterior "
         f"of θ is wrong: a different distribution, not Monte Carlo noise. Sample p(θ | x) "
         f"with ugm.posterior.Exchange (the exchange algorithm, a numpyro MCMC kernel) or "

@@ -37,7 +37,7 @@ class UGMGibbsFn:
                  likelihood_factors=()):
         self.num_mcmc_steps = check_count("gibbs_fn", "num_mcmc_steps", num_mcmc_steps)
         self.ugm = m = as_ugm(model, *model_args, **model_kwargs)
-        self.sites = tuple(m.state_sites)
+        self.sites = tuple(m.target().state_sites)
         given = dict(params or {})
         unknown = [n for n in given if n not in m.param_sites]
         if unknown:
@@ -56,7 +56,7 @@ class UGMGibbsFn:
         m = self.ugm
         unknown = [k for k in hmc_sites if k not in m.param_sites]
         if unknown:
-            owned = [k for k in unknown if k in m.state_sites]
+            owned = [k for k in unknown if k in self._target.state_sites]
             if owned:
                 raise ValueError(f"gibbs_fn samples every state site of the model "
                                  f"({list(self.sites)}); site(s) {owned} are sampled by "

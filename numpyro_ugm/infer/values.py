@@ -78,5 +78,5 @@ def to_data(model: Callable | UGM, samples: dict, *model_args: Any,
     -------
     dict of str -> array
     """
-    domains = as_ugm(model, *model_args, **model_kwargs).state_sites
+    domains = as_ugm(model, *model_args, **model_kwargs).target().state_sites
     return {k: domains[k].from_model(v) if k in domains else v for k, v in samples.items()}

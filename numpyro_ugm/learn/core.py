@@ -141,10 +141,12 @@ class LearnerCore:
 
     Parameters
     ----------
-    m : UGM
-        The model with its observed sites set (``m.observe``): the learner reads its
-        parameter sites (initial values, prior, transforms) from it, and hands the
-        estimator its :class:`~numpyro_ugm.target.Target` (:attr:`target`, built once).
+    target : Target
+        What the estimator and the objective read of the model (its data's sites
+        observed): handed to the estimator at every update.
+    param_model : ParamModel
+        The parameters' space (transforms, checks), initial values and log prior
+        (:func:`~numpyro_ugm.problem.build_problem`).
     estimator : Estimator or PerExample
         Negative-phase estimator (wrapped in ``PerExample`` for conditional models).
     optimizer : optax.GradientTransformation
@@ -153,9 +155,10 @@ class LearnerCore:
         Size N of the training set (the prior's gradient is divided by it).
     """
 
-    def __init__(self, m, estimator, optimizer, num_examples: int):
-        self.m, self.estimator, self.optimizer = m, estimator, optimizer
-        self.target, self.param_space = m.target(), m.param_space
+    def __init__(self, target, param_model, estimator, optimizer, num_examples: int):
+        self.target, self.param_model = target, param_model
+        self.estimator, self.optimizer = estimator, optimizer
+        self.param_space = param_model.space
         self.num_examples = int(num_examples)
         # jitted once per core: an estimator's init may anneal (a while loop), slow op
         # by op and costly to recompile
@@ -169,7 +172,8 @@ class LearnerCore:
         Not jitted as a whole; the estimator's init is (:attr:`init_estimator`).
         """
         param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
-        params = self.m.init_params(param_key) if init_params is None else dict(init_params)
+        params = (self.param_model.init(param_key) if init_params is None
+                  else dict(init_params))
         self.param_space.check(params)
         unconstrained = self.param_space.to_unconstrained(params)
         estimator_state = self.init_estimator(est_key, self.target, params, batch)
@@ -219,7 +223,7 @@ class LearnerCore:
         """What the update ascends, from the batch mean of F (``positive``) and the
         weighted particles' (``negative``): the per-case log-likelihood plus
         log p(θ) / N."""
-        return positive - negative + self.m.log_prior(params) / self.num_examples
+        return positive - negative + self.param_model.log_prior(params) / self.num_examples
 
     def update(self, state: LearnState, batch):
         """One update on ``batch`` (jit-able).
@@ -272,7 +276,7 @@ class LearnerCore:
         finite = (grads_finite & all_finite(new_params)
                   & jnp.all(jnp.stack([v <= DIVERGED for v in (spread or {}).values()]
                                       or [jnp.array(True)]))
-                  & jnp.isfinite(self.m.log_prior(space.to_constrained(new_params)))
+                  & jnp.isfinite(self.param_model.log_prior(space.to_constrained(new_params)))
                   & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
         ok = finite & (state.failed_at < 0)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)

@@ -117,7 +117,7 @@ def checkpoint_meta(m, state) -> dict:
     :func:`~numpyro_ugm.averaged` (``"none"`` without averaging)."""
     fn = getattr(m.model, "func", m.model)  # a functools.partial's function
     name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-    sites = ", ".join(f"{k}: {d!r}" for k, d in sorted(m.state_sites.items()))
+    sites = ", ".join(f"{k}: {d!r}" for k, d in sorted(m.target().state_sites.items()))
     averaged = [int(s.start) for s in jax.tree.leaves(
         state.opt_state, is_leaf=lambda x: isinstance(x, AveragedState))
         if isinstance(s, AveragedState)]

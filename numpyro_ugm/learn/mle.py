@@ -117,7 +117,8 @@ class MLE:
         on every host first, and the mesh over ``jax.devices()``.
     core_class : type
         The :class:`~numpyro_ugm.learn.core.LearnerCore` (sub)class built, called as
-        ``core_class(m, estimator, optimizer, num_examples)``: a subclass changes the
+        ``core_class(target, param_model, estimator, optimizer, num_examples)``
+        (:func:`~numpyro_ugm.problem.build_problem`'s): a subclass changes the
         objective (e.g. :class:`~numpyro_ugm.posterior.PosteriorCore`).
 
     Examples
@@ -153,7 +154,9 @@ class MLE:
     @property
     def ugm(self) -> UGM:
         """The traced model (observed sites set by the data given to :meth:`init`)."""
-        return self.core.m
+        if self._setup is None:
+            raise RuntimeError("call init() first")
+        return self._setup.problem.model
 
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
              init_params=None, **model_kwargs) -> LearnState:
@@ -191,7 +194,7 @@ class MLE:
         """Check ``batch`` (observed sites, data representation) against the domains
         once and convert it for :meth:`update` (and for ``core.update``:
         ``prepare(batch).batch``)."""
-        return PreparedBatch(validate_data(self.core.m.state_sites, batch))
+        return PreparedBatch(validate_data(self.core.target.state_sites, batch))
 
     def update(self, state: LearnState, batch=None) -> tuple[LearnState, StepInfo]:
         """One learning step on ``batch`` (observed sites, data representation, or from

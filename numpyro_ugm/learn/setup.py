@@ -1,7 +1,8 @@
-"""From the user's model function and data to a learner set up for them: trace the model
-(bound to the first example's inputs for a CRF, with blocks valid for every example),
-check the data against the domains, mark the sites the data lacks as latent, build the
-:class:`~numpyro_ugm.learn.core.LearnerCore` and its compiled steps, and place the data.
+"""From the user's model function and data to a learner set up for them: the model's
+problem on the data (:func:`~numpyro_ugm.problem.build_problem`: the traced model, the
+data checked, the sites it lacks latent, blocks valid for every CRF example), the
+:class:`~numpyro_ugm.learn.core.LearnerCore` on its target and parameters' model, its
+compiled steps, and the data placed.
 
 :func:`set_up` rebuilds the core only when what it depends on changes (model arguments,
 batch size, the data's layout, the inputs' values): new data of the same layout reuses
@@ -17,7 +18,7 @@ import numpy as np
 from .. import distributed
 from .._checks import check_count
 from ..estimators.per_example import PerExample
-from ..model import UGM, as_ugm
+from ..problem import Problem, build_problem, check_free_energy
 from ..validation import validate_data
 from .data import Minibatches, Placement, check_inputs
 from .steps import Steps
@@ -49,6 +50,8 @@ class Setup(NamedTuple):
     Attributes
     ----------
     core : LearnerCore
+    problem : Problem
+        The model set up on the data (the target and parameters' model the core holds).
     steps : Steps
         The core's compiled steps on minibatches.
     data : dict
@@ -60,6 +63,7 @@ class Setup(NamedTuple):
     """
 
     core: Any
+    problem: Problem
     steps: Steps
     data: dict
     inputs: Any
@@ -77,16 +81,16 @@ def set_up(previous: Optional[Setup], model, estimator, optimizer, core_class,
     and steps of ``previous`` when what they depend on is unchanged."""
     checked = check_settings(data, model_args, model_kwargs, inputs, batch_size)
     if previous is not None and same_key(checked.key, previous.key):
-        core, steps = previous.core, previous.steps
-        data = validate_data(core.m.state_sites, data)
+        core, problem, steps = previous.core, previous.problem, previous.steps
+        data = validate_data(problem.target.state_sites, data)
     else:
-        core, batches, data = build_core(model, estimator, optimizer, core_class, data,
-                                         model_args, model_kwargs, checked.inputs,
-                                         checked.batch_size)
-        steps = Steps(core, batches, placement)
+        core, batches, problem = build_core(model, estimator, optimizer, core_class, data,
+                                            model_args, model_kwargs, checked.inputs,
+                                            checked.batch_size)
+        data, steps = problem.data, Steps(core, batches, placement)
     num_examples = steps.batches.num_examples
     distributed.check_identical((data, checked.inputs), "the data (and inputs)")
-    return Setup(core, steps, placement.shard(data, num_examples),
+    return Setup(core, problem, steps, placement.shard(data, num_examples),
                  placement.shard(checked.inputs, num_examples), checked.key)
 
 
@@ -119,33 +123,24 @@ def same_key(a, b) -> bool:
 
 def build_core(model, estimator, optimizer, core_class, data, model_args, model_kwargs,
                inputs, batch_size):
-    """Trace the model, check the data and build the core.
+    """Set up the model's problem on the data (:func:`~numpyro_ugm.problem.build_problem`)
+    and build the core on its target and parameters' model.
 
     Returns
     -------
     core : LearnerCore (an instance of ``core_class``)
     batches : Minibatches
-    data : dict
-        The data in the model representation.
+    problem : Problem
+        The target, the parameters' model and the data in the model representation.
     """
-    first = {} if inputs is None else {k: v[0] for k, v in inputs.items()}
-    traced_with = {} if isinstance(model, UGM) else first  # a UGM is bound
-    m = as_ugm(model, *model_args, **model_kwargs, **traced_with)
-    if inputs is not None:
-        m = m.for_inputs(inputs)  # blocks valid for every example, not the first only
-    if first and not traced_with:
-        m = m.bind(**first)
-    data = validate_data(m.state_sites, data)
-    m = m.observe(data.keys()).with_fitted_base(data)
-    m.structure  # analyse once, outside any trace
-    if m.latent_sites:
-        m.target().free_energy(m.init_params(jax.random.PRNGKey(0)),
-                               {n: v[0] for n, v in data.items()})  # raises if not summable
-    num_examples = int(jax.tree.leaves(data)[0].shape[0])
+    problem = build_problem(model, data, model_args, model_kwargs, inputs)
+    check_free_energy(problem, problem.param_model.init(jax.random.PRNGKey(0)))
+    num_examples = problem.num_examples
     batch = num_examples if batch_size is None else batch_size
     if batch > num_examples:
         raise ValueError(f"MLE: batch_size must be in [1, {num_examples}] (the number of "
                          f"examples), got {batch_size}")
     estimator = estimator if inputs is None else PerExample(estimator)
-    core = core_class(m, estimator, optimizer, num_examples)
-    return core, Minibatches(num_examples, batch), data
+    core = core_class(problem.target, problem.param_model, estimator, optimizer,
+                      num_examples)
+    return core, Minibatches(num_examples, batch), problem

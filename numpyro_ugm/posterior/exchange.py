@@ -175,7 +175,7 @@ class Exchange(MCMCKernel):
     def _auxiliary(self, post: Posterior) -> Callable:
         """``draw(params, key) -> states``: N auxiliary cases from p(·; θ) (model
         representation, every state site)."""
-        m, n = post.m, post.num_examples
+        m, n = post.model, post.num_examples
         if post.inputs is not None:
             return _per_example_draw(post, self.num_aux_steps, self._kernel_spec)
         if self.num_aux_steps is None and post.target.structure.moved:
@@ -346,7 +346,7 @@ def _per_example_draw(post: Posterior, num_aux_steps: int | None, kernel_spec: A
     """The auxiliary draw of a CRF: case n from p(·; θ, inputs_n), exactly (enumeration,
     one example at a time) or by ``num_aux_steps`` steps of the kernel from the observed
     case n under its inputs."""
-    m, target, inputs, n = post.m, post.target, post.inputs, post.num_examples
+    m, target, inputs, n = post.model, post.target, post.inputs, post.num_examples
     if num_aux_steps is None:
         size = exact.num_enumerated(m)[0]
         if size > MAX_EXACT_CONFIGURATIONS:
@@ -358,7 +358,7 @@ def _per_example_draw(post: Posterior, num_aux_steps: int | None, kernel_spec: A
         def draw(params, key):
             def one(example, k):
                 return jax.tree.map(lambda a: a[0],
-                                    exact.sampler(m.bind(**example), 1)(params, k))
+                                    exact.sampler(target.bind(**example), 1)(params, k))
 
             return jax.vmap(one)(inputs, jax.random.split(key, n))
 

@@ -68,9 +68,9 @@ def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
     """
     post = Posterior("exact_posterior", model, data, model_args, model_kwargs, params,
                      inputs)
-    m, space = post.m, post.param_space
+    m, space = post.model, post.param_space
     priors = {n: space.sites[n].prior for n in post.sites}
-    observed = to_data(m.state_sites, post.data)
+    observed = to_data(post.target.state_sites, post.data)
     exact.log_likelihood(m, post.params(post.init_position()), observed,  # size check
                          inputs=post.inputs)
 
@@ -78,7 +78,7 @@ def exact_posterior(model: Callable | UGM, data: dict, *model_args: Any,
         theta = {n: numpyro.sample(n, prior) for n, prior in priors.items()}
         values = {**post.fixed, **theta}
         with handlers.block():  # the model's own traces stay out of this model's trace
-            log_prior = m.log_prior(values)
+            log_prior = post.param_model.log_prior(values)
             log_likelihood = exact.log_likelihood(m, values, observed, inputs=post.inputs)
         traced = sum(jnp.sum(priors[n].log_prob(v)) for n, v in theta.items())
         numpyro.factor("prior_dependence", log_prior - traced)

@@ -100,8 +100,9 @@ class PosteriorCore(LearnerCore):
     so that its gradient is the drift of Langevin dynamics."""
 
     def objective(self, unconstrained, params, positive, negative):
-        return (self.num_examples * (positive - negative) + self.m.log_prior(params)
-                + self.m.param_space.log_abs_det_jacobian(unconstrained))
+        return (self.num_examples * (positive - negative)
+                + self.param_model.log_prior(params)
+                + self.param_space.log_abs_det_jacobian(unconstrained))
 
 
 def record_params(core: LearnerCore, state: LearnState) -> dict:

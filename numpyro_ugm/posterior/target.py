@@ -20,15 +20,13 @@ whose rows the potential visibly sums (see :func:`refuse_summed_examples`).
 """
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_inputs
-from ..model import UGM, as_ugm
-from ..validation import validate_data
+from ..model import UGM
+from ..problem import Problem, build_problem, check_free_energy
 
 __all__ = ["Posterior", "refuse_summed_examples"]
 
@@ -58,13 +56,16 @@ class Posterior:
     ----------
     target : Target
         What the samplers read of the model: the state sites, the structure and the
-        free energy (:meth:`~numpyro_ugm.model.UGM.target`, the data's sites observed).
+        free energy (:func:`~numpyro_ugm.problem.build_problem`, the data's sites
+        observed).
+    param_model : ParamModel
+        The parameters' space, initial values and log prior (whose priors may depend on
+        other parameters: the model is traced with them).
     param_space : ParamSpace
-        The parameter sites, their transforms and checks.
-    m : UGM
-        The traced model, for what only tracing gives (the prior density
-        :meth:`~numpyro_ugm.model.UGM.log_prior`, whose priors may depend on other
-        parameters) and for exact enumeration (:mod:`numpyro_ugm.evaluate.exact`).
+        ``param_model.space``: the parameter sites, their transforms and checks.
+    model : UGM
+        The traced model the target was built from, for the entry points of exact
+        enumeration (:mod:`numpyro_ugm.evaluate.exact`), which take a model.
     data : dict of str -> jax.Array
         The cases, model representation.
     inputs : dict of str -> jax.Array or None
@@ -79,42 +80,34 @@ class Posterior:
     def __init__(self, owner: str, model: Callable | UGM, data: dict, model_args: tuple = (),
                  model_kwargs: dict | None = None, params: dict | None = None,
                  inputs: dict | None = None):
-        m = as_ugm(model, *model_args, **(model_kwargs or {}))
-        self.data = validate_data(m.state_sites, data)
-        m = m.observe(self.data.keys())
-        self.num_examples = int(jax.tree.leaves(self.data)[0].shape[0])
-        if inputs is None:
-            if not isinstance(model, UGM):
-                refuse_summed_examples(owner, model, model_args, model_kwargs or {}, m,
-                                       self.num_examples)
-            self.inputs = None
-        else:
-            self.inputs = check_inputs(inputs, m.kwargs, self.num_examples)[0]
-            m = m.for_inputs(self.inputs)  # blocks valid for every example
-        self.m, self.target, self.param_space = m, m.target(), m.param_space
+        problem = build_problem(model, data, model_args, model_kwargs, inputs)
+        self.data, self.inputs = problem.data, problem.inputs
+        self.num_examples = problem.num_examples
+        if inputs is None and not isinstance(model, UGM):
+            refuse_summed_examples(owner, model, model_args, model_kwargs or {}, problem)
+        self.model, self.target = problem.model, problem.target
+        self.param_model, self.param_space = problem.param_model, problem.param_model.space
+        sites = self.param_space.sites
         given = dict(params or {})
-        unknown = [n for n in given if n not in m.param_sites]
+        unknown = [n for n in given if n not in sites]
         if unknown:
             raise KeyError(f"{owner}: params has site(s) {unknown} that are not parameter "
-                           f"sites of the model ({list(m.param_sites)})")
-        self.sites = tuple(n for n, s in m.param_sites.items()
-                           if s.prior is not None and n not in given)
+                           f"sites of the model ({list(sites)})")
+        self.sites = tuple(n for n, s in sites.items() if s.prior is not None and n not in given)
         if not self.sites:
             raise ValueError(
                 f"{owner}: no parameter to sample: declare each parameter θ of the "
                 f"potential with a prior, numpyro.sample(name, prior) (the model's parameter "
-                f"sites are {list(m.param_sites)}, and params fixes {list(given)})")
-        init = m.init_params(jax.random.PRNGKey(0))
-        self.fixed = {n: jnp.asarray(given.get(n, init[n])) for n in m.param_sites
+                f"sites are {list(sites)}, and params fixes {list(given)})")
+        init = problem.param_model.init(jax.random.PRNGKey(0))
+        self.fixed = {n: jnp.asarray(given.get(n, init[n])) for n in sites
                       if n not in self.sites}
         self._initial = {n: init[n] for n in self.sites}
         try:
             self.param_space.check({**init, **self.fixed})
         except (KeyError, TypeError, ValueError, FloatingPointError) as error:
             raise type(error)(f"{owner}: params: {error.args[0]}") from error
-        if m.latent_sites:  # raises if the latent sites cannot be summed out
-            self.free_energy(init, jax.tree.map(lambda a: a[0], self.data),
-                             jax.tree.map(lambda a: a[0], self.inputs))
+        check_free_energy(problem, init)  # raises if the latent sites cannot be summed out
 
     def init_position(self) -> dict:
         """The sampled sites at the model's initial values (prior medians), unconstrained."""
@@ -128,7 +121,7 @@ class Posterior:
         """``log p(θ) + log |det ∂θ/∂u|``: the prior density at ``position`` in the
         unconstrained space (every prior evaluated at the current values of the
         parameters it depends on: the model is traced with them)."""
-        return (self.m.log_prior(self.params(position))
+        return (self.param_model.log_prior(self.params(position))
                 + self.param_space.log_abs_det_jacobian(position))
 
     def free_energy(self, params: dict, state: dict, example: dict | None = None
@@ -158,7 +151,7 @@ class Posterior:
 
 
 def refuse_summed_examples(owner: str, model: Callable, model_args: tuple,
-                           model_kwargs: dict, m: UGM, num_examples: int) -> None:
+                           model_kwargs: dict, problem: Problem) -> None:
     """Raise when a model argument holds one row per example that the potential sums.
 
     A CRF's per-example inputs given as a model argument (``MCMC.run(key,
@@ -170,6 +163,7 @@ def refuse_summed_examples(owner: str, model: Callable, model_args: tuple,
     the potential changes by f(x; u_i) − f(x; u_j) when its row i is replaced by row j
     (each row adds its own term). The error points to ``inputs=``.
     """
+    num_examples = problem.num_examples
     if num_examples < 2:
         return
     named = [(f"positional argument {k}", k, v) for k, v in enumerate(model_args)]
@@ -182,7 +176,7 @@ def refuse_summed_examples(owner: str, model: Callable, model_args: tuple,
                 or not np.issubdtype(rows.dtype, np.number):
             continue
         differs = np.flatnonzero(np.any((rows != rows[:1]).reshape(num_examples, -1), 1))
-        if differs.size and _sums_rows(model, model_args, model_kwargs, m, key, rows,
+        if differs.size and _sums_rows(model, model_args, model_kwargs, problem, key, rows,
                                        int(differs[0])):
             hint = key if isinstance(key, str) else "name"
             raise ValueError(
@@ -194,7 +188,7 @@ def refuse_summed_examples(owner: str, model: Callable, model_args: tuple,
                 "evaluation take them), and trace the model with one example's row")
 
 
-def _sums_rows(model, model_args, model_kwargs, m, key, rows, j):
+def _sums_rows(model, model_args, model_kwargs, problem, key, rows, j):
     """Whether replacing row 0 of the argument ``key`` by row ``j`` changes the potential
     as replacing the whole argument by row 0, then by row ``j``, does (at two random
     states and parameters, the change not zero)."""
@@ -204,28 +198,32 @@ def _sums_rows(model, model_args, model_kwargs, m, key, rows, j):
             kwargs[key] = value
         else:
             args[key] = value
-        return args, kwargs
+        return build_problem(model, None, tuple(args), kwargs)
+
+    def shapes(p):
+        return ({n: s.shape for n, s in p.param_model.space.sites.items()},
+                {n: d.batch_shape for n, d in p.target.state_sites.items()})
 
     try:
-        one = [as_ugm(model, *a, **k) for a, k in (with_value(rows[0]), with_value(rows[j]))]
+        one = [with_value(rows[0]), with_value(rows[j])]
     except Exception:  # noqa: BLE001 — the model does not take one row: not per example
         return False
-    shapes = lambda u: ({n: s.shape for n, s in u.param_sites.items()},  # noqa: E731
-                        {n: d.batch_shape for n, d in u.state_sites.items()})
-    if any(shapes(u) != shapes(m) for u in one):
+    if any(shapes(p) != shapes(problem) for p in one):
         return False
     swapped = rows.copy()
     swapped[0] = rows[j]
-    other = m.replace(**dict(zip(("args", "kwargs"), with_value(swapped))))
-    space, rng = m.param_space, np.random.default_rng(0)
+    other = with_value(swapped)
+    space, rng = problem.param_model.space, np.random.default_rng(0)
     changes = []
     for k in range(2):
-        u = space.to_unconstrained(m.init_params(jax.random.PRNGKey(k)))
+        u = space.to_unconstrained(problem.param_model.init(jax.random.PRNGKey(k)))
         params = space.to_constrained({n: np.asarray(v) + rng.standard_normal(np.shape(v))
                                        .astype(np.asarray(v).dtype) for n, v in u.items()})
-        x = m.target().random_state(jax.random.PRNGKey(100 + k))
-        whole = float(m.log_potential(params, x) - other.log_potential(params, x))
-        rowwise = float(one[0].log_potential(params, x) - one[1].log_potential(params, x))
+        x = problem.target.random_state(jax.random.PRNGKey(100 + k))
+        whole = float(problem.target.log_potential(params, x)
+                      - other.target.log_potential(params, x))
+        rowwise = float(one[0].target.log_potential(params, x)
+                        - one[1].target.log_potential(params, x))
         if not np.isclose(whole, rowwise, rtol=1e-4, atol=1e-5):
             return False
         changes.append(abs(whole))

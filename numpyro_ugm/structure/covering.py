@@ -4,7 +4,7 @@ A CRF's interaction graph may depend on its inputs (an adjacency matrix per exam
 the structure :func:`~numpyro_ugm.structure.analyze` finds for the inputs the model was
 traced with need not hold for the others. :func:`cover` checks a structure's blocks on
 every example and joins the interactions it finds, so that the blocks hold for all of
-them; ``UGM.for_inputs`` (and ``UGM.bind`` on a concrete example) call it.
+them; ``UGM.for_inputs`` (and ``Target.bind`` on a concrete example) call it.
 
 Like the rest of :mod:`numpyro_ugm.structure`, this module knows nothing of
 :class:`~numpyro_ugm.model.UGM`: it works on a log-potential ``(params, state, inputs) ->
@@ -101,7 +101,7 @@ def cover(structure: Structure, log_potential: Callable[[dict, dict, Any], Any],
     Parameters
     ----------
     structure : Structure
-        The structure found for one example (e.g. ``UGM.structure``).
+        The structure found for one example (e.g. ``Target.structure``).
     log_potential : callable
         ``(params, state, inputs) -> scalar``: f(x; θ, u) for one example's inputs.
     domains : dict of str -> Domain

@@ -272,13 +272,14 @@ def analyze(log_potential: Callable[[dict, dict], Any], domains: Mapping,
             rng_key: jax.Array | None = None, num_points: int = 2,
             max_flip_variables: int = 512, num_interior: int = 2) -> Structure:
     """Find the structure of a log-potential over domain-valued sites (see the module
-    docstring). ``UGM.structure`` calls it (cached); ``UGM.analyze`` runs it afresh.
+    docstring). ``UGM.target()`` calls it once (its ``structure``, cached);
+    ``UGM.analyze`` runs it afresh.
 
     Parameters
     ----------
     log_potential : callable
         ``(params, state) -> scalar``: f(x; θ) for one configuration (model
-        representation), e.g. ``UGM.log_potential``.
+        representation), e.g. ``Target.log_potential``.
     domains : dict of str -> Domain
         The state sites, in the order their variables are numbered.
     random_params : callable

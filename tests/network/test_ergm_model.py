@@ -66,7 +66,7 @@ def triad4():
 def _assert_matchings(m, n):
     i, j = np.triu_indices(n, 1)
     covered = []
-    for block in m.blocks:
+    for block in m.target().blocks:
         idx = np.arange(len(i)) if block["y"] is None else block["y"]
         nodes = np.concatenate([i[idx], j[idx]])
         assert len(np.unique(nodes)) == len(nodes)  # node-disjoint: a matching
@@ -79,7 +79,7 @@ def _found_structure(n, statistics):
     model's declared coloring must respect)."""
     m = model(n, statistics)
     k = len(statistics)
-    return structure.analyze(m.log_potential, m.state_sites,
+    return structure.analyze(m.target().log_potential, m.target().state_sites,
                              lambda key, rng: {"theta": jnp.asarray(rng.normal(size=k))})
 
 
@@ -96,22 +96,22 @@ def test_declared_matchings_hold_under_the_found_interactions(statistics):
     n = 5
     m = model(n, statistics)
     # the model declares round-robin matchings (no Hessian probes at setup) ...
-    assert m.structure.edges is None and len(m.blocks) == n  # n odd: n colors
-    assert m.structure.multilinear == ("gwdegree" not in str(statistics))
+    assert m.target().structure.edges is None and len(m.target().blocks) == n  # n odd: n colors
+    assert m.target().structure.multilinear == ("gwdegree" not in str(statistics))
     _assert_matchings(m, n)
     # ... and the analysis of the potential finds exactly the pairs sharing a node, so
     # the matchings are conditionally independent blocks
     found = _found_structure(n, statistics)
     assert set(map(tuple, found.edges.tolist())) == _share_a_node(n)
-    assert len(model(6, TRIAD).blocks) == 5  # n even: n - 1 perfect matchings
-    assert len(model(4, ("edges",)).blocks) == 1  # dyad independent: one block
+    assert len(model(6, TRIAD).target().blocks) == 5  # n even: n - 1 perfect matchings
+    assert len(model(4, ("edges",)).target().blocks) == 1  # dyad independent: one block
 
 
 @pytest.mark.slow
 def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
     statistics = ("edges", ("gwesp", 0.7))
     m = model(5, statistics)
-    assert len(m.blocks) == 10 and not m.structure.multilinear
+    assert len(m.target().blocks) == 10 and not m.target().structure.multilinear
     found = _found_structure(5, statistics)
     assert len(found.edges) == 10 * 9 // 2  # any two dyads interact
 
@@ -130,7 +130,7 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
     y[2] = rng.random(21) < 0.8  # a dense graph too
     m = model(n, statistics)
     theta = jnp.asarray(rng.normal(size=len(statistics)))
-    f = m.logdensity_fn({"theta": theta})
+    f = m.target().logdensity_fn({"theta": theta})
     assert isinstance(f, LogDensity)
     all_changes = np.asarray(change_statistics(y, statistics))
     # brute force: s(y with e on) − s(y with e off) for every graph and dyad, in one call
@@ -138,12 +138,12 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
     on, off = np.maximum(y[:, None], eye), y[:, None] * (1 - eye)
     brute_all = np.diff(np.asarray(ergm_statistics(np.stack([off, on], 2), statistics),
                                    np.float64), axis=2)[:, :, 0]
-    exact_fn = jax.jit(lambda x: exact_conditional_logits(lambda z: m.log_potential(
-        {"theta": theta}, z), x, m.state_sites, {"y": None})["y"])
-    hooked = {"all": jax.jit(lambda x: f.conditional_logits(x, m.state_sites, {"y": None})),
-              "some": jax.jit(lambda x, i: f.conditional_logits(x, m.state_sites, {"y": i}))}
-    gradient = jax.jit(lambda x: conditional_logits(lambda z: m.log_potential(
-        {"theta": theta}, z), x, m.state_sites, {"y": None})["y"])
+    exact_fn = jax.jit(lambda x: exact_conditional_logits(lambda z: m.target().log_potential(
+        {"theta": theta}, z), x, m.target().state_sites, {"y": None})["y"])
+    hooked = {"all": jax.jit(lambda x: f.conditional_logits(x, m.target().state_sites, {"y": None})),
+              "some": jax.jit(lambda x, i: f.conditional_logits(x, m.target().state_sites, {"y": i}))}
+    gradient = jax.jit(lambda x: conditional_logits(lambda z: m.target().log_potential(
+        {"theta": theta}, z), x, m.target().state_sites, {"y": None})["y"])
     for g in range(3):
         brute = brute_all[g]
         np.testing.assert_allclose(all_changes[g], brute, rtol=1e-5, atol=1e-4)
@@ -158,7 +158,7 @@ def test_block_change_statistics_and_hooked_conditionals_match_brute_force(stati
                                        rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(got[:, 1] - got[:, 0], exact_odds[rows], rtol=1e-4,
                                        atol=1e-4)
-        if m.structure.multilinear:  # the gradient gives the same conditionals
+        if m.target().structure.multilinear:  # the gradient gives the same conditionals
             grad = gradient(state)
             np.testing.assert_allclose(np.asarray(grad[:, 1] - grad[:, 0]), exact_odds,
                                        rtol=1e-4, atol=1e-4)
@@ -187,14 +187,14 @@ def test_gibbs_with_change_statistics_samples_the_exact_distribution(statistics,
 def test_tempered_samplers_keep_the_change_statistics():
     statistics, theta = ("edges", "gwesp", "gwdegree"), jnp.asarray([-0.8, 0.6, -0.3])
     m = model(4, statistics)
-    f = m.logdensity_fn({"theta": theta})
+    f = m.target().logdensity_fn({"theta": theta})
     state = {"y": jnp.asarray([1, 0, 1, 1, 0, 1], jnp.float32)}
     block = {"y": np.array([1, 4])}
     # tempering and bridges keep the hook, with linearly combined conditionals
-    tempered = linear_combination((0.3, f), (-0.5, m.logdensity_fn({"theta": -theta})))
+    tempered = linear_combination((0.3, f), (-0.5, m.target().logdensity_fn({"theta": -theta})))
     assert isinstance(tempered, LogDensity)
-    got = tempered.conditional_logits(state, m.state_sites, block)["y"]
-    want = exact_conditional_logits(tempered, state, m.state_sites, block)["y"]
+    got = tempered.conditional_logits(state, m.target().state_sites, block)["y"]
+    want = exact_conditional_logits(tempered, state, m.target().state_sites, block)["y"]
     np.testing.assert_allclose(np.asarray(got[:, 1] - got[:, 0]),
                                np.asarray(want[:, 1] - want[:, 0]), rtol=1e-5, atol=1e-5)
 
@@ -207,7 +207,7 @@ def test_psmc_with_change_statistics_estimates_log_z():
     psmc = ugm.PSMC(400, keep_fraction=1.0)
     key = jax.random.PRNGKey(1)
     first = psmc.init(key, m.target(), {"theta": theta}, None)
-    second, _, _ = psmc.update(jax.random.fold_in(key, 1), first, m,
+    second, _, _ = psmc.update(jax.random.fold_in(key, 1), first, m.target(),
                                {"theta": theta + 0.5}, None)
     for st, th in ((first, theta), (second, theta + 0.5)):
         log_z = brute_moments(4, statistics, np.asarray(th))[0]
@@ -240,10 +240,10 @@ def test_log_partition_and_expectations_match_brute_force(statistics, theta):
                                rtol=1e-3, atol=1e-4)
     # the structure: matchings, except gwesp (one dyad per block)
     if "gwesp" in statistics:
-        assert not m.structure.multilinear
-        assert len(m.blocks) == 6  # one edge per block
+        assert not m.target().structure.multilinear
+        assert len(m.target().blocks) == 6  # one edge per block
     else:
-        assert m.structure.multilinear
+        assert m.target().structure.multilinear
         _assert_matchings(m, 4)
 
 
@@ -255,7 +255,7 @@ def _weighted_statistics(m, particles):
     w = jnp.exp(particles.log_weights)
 
     def negative(p):
-        return jnp.sum(w * jax.vmap(lambda x: m.log_potential(p, x))(particles.position))
+        return jnp.sum(w * jax.vmap(lambda x: m.target().log_potential(p, x))(particles.position))
 
     theta = {"theta": jnp.zeros(3)}  # linear in θ: the gradient does not depend on it
     g = np.asarray(jax.grad(negative)(theta)["theta"])
@@ -273,7 +273,7 @@ def test_estimator_gradients_match_exact(triad4, name):
     theta1 = theta0 + jnp.array([0.1, -0.05, 0.1])
     graphs, S = brute_table(4, TRIAD)
     data = {"y": graphs[[3, 10, 33, 60]]}
-    batch = validate_data(m.state_sites, data)
+    batch = validate_data(m.target().state_sites, data)
     _, mean1, cov1 = brute_moments(4, TRIAD, theta1)
     exact_grad = S[[3, 10, 33, 60]].mean(0) - mean1
     S_ = 4000
@@ -288,7 +288,7 @@ def test_estimator_gradients_match_exact(triad4, name):
         for t in range(20):
             state, particles, info = update(jax.random.fold_in(key, t), state)
     else:  # particles at θ0 reweighted to θ1 (no rejuvenation at this ESS)
-        state, particles, info = est.update(jax.random.fold_in(key, 1), state, m,
+        state, particles, info = est.update(jax.random.fold_in(key, 1), state, m.target(),
                                             {"theta": theta1}, batch)
         assert float(getattr(info, "rejuvenated", 0.0)) == 0.0
         assert float(info.ess) < S_  # the weights are not uniform

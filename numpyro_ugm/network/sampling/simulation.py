@@ -99,7 +99,7 @@ def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin:
     def program(num_draws, interval):
         @jax.jit
         def run(theta, rng_key, y0, burnin):
-            f = m.logdensity_fn({"theta": theta})
+            f = m.target().logdensity_fn({"theta": theta})
             states = init_chains(kernel, {"y": y0}, f)
 
             def sweep(states, step_key):

@@ -15,7 +15,7 @@ When P is positive definite, x | h ~ N(x₀ + P⁻¹g, P⁻¹) and
 (:func:`log_integral`); otherwise the integral diverges, the potential is not
 normalizable at these parameters, and :func:`log_integral` is +inf. A potential that is
 not quadratic gives NaN: :func:`log_integral` checks the quadratic model at a second
-point, x₀ + δ. The enumeration engine (:mod:`~numpyro_ugm.evaluate.engine`) sums these
+point, x₀ + δ. The enumeration engine (:mod:`~numpyro_ugm.evaluate._engine`) sums these
 integrals over the configurations of the finite sites; :func:`normalizability_error` is
 the host-side diagnosis when the sum is not finite.
 

@@ -9,11 +9,11 @@ configurations there are. Each chunk is rematerialized (``jax.checkpoint``) on t
 backward pass, so gradients are bounded in memory too.
 
 A :class:`Plan` says which variables are enumerated and which are summed out in closed
-form (see :mod:`numpyro_ugm.evaluate.enumeration` for when); real sites are integrated
+form (see :mod:`numpyro_ugm.evaluate._enumeration` for when); real sites are integrated
 out in closed form given each configuration of the finite ones (Gaussian integrals,
-:mod:`~numpyro_ugm.evaluate.gaussian`), so only finite variables are enumerated. Plans
+:mod:`~numpyro_ugm.evaluate._gaussian`), so only finite variables are enumerated. Plans
 and compiled programs are kept in :mod:`numpyro_ugm.compile_cache` under the target's
-``cache_key``. This module is the engine of :mod:`~numpyro_ugm.evaluate.enumeration` and
+``cache_key``. This module is the engine of :mod:`~numpyro_ugm.evaluate._enumeration` and
 :mod:`~numpyro_ugm.evaluate.exact`; its functions take a target and check nothing that
 their callers check.
 """
@@ -29,7 +29,7 @@ from .._checks import check_count
 from ..compile_cache import cached
 from ..conditionals import scatter, sum_out
 from ..target import Target
-from .gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
+from ._gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
 
 __all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "MAX_HESSIAN_FLOATS",
            "make_plan", "check_size", "sum_out_mode", "log_sum", "weighted_mean", "log_z",
@@ -70,7 +70,7 @@ class Plan(NamedTuple):
         Number of enumerated configurations (1 when nothing is enumerated).
     integrated : tuple of str
         Real sites integrated out in closed form (Gaussian integrals,
-        :mod:`~numpyro_ugm.evaluate.gaussian`), given each configuration.
+        :mod:`~numpyro_ugm.evaluate._gaussian`), given each configuration.
     num_integrated : int
         Their number of variables n (each configuration costs an n × n Hessian).
     """

@@ -26,6 +26,7 @@ from .._checks import check_count
 from ..kernels import gibbs
 from ..kernels.base import KernelSpec, as_spec, gaussian_from_uniforms
 from ..kernels.blocks import BlockKernelSpec
+from ..model import UGM
 from ..target import Target
 from ..validation import validate_data
 
@@ -99,15 +100,15 @@ def base_rate_log_probs(m: Any, data: dict | None = None, smoothing: float = 1.0
     with the data's per-variable mean and variance
     (:meth:`~numpyro_ugm.domains.Real.fitted`), the domain's base Normal without data.
 
-    ``m`` is a :class:`~numpyro_ugm.model.UGM` or its target (anything with
-    ``state_sites``); ``data`` (data representation, leading example axis) is checked
-    against the domains."""
+    ``m`` is a :class:`~numpyro_ugm.model.UGM` or its target; ``data`` (data
+    representation, leading example axis) is checked against the domains."""
     if not float(smoothing) > 0 or not np.isfinite(float(smoothing)):
         raise ValueError(f"ais.base_rate_log_probs: smoothing must be a finite number > 0 "
                          f"(pseudo-counts per value), got {smoothing!r}")
-    x = {} if data is None else validate_data(m.state_sites, data)
+    domains = (m.target() if isinstance(m, UGM) else m).state_sites
+    x = {} if data is None else validate_data(domains, data)
     out = {}
-    for s, d in m.state_sites.items():
+    for s, d in domains.items():
         if not d.finite:
             out[s] = (d.fitted(x[s]) if s in x else d).base_natural()
         elif s in x:

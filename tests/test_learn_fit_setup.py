@@ -1,6 +1,6 @@
-"""What evaluation's entry points check and prepare (evaluate/prepare.py): a fit's
-tolerance, step count, data and starting point, errors naming the fit, and the target
-that observes the data's sites (the others latent)."""
+"""What the deterministic fits check and prepare (learn/fit_setup.py): a fit's tolerance,
+step count, data and starting point, errors naming the fit, and the problem whose target
+observes the data's sites (the others latent)."""
 
 import jax
 import numpy as np
@@ -8,8 +8,7 @@ import pytest
 from helpers import spins3
 
 import numpyro_ugm as ugm
-from numpyro_ugm.evaluate import exact
-from numpyro_ugm.evaluate.prepare import prepare_fit
+from numpyro_ugm.learn.fit_setup import prepare_fit
 
 
 def test_a_fit_is_prepared_on_the_data_and_checks_its_settings():
@@ -18,28 +17,29 @@ def test_a_fit_is_prepared_on_the_data_and_checks_its_settings():
     starting point is the model's initial parameters drawn with key 0 when none is
     given (the fit then starts at the same point for every call)."""
     v = np.random.default_rng(0).integers(0, 2, size=(7, 4)).astype(np.int8)
-    problem = prepare_fit("fit", ugm.models.rbm, {"v": v}, (4, 3), {}, None, 10, None)
+    fit = prepare_fit("fit_exact", ugm.models.rbm, {"v": v}, (4, 3), {}, None, 10, None)
+    problem = fit.problem
     assert problem.target.latent_sites == ("h",)
-    assert problem.num_examples == 7 and problem.num_steps == 10 and problem.inputs is None
+    assert problem.num_examples == 7 and fit.num_steps == 10 and problem.inputs is None
     np.testing.assert_array_equal(problem.data["v"], v.astype(np.float32))
     expected = ugm.UGM(ugm.models.rbm, 4, 3).init_params(jax.random.PRNGKey(0))
     for name in expected:
-        np.testing.assert_array_equal(problem.params[name], expected[name])
-    other = prepare_fit("fit", ugm.models.rbm, {"v": v}, (4, 3), {}, None, 10,
+        np.testing.assert_array_equal(fit.params[name], expected[name])
+    other = prepare_fit("fit_exact", ugm.models.rbm, {"v": v}, (4, 3), {}, None, 10,
                         jax.random.PRNGKey(1))
-    assert not np.array_equal(other.params["W"], problem.params["W"])  # the key is used
-    with pytest.raises(ValueError, match="^fit: num_steps must be an integer >= 0"):
-        prepare_fit("fit", ugm.models.rbm, {"v": v}, (4, 3), {}, None, -1, None)
+    assert not np.array_equal(other.params["W"], fit.params["W"])  # the key is used
+    with pytest.raises(ValueError, match="^fit_exact: num_steps must be an integer >= 0"):
+        prepare_fit("fit_exact", ugm.models.rbm, {"v": v}, (4, 3), {}, None, -1, None)
     with pytest.raises(TypeError, match="^data must be a dict"):
-        prepare_fit("fit", ugm.models.rbm, v, (4, 3), {}, None, 10, None)
+        prepare_fit("fit_exact", ugm.models.rbm, v, (4, 3), {}, None, 10, None)
 
 
 def test_fits_check_their_tolerance():
     """A NaN tolerance would never stop a fit (the gradient norm is never <= NaN): both
     fits reject it, and a negative one, naming themselves."""
     m, params, _, data = spins3()
-    for fit, owner in ((exact.fit, "fit"), (ugm.fit_pseudo_likelihood,
-                                            "fit_pseudo_likelihood")):
+    for fit, owner in ((ugm.fit_exact, "fit_exact"), (ugm.fit_pseudo_likelihood,
+                                                      "fit_pseudo_likelihood")):
         for tol in (float("nan"), -1.0, "small"):
             with pytest.raises(ValueError, match=f"^{owner}: tol must be a number >= 0"):
                 fit(m, data, params=params, num_steps=3, tol=tol)

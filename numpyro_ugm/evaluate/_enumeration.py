@@ -1,7 +1,7 @@
 """Exact sums over the configurations of a small model: log Z, log-probabilities of data,
 expectations and marginals.
 
-The sums run on the enumeration engine (:mod:`numpyro_ugm.evaluate.engine`): chunk by
+The sums run on the enumeration engine (:mod:`numpyro_ugm.evaluate._engine`): chunk by
 chunk, without a Python loop over configurations, memory bounded by one chunk (the 2**20
 configurations of 20 spins take a few megabytes), gradients too.
 
@@ -21,7 +21,7 @@ that is not multilinear is enumerated in full.
 quadratic in them jointly given the finite sites (a Gaussian MRF; the visibles of a
 Gaussian–Bernoulli RBM given its hiddens): each configuration h of the finite sites then
 contributes the Gaussian integral log ∫ exp f(x, h) dx = f(x*_h, h) + ½ log det(2π P_h⁻¹),
-with P_h = −∇²ₓf and x*_h its maximizer (:mod:`~numpyro_ugm.evaluate.gaussian`), and only
+with P_h = −∇²ₓf and x*_h its maximizer (:mod:`~numpyro_ugm.evaluate._gaussian`), and only
 the finite variables are enumerated. A precision P_h that is not positive definite (a
 potential that is not normalizable at the parameters) is an error naming the real sites;
 so is a potential that is not quadratic in them (estimate those with AIS). Their moments
@@ -37,7 +37,7 @@ that takes parameters checks them with :meth:`ParamSpace.check
 shapes; a floating dtype; finite values inside the support, when concrete), as the
 samplers do. The sums themselves take the model's :class:`~numpyro_ugm.target.Target`.
 Plans and compiled functions are kept in :mod:`numpyro_ugm.compile_cache`; the example
-axis of data is padded to a power of two (:mod:`~numpyro_ugm.evaluate.padding`), so data
+axis of data is padded to a power of two (:mod:`~numpyro_ugm.evaluate._padding`), so data
 of any length up to it reuse one program.
 """
 
@@ -53,12 +53,12 @@ from ..conditionals import conditional_logits, site_variables
 from ..diagnose import non_finite_error
 from ..model import UGM
 from ..validation import to_data
-from .engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
+from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
                      configurations, first_divergent, float_dtype, log_prob_observed,
                      log_prob_per_input, log_z, make_plan, sum_out_mode, weighted_mean)
-from .gaussian import conditional_moments, flat_values, normalizability_error
-from .padding import first, mean_of_first, pad_examples, padded_length
-from .prepare import observed_target
+from ._gaussian import conditional_moments, flat_values, normalizability_error
+from ._padding import first, mean_of_first, pad_examples, padded_length
+from ._prepare import observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "DEFAULT_CHUNK_SIZE",
@@ -82,7 +82,8 @@ def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
         Flat indices per site of the variables summed out (``None``: the whole site; a
         real site is always integrated out whole).
     """
-    plan = make_plan(m.target(), tuple(m.state_sites), sum_out)
+    target = m.target()
+    plan = make_plan(target, tuple(target.state_sites), sum_out)
     return plan.num_configurations, {**plan.summed, **dict.fromkeys(plan.integrated)}
 
 
@@ -106,7 +107,7 @@ def _finite(owner, value, params, allow_minus_inf=False, target=None, chunk_size
 
 
 def check_integrals(owner, target, params, chunk_size):
-    """Raise the error of :func:`~numpyro_ugm.evaluate.gaussian.normalizability_error`
+    """Raise the error of :func:`~numpyro_ugm.evaluate._gaussian.normalizability_error`
     at the first configuration of the finite sites where the integral over the real
     sites does not exist; return if there is none (or no real site)."""
     plan = make_plan(target, tuple(target.state_sites))
@@ -243,7 +244,9 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     array (num_examples,)
     """
     chunk_size = check_count("log_prob", "chunk_size", chunk_size)
-    target, x, inputs, num = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, x, inputs, num = (problem.target, problem.data,
+                              problem.inputs, problem.num_examples)
     values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     return first(_checked("log_prob", values, log_zs, params, target, chunk_size), num)
 
@@ -274,7 +277,9 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     scalar
     """
     chunk_size = check_count("log_likelihood", "chunk_size", chunk_size)
-    target, x, inputs, num = observed_target(m, params, data, inputs)
+    problem = observed_problem(m, params, data, inputs)
+    target, x, inputs, num = (problem.target, problem.data,
+                              problem.inputs, problem.num_examples)
     values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
         _checked("log_likelihood", values, log_zs, params, target, chunk_size)

@@ -1,0 +1,97 @@
+"""What the deterministic fits (:func:`~numpyro_ugm.learn.exact.fit_exact`,
+:func:`~numpyro_ugm.learn.pseudo.fit_pseudo_likelihood`) share: :func:`prepare_fit`
+checks their settings and sets up the model's :class:`~numpyro_ugm.problem.Problem` on
+the data (:func:`~numpyro_ugm.problem.build_problem`, as every learner sets up) and the
+starting point; :func:`run_fit` maximizes the fit's per-example objective plus
+log p(θ) / N with :func:`numpyro_ugm.runloop.minimize`."""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+from .._checks import as_key, check_count
+from ..compile_cache import cached
+from ..problem import ParamModel, Problem, build_problem
+from ..runloop import MinimizeResult, minimize
+
+__all__ = ["FitSetup", "prepare_fit", "run_fit"]
+
+
+class FitSetup(NamedTuple):
+    """A fit's problem and starting point.
+
+    Attributes
+    ----------
+    problem : Problem
+        The target observing the data's sites (the rest latent), the parameters' model,
+        the data (model representation) and the inputs, checked.
+    params : dict
+        Initial parameters (constrained space), checked.
+    num_steps : int
+    """
+
+    problem: Problem
+    params: dict
+    num_steps: int
+
+
+def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwargs: dict,
+                params: dict | None, num_steps: int, rng_key: jax.Array | None,
+                inputs: dict | None = None, tol: float = 0.0) -> FitSetup:
+    """Check the tolerance (a number >= 0: a NaN one would never stop the fit) and the
+    step count, set up the model's problem on the data, and check the initial parameters
+    (default: the model's, drawn with ``rng_key or PRNGKey(0)``); errors name ``owner``."""
+    try:
+        valid_tol = float(tol) >= 0
+    except (TypeError, ValueError):
+        valid_tol = False
+    if not valid_tol:
+        raise ValueError(f"{owner}: tol must be a number >= 0 (the gradient norm at which "
+                         f"the fit stops), got {tol!r}")
+    num_steps = check_count(owner, "num_steps", num_steps, minimum=0)
+    problem = build_problem(model, data, model_args, model_kwargs, inputs)
+    if params is None:
+        params = problem.param_model.init(jax.random.PRNGKey(0) if rng_key is None
+                                          else as_key(rng_key, owner))
+    problem.param_model.space.check(params)
+    return FitSetup(problem, params, num_steps)
+
+
+def penalized_loss(param_model: ParamModel, value: Callable) -> Callable:
+    """``loss(u, data[, inputs]) -> (−objective, value)`` in the unconstrained parameters
+    u, the objective ``value(θ, data, inputs) + log p(θ) / N`` (``value``: a mean over
+    the N examples); the data (and inputs) are arguments of the compiled steps, not
+    constants in them."""
+    def loss(u, xs, us=None):
+        p = param_model.space.to_constrained(u)
+        v = value(p, xs, us)
+        return -(v + param_model.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), v
+
+    return loss
+
+
+def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: float,
+            progress_bar: bool, desc: str, static: tuple = ()) -> MinimizeResult:
+    """Maximize ``value(θ, data, inputs) + log p(θ) / N`` from the fit's starting point
+    (:func:`penalized_loss`, :func:`~numpyro_ugm.runloop.minimize`; ``aux`` is
+    ``value``). One compiled program per data length, kept in the bounded compile cache
+    under the target's key, ``owner``, ``static`` (what else ``value`` depends on) and
+    the optimizer (no padding: the padded examples would be computed at every step).
+
+    Raises
+    ------
+    TypeError
+        If ``optimizer`` is neither None nor an optax ``GradientTransformation``.
+    """
+    if optimizer is not None and not (hasattr(optimizer, "init")
+                                      and hasattr(optimizer, "update")):
+        raise TypeError(f"{owner}: optimizer must be an optax GradientTransformation")
+    problem = fit.problem
+    args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
+    key = (owner, tuple(problem.data), *static, optimizer, problem.num_examples,
+           None if problem.inputs is None else tuple(sorted(problem.inputs)))
+    return minimize(penalized_loss(problem.param_model, value),
+                    problem.param_model.space.to_unconstrained(fit.params), optimizer,
+                    fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
+                    cached=lambda build: cached(problem.target.cache_key, key, build))

@@ -106,8 +106,9 @@ class Evaluator:
             self.base = ais.base_rate_log_probs(m, self.train)
             model_train = validate_data(m.target().state_sites, self.train)
             model_test = validate_data(m.target().state_sites, self.test)
+            target = m.target()
             mean_f = jax.jit(lambda p, x: jnp.mean(
-                jax.vmap(free_energy, (None, None, 0))(m, p, x)))
+                jax.vmap(target.free_energy, (None, 0))(p, x)))
             self.positive = lambda p: (float(mean_f(p, model_train)),
                                        float(mean_f(p, model_test)))
         self.calls = 0

@@ -4,7 +4,6 @@ parameters, state sites (domains) and the terms of the log-potential apart in a 
 import threading
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 from numpyro import handlers
 from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints

@@ -3,7 +3,6 @@ the same rows in the same order, every top-level module of the package in one ro
 every module path the table names exists (so that the page cannot drift from the code)."""
 
 import re
-from pathlib import Path
 
 from test_layers import LAYERS, PACKAGE
 

@@ -110,16 +110,13 @@ class MLE:
         e.g. ``optax.sgd(optax.linear_schedule(...))`` or ``optax.adam(1e-2)``; it
         minimizes the negative of the core's objective.
     mesh : jax.sharding.Mesh, optional
-        Scale out over devices: particles (and the examples of the data and of CRF
-        inputs) are split over the mesh's first axis, parameters replicated; XLA
-        partitions the jitted steps, which give the numbers of a one-device run (up to
-        the order of floating-point sums). Multi-host: ``jax.distributed.initialize()``
-        on every host first, and the mesh over ``jax.devices()``.
+        Particles (and the examples of data and CRF inputs) split over the mesh's first
+        axis, parameters replicated: the numbers of a one-device run, up to the order of
+        floating-point sums. Multi-host: ``jax.distributed.initialize()`` on every host.
     core_class : type
-        The :class:`~numpyro_ugm.learn.core.LearnerCore` (sub)class built, called as
-        ``core_class(target, param_model, estimator, optimizer, num_examples)``
-        (:func:`~numpyro_ugm.problem.build_problem`'s): a subclass changes the
-        objective (e.g. :class:`~numpyro_ugm.posterior.PosteriorCore`).
+        The :class:`~numpyro_ugm.learn.core.LearnerCore` (sub)class, called as
+        ``core_class(target, param_model, estimator, optimizer, num_examples)``; a
+        subclass changes the objective (e.g. :class:`~numpyro_ugm.posterior.PosteriorCore`).
 
     Examples
     --------

@@ -13,7 +13,6 @@ import numpyro
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.analysis import find_structure
 from numpyro_ugm.models import ergm
 from numpyro_ugm.network import ergm_statistics
 from numpyro_ugm.network.model import dyad_colors
@@ -101,7 +100,7 @@ def test_gibbs_matches_exact_moments_undirected_with_covariates():
     net = Network(5, False, SMALL)
     terms = UNDIRECTED_TERMS
     m = ugm.UGM(ergm, net, terms)
-    colors = m.structure.colors
+    colors = m.target().structure.colors
     assert len(np.unique(colors)) == 5  # n odd: n matchings
     assert_node_disjoint_colors(colors, 5, False)
     theta = np.array([-0.5, 0.8, 0.4, -0.3])
@@ -123,7 +122,7 @@ def test_gibbs_matches_exact_moments_directed():
     net = Network(4, True, SMALL_DIRECTED)
     terms = "edges + mutual + ttriple + nodeicov('x')"
     m = ugm.UGM(ergm, net, terms)
-    colors = m.structure.colors
+    colors = m.target().structure.colors
     assert len(np.unique(colors)) == 2 * 3  # each of the n - 1 matchings, both directions
     assert_node_disjoint_colors(colors, 4, True)
     theta = np.array([-0.6, 1.0, 0.2, 0.5])
@@ -214,7 +213,7 @@ def test_a_linear_user_factor_keeps_the_declared_matchings_and_gibbs_is_exact():
     net = Network(5, False, SMALL)
     matchings, _ = same_matching_pair(net)
     m = ugm.UGM(ergm_and_mine, net, COMPOSED_TERMS, None, 0.5)
-    colors = m.structure.colors
+    colors = m.target().structure.colors
     np.testing.assert_array_equal(colors, matchings)  # linear in y: the matchings stand
     assert len(np.unique(colors)) == 5  # n odd: n matchings
     assert_node_disjoint_colors(colors, 5, False)
@@ -228,7 +227,7 @@ def test_a_nonlinear_user_factor_falls_back_to_the_analysis_and_gibbs_is_exact()
     net = Network(5, False, SMALL)
     matchings, pair = same_matching_pair(net)
     m = ugm.UGM(ergm_and_mine, net, COMPOSED_TERMS, pair, 0.5)
-    colors = m.structure.colors
+    colors = m.target().structure.colors
     assert colors[pair[0]] != colors[pair[1]]  # the analysis splits the coupled pair
     assert not np.array_equal(colors, matchings)
     check_gibbs_against_exact(m, np.array([0.0, 0.0, 0.0, 0.0, -4.0]), pair, flip=4)
@@ -239,5 +238,5 @@ def test_a_nonlinear_user_factor_whose_parameter_starts_at_zero_is_found():
     net = Network(5, False, SMALL)
     _, pair = same_matching_pair(net)
     m = ugm.UGM(ergm_and_mine, net, COMPOSED_TERMS, pair, 0.0)
-    colors = find_structure(m).colors  # m.structure, without its check of the hooks
+    colors = m.analyze().colors  # m.target().structure, without its check of the hooks
     assert colors[pair[0]] != colors[pair[1]]

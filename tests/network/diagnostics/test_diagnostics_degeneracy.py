@@ -55,7 +55,7 @@ def _gibbs_draws(m, num_chains=100, sweeps=30):
 
     @jax.jit
     def run(theta, key):
-        f = lambda x: m.log_potential({"theta": theta}, x)  # noqa: E731
+        f = lambda x: m.target().log_potential({"theta": theta}, x)  # noqa: E731
         x = m.target().random_state(key, (num_chains,))
 
         def sweep(i, x):
@@ -63,7 +63,7 @@ def _gibbs_draws(m, num_chains=100, sweeps=30):
             return jax.vmap(lambda k, p: kernel.step(k, kernel.init(p), f)[0].position)(
                 keys, x)
 
-        return to_data(m.state_sites, jax.lax.fori_loop(0, sweeps, sweep, x))
+        return to_data(m.target().state_sites, jax.lax.fori_loop(0, sweeps, sweep, x))
 
     return run
 

@@ -35,7 +35,7 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
-from numpyro_ugm.analysis import probe_params
+from numpyro_ugm.model.analysis import probe_params
 from numpyro_ugm.models import (lattice_draws, lattice_gmrf, lattice_log_likelihood,
                                 lattice_mle, lattice_moments)
 

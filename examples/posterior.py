@@ -40,7 +40,7 @@ from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data, to_data
+from numpyro_ugm.model.validation import validate_data, to_data
 from numpyro_ugm.models import ergm
 from numpyro_ugm.network import ergm_statistics, graph_to_edges, mple
 

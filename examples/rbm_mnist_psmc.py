@@ -54,7 +54,7 @@ import numpy as np
 import optax
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
+from numpyro_ugm.model.validation import validate_data
 from numpyro_ugm.datasets import binary_mnist
 from numpyro_ugm.evaluate import ais, exact
 from numpyro_ugm.learn import NonFiniteError

@@ -4,16 +4,17 @@ The layers and the data flow are described in the documentation's architecture p
 (``docs/architecture.md``); the names below are the public contract.
 """
 
-from . import checkpoint, distributed, estimators, infer, kernels, models, network, posterior
+from . import estimators, infer, kernels, models, network, posterior
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
-from .factors import factor
 from .evaluate import ais, exact, pseudo_log_likelihood, quadrature
 from .learn import (AveragedState, ExactFitResult, LearnerCore, LearnState, MLE,
                     NonFiniteError, PseudoFitResult, RunResult, averaged, fit_exact,
                     fit_pseudo_likelihood)
 from .model import UGM, as_ugm
-from .predict import Prediction, predict
+from .model.factors import factor
+from .prediction import Prediction, predict
+from .runtime import checkpoint, distributed
 from .sampling import sample
 
 __version__ = "0.1.0"

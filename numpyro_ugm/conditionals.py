@@ -5,7 +5,7 @@ every variable of a block follow from one gradient (:func:`conditional_logits`);
 :func:`exact_conditional_logits` evaluates f at each value instead (any f). A block of
 variables that do not interact can be summed out in closed form (:func:`sum_out`), which
 gives the free energy of a model with latent sites
-(:func:`numpyro_ugm.target.free_energy`, from :func:`block_gradients` and
+(:func:`numpyro_ugm.model.target.free_energy`, from :func:`block_gradients` and
 :func:`mean_and_entropy`). A
 log-density may know its own conditionals (:class:`LogDensity`, e.g. an ERGM's change
 statistics); :func:`block_logits` is where every sampler gets a block's conditionals, and

@@ -93,7 +93,7 @@ def vbm_problem(rng_key: jax.Array, num_units: int = 15, num_train: int = 500,
         ``{"x": int8 array (num_cases, num_units)}``.
     """
     from .evaluate import exact
-    from .model import UGM
+    from .model.ugm import UGM
     from .models import vbm
 
     key_w, key_data = jax.random.split(rng_key)

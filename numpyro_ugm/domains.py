@@ -26,7 +26,7 @@ import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 from numpyro.distributions import Distribution, constraints
 
-from ._checks import check_count
+from .runtime.checks import check_count
 
 
 class _FiniteSet(constraints.Constraint):

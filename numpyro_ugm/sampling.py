@@ -14,17 +14,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_key, check_count
-from .compile_cache import cached
-from .diagnose import check_diverged, check_finite, potential_is_finite
+from .runtime.checks import as_key, check_count
+from .runtime.compile_cache import cached
+from .model.diagnose import check_diverged, check_finite, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
-from .model import UGM
-from .problem import build_problem
-from .distributed import to_host
-from .runloop import capacity
-from .sharding import shard_particles, use_mesh
-from .target import Target
+from .model.ugm import UGM
+from .model.problem import build_problem
+from .runtime.distributed import to_host
+from .runtime.runloop import capacity
+from .runtime.sharding import shard_particles, use_mesh
+from .model.target import Target
 
 __all__ = ["sample"]
 
@@ -72,11 +72,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         If the log-potential is not finite at a draw, or it or the conditional log-odds
         are not finite at a chain's last state (e.g. parameters that overflow): checked
         once, after the run, on f at the kept draws and on one gradient per chain; or if
-        chains of a real site diverged (see :data:`~numpyro_ugm.diagnose.DIVERGED`).
+        chains of a real site diverged (see :data:`~numpyro_ugm.model.diagnose.DIVERGED`).
 
     Notes
     -----
-    The compiled chains are kept (:mod:`~numpyro_ugm.compile_cache`) per model, kernel,
+    The compiled chains are kept (:mod:`~numpyro_ugm.runtime.compile_cache`) per model, kernel,
     and ``num_samples`` and ``num_chains`` rounded up to powers of two: a chain count
     that is not a power of two runs the extra chains of the rounded count, and the draws
     are buffered at the rounded counts (at most 4 times the memory of the draws kept).

@@ -8,12 +8,12 @@
 * A persistent JAX compilation cache shared by the tests and the workers: a computation
   compiled by one test (the same model, estimator and shapes under a new learner
   object) is loaded, not recompiled, by the next.
-* ``spins``: the learner's small data set (``helpers.spins_data``).
+* ``spins``: the learner's small data set (``helpers.learning.spins_data``).
 * ``vbm``, ``rbm``, ``potts``: the small models of the exact evaluation with their
   parameters; ``chain_posterior``: the posterior samplers' data and grid posterior;
   ``triad6_problem``: an ERGM's data and exact MLE.
-* ``TraceCounter``: a model function that counts its calls, for the tests that a
-  repeated call reuses a compiled program (``from conftest import TraceCounter``).
+* ``count_traces``: wraps a model function in a :class:`TraceCounter`, which counts its
+  calls, for the tests that a repeated call reuses a compiled program.
 """
 
 import collections
@@ -70,8 +70,8 @@ def pytest_sessionfinish(session):
 
 @pytest.fixture(scope="module")
 def spins():
-    """40 random ±1 rows of 6 spins (``helpers.spins_data``)."""
-    from helpers import spins_data
+    """40 random ±1 rows of 6 spins (``helpers.learning.spins_data``)."""
+    from helpers.learning import spins_data
 
     return spins_data()
 
@@ -84,7 +84,7 @@ def spins():
 def vbm():
     """Spin VBM with fields; W and b have N(0, 1) priors (used by the MAP fit too)."""
     import numpyro_ugm as ugm
-    from helpers import normal_params
+    from helpers.models import normal_params
 
     m = ugm.UGM(ugm.models.vbm, 9, prior_scale=1.0)
     return m, normal_params(m, 1, 0.6)
@@ -94,7 +94,7 @@ def vbm():
 def rbm():
     """RBM with 6 visible and 4 hidden units, N(0, 1) parameters."""
     import numpyro_ugm as ugm
-    from helpers import normal_params
+    from helpers.models import normal_params
 
     m = ugm.UGM(ugm.models.rbm, 6, 4)
     return m, normal_params(m, 2, 1.0)
@@ -102,9 +102,9 @@ def rbm():
 
 @pytest.fixture(scope="module")
 def potts():
-    """A 6-variable 3-label Potts chain (``helpers.potts_chain``), N(0, 1) parameters."""
+    """A 6-variable 3-label Potts chain (``helpers.models.potts_chain``), N(0, 1) parameters."""
     import numpyro_ugm as ugm
-    from helpers import normal_params, potts_chain
+    from helpers.models import normal_params, potts_chain
 
     m = ugm.UGM(potts_chain, 6, 3)
     return m, normal_params(m, 3, 1.0)
@@ -112,9 +112,9 @@ def potts():
 
 @pytest.fixture(scope="module")
 def chain_posterior():
-    """50 cases of ``helpers.ising_chain`` and its posterior's mean and standard deviation
-    by quadrature (``helpers.chain_posterior_data``, computed once per process)."""
-    from helpers import chain_posterior_data
+    """50 cases of ``helpers.posterior.ising_chain`` and its posterior's mean and standard deviation
+    by quadrature (``helpers.posterior.chain_posterior_data``, computed once per process)."""
+    from helpers.posterior import chain_posterior_data
 
     return chain_posterior_data()
 
@@ -123,7 +123,7 @@ def chain_posterior():
 def triad6_problem():
     """The triad ERGM on 6 nodes, its θ, 500 graphs drawn from it and their exact MLE
     (``helpers.triad6_problem_data``, computed once per process)."""
-    from helpers import triad6_problem_data
+    from helpers.network import triad6_problem_data
 
     return triad6_problem_data()
 
@@ -166,3 +166,9 @@ class TraceCounter:
         assert self.calls == before, (
             f"{what} traced the model {self.calls - before} more time(s): it did not reuse "
             "the compiled program")
+
+
+@pytest.fixture
+def count_traces():
+    """``count_traces(model)``: the model function wrapped in a :class:`TraceCounter`."""
+    return TraceCounter

@@ -11,10 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from helpers import potts5, random_params, vbm8
+from helpers.models import potts5, vbm8
+from helpers.states import random_params
 
 import numpyro_ugm as ugm
-from numpyro_ugm.target import free_energy
+from numpyro_ugm.model.target import free_energy
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, gather,
                                       scatter, sum_out)

@@ -111,7 +111,7 @@ def test_real_domain_base_normal_and_fitted_moments():
 
 
 def test_real_data_outside_the_domain_names_the_site():
-    from numpyro_ugm.validation import validate_data
+    from numpyro_ugm.model.validation import validate_data
     sites = {"x": ugm.Real(3)}
     bad = np.zeros((4, 3))
     bad[2, 1] = np.nan

@@ -15,7 +15,7 @@ import optax
 import pytest
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
+from numpyro_ugm.model.validation import validate_data
 from numpyro_ugm.estimators import (CDInfo, MCMCMLEInfo, PCDInfo, PFInfo, PSMCInfo,
                                     SMCInfo)
 

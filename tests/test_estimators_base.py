@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import (NUM_PARTICLES, PATH_STEPS, SLACK, Z_MAX, at, check_close, mean_and_se, path,
-                     random_params, schedule)
-from helpers import vbm8_path as vbm8
+from helpers.paths import NUM_PARTICLES, PATH_STEPS, SLACK, Z_MAX, at, check_close, mean_and_se, path, schedule
+from helpers.states import random_params
+from helpers.paths import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
 from numpyro_ugm.estimators.base import normalize, resample, uniform_log_weights

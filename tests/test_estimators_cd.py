@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
+from numpyro_ugm.model.validation import validate_data
 
 
 def test_chains_start_at_the_batch_and_move_under_the_current_parameters():

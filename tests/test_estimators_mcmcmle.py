@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import vbm8_path as vbm8
+from helpers.paths import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact

@@ -9,7 +9,7 @@ import numpy as np
 import numpyro
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
+from numpyro_ugm.model.validation import validate_data
 from numpyro_ugm.estimators.per_example import ConditionalBatch, PerExample
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import optax
 import pytest
 from blackjax.smc import resampling as bj_resampling
-from helpers import PATH_STEPS, at, path, schedule
-from helpers import vbm8_path as vbm8
+from helpers.paths import PATH_STEPS, at, path, schedule
+from helpers.paths import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem

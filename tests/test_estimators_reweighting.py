@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import vbm8_path as vbm8
+from helpers.paths import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
 from numpyro_ugm.estimators.base import normalize

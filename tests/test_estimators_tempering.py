@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import check_close
-from helpers import vbm8_path as vbm8
+from helpers.paths import check_close
+from helpers.paths import vbm8_path as vbm8
 
 import numpyro_ugm as ugm
 from numpyro_ugm.estimators.tempering import temper

@@ -8,8 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TraceCounter
-from helpers import small_rbm, spins3
+from helpers.models import small_rbm, spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import ais, _ais_setup, exact
@@ -62,10 +61,10 @@ def test_ais_log_likelihood_matches_exact():
     assert float(r.log_z_stderr) == float(r.stderr)
 
 
-def test_ais_compiles_once_for_new_parameters():
+def test_ais_compiles_once_for_new_parameters(count_traces):
     """A second estimate with other parameters and another key reuses the compiled
     run (it used to close over the parameters and recompile on every call)."""
-    model = TraceCounter(ugm.models.rbm)
+    model = count_traces(ugm.models.rbm)
     m = ugm.UGM(model, 8, 3)
     params = m.init_params(jax.random.PRNGKey(0))
     first = ais.log_partition(m, params, jax.random.PRNGKey(1), 20, 30)
@@ -77,11 +76,11 @@ def test_ais_compiles_once_for_new_parameters():
             r.stderr) + 1e-3
 
 
-def test_ais_log_likelihood_compiles_once_for_other_numbers_of_cases():
+def test_ais_log_likelihood_compiles_once_for_other_numbers_of_cases(count_traces):
     """A second estimate on more cases reuses the compiled programs: the free energies of
     the cases are padded to a power of two (they used to compile for every number of
     cases), and the annealing run depends on the chains, not on the cases."""
-    model = TraceCounter(ugm.models.rbm)
+    model = count_traces(ugm.models.rbm)
     m = ugm.UGM(model, 8, 3)
     params = m.init_params(jax.random.PRNGKey(0))
     v = np.random.default_rng(2).integers(0, 2, size=(7, 8)).astype(np.int8)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import small_rbm
+from helpers.models import small_rbm
 
 from numpyro_ugm.evaluate import ais, _ais_setup
 

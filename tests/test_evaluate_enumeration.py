@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from helpers import all_states, normal_params, spins3
+from helpers.models import normal_params, spins3
+from helpers.states import all_states
 from scipy.special import logsumexp
 
 import numpyro_ugm as ugm

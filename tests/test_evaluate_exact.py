@@ -11,8 +11,7 @@ import numpy as np
 import numpyro
 import optax
 import pytest
-from conftest import TraceCounter
-from helpers import potts_chain, spins3
+from helpers.models import potts_chain, spins3
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
@@ -70,9 +69,9 @@ def test_fit_map_matches_brute_force_optimum(vbm):
     assert np.max(np.abs(neg_objective(theta)[1])) < 1e-4
 
 
-def test_exact_samples_follow_the_marginals(potts):
+def test_exact_samples_follow_the_marginals(potts, count_traces):
     _, params = potts
-    model = TraceCounter(potts_chain)  # the fixture's model, its tracing counted
+    model = count_traces(potts_chain)  # the fixture's model, its tracing counted
     m = ugm.UGM(model, 6, 3)
     p = np.asarray(exact.marginals(m, params)["x"])
     # 729 configurations: Gumbel-max over chunks of 100, and inverse CDF over one chunk
@@ -154,14 +153,14 @@ def test_map_of_a_constrained_parameter_is_the_mode_of_its_density(vbm):
     np.testing.assert_allclose(result.params["t"], modes[0], atol=1e-4)
 
 
-def test_fits_compile_once_per_model(rbm):
+def test_fits_compile_once_per_model(rbm, count_traces):
     """A second exact fit (or pseudo-likelihood fit) on the same model, with other data of
     the same shape and another step count (of the same power-of-two capacity), reuses the
     compiled steps (it does not trace the model) and gives what a freshly traced model
     gives."""
     from numpyro_ugm.learn import fit_exact, fit_pseudo_likelihood
 
-    model = TraceCounter(ugm.models.rbm)  # the fixture's model, its tracing counted
+    model = count_traces(ugm.models.rbm)  # the fixture's model, its tracing counted
     m = ugm.UGM(model, *rbm[0].args)
     # given initial parameters: the default ones would be drawn by tracing the model
     start = m.init_params(jax.random.PRNGKey(0))

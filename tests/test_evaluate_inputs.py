@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import adjacency_crf, adjacency_crf_data, crf_data
+from helpers.crf import adjacency_crf, adjacency_crf_data, crf_data
 from scipy.optimize import minimize_scalar
 
 import numpyro_ugm as ugm

@@ -4,8 +4,7 @@ evaluating the potential at each value."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import TraceCounter
-from helpers import small_rbm
+from helpers.models import small_rbm
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
@@ -25,8 +24,8 @@ def brute_pll(log_f, rows, values):
     return np.mean(np.sum(mine - np.logaddexp.reduce(scores, axis=2), axis=1))
 
 
-def test_pseudo_log_likelihood_of_spin_vbm_matches_brute_force():
-    model = TraceCounter(ugm.models.vbm)
+def test_pseudo_log_likelihood_of_spin_vbm_matches_brute_force(count_traces):
+    model = count_traces(ugm.models.vbm)
     m = ugm.UGM(model, 6)
     rng = np.random.default_rng(5)
     params = {"W": jnp.asarray(rng.standard_normal((6, 6)), jnp.float32),

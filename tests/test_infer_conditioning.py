@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.gibbs import GIBBS_SITES_KWARG, conditioned
-from helpers import COUPLING, MU, Y, noisy_ising
+from helpers.posterior import COUPLING, MU, Y, noisy_ising
 
 import numpyro_ugm as ugm
 from numpyro_ugm.infer import UGMSampler

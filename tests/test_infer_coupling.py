@@ -10,7 +10,7 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.infer.gibbs import GIBBS_SITES_KWARG, conditioned
-from helpers import Y
+from helpers.posterior import Y
 
 import numpyro_ugm as ugm
 from numpyro_ugm.infer import UGMSampler

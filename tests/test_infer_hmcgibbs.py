@@ -1,5 +1,5 @@
 """The ``gibbs_fn`` of ``numpyro.infer.HMCGibbs`` (infer/hmcgibbs.py): beside NUTS it
-gives the exact posterior of the noisy Ising chain (``helpers.noisy_ising``: the spins'
+gives the exact posterior of the noisy Ising chain (``helpers.posterior.noisy_ising``: the spins'
 posterior means and that of the noise scale σ computed exactly, by a sum over the 2^6
 spin states and quadrature over log σ), and the function names what it was handed
 wrong. (The sampler as a block of numpyro's composite ``Gibbs``: test_infer_sampler.py.)"""
@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 from numpyro.infer import NUTS, HMCGibbs
-from helpers import COUPLING, MU, Y, check_posterior, noisy_ising, run_mcmc
+from helpers.posterior import COUPLING, MU, Y, check_posterior, noisy_ising, run_mcmc
 
 import numpyro_ugm as ugm
 

@@ -31,9 +31,9 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.infer import NUTS, Gibbs
-from helpers import (COUPLING, MU, Y, check_posterior, config_index, exact_log_probs,
-                     noisy_ising, potts5, potts_ring, run_mcmc, total_variation, tv_threshold,
-                     vbm8)
+from helpers.models import potts5, potts_ring, vbm8
+from helpers.posterior import COUPLING, MU, Y, check_posterior, noisy_ising, run_mcmc
+from helpers.states import config_index, exact_log_probs, total_variation, tv_threshold
 
 import numpyro_ugm as ugm
 from numpyro_ugm.infer import UGMSampler

@@ -8,7 +8,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from helpers import potts5, potts_ring
+from helpers.models import potts5, potts_ring
 
 import numpyro_ugm as ugm
 from numpyro_ugm.infer import UGMSampler

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import (GIBBS, GIBBS_RANDOM, METROPOLIS, all_states, config_index,
-                     exact_log_probs, potts5, vbm8)
+from helpers.models import potts5, vbm8
+from helpers.states import GIBBS, GIBBS_RANDOM, METROPOLIS, all_states, config_index, exact_log_probs
 
 import numpyro_ugm as ugm
 

@@ -9,7 +9,7 @@ import functools
 import jax
 import numpy as np
 import pytest
-from helpers import GIBBS, GIBBS_RANDOM, all_states, exact_log_probs, random_params, run_chains
+from helpers.states import GIBBS, GIBBS_RANDOM, all_states, exact_log_probs, random_params, run_chains
 
 import numpyro_ugm as ugm
 

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from helpers import (GIBBS, GIBBS_2, GIBBS_RANDOM, METROPOLIS, abs7, binary3, check_tv, potts5,
-                     random_params, vbm8)
+from helpers.models import abs7, binary3, potts5, vbm8
+from helpers.states import GIBBS, GIBBS_2, GIBBS_RANDOM, METROPOLIS, check_tv, random_params
 
 import numpyro_ugm as ugm
 

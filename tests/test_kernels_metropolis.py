@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import (GIBBS, METROPOLIS, abs7, all_states, binary3, check_tv, config_index,
-                     exact_log_probs, potts5, total_variation, tv_threshold, vbm8)
+from helpers.models import abs7, binary3, potts5, vbm8
+from helpers.states import GIBBS, METROPOLIS, all_states, check_tv, config_index, exact_log_probs, total_variation, tv_threshold
 
 import numpyro_ugm as ugm
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import pytest
-from helpers import (GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs,
-                          vbm8)
+from helpers.models import vbm8
+from helpers.states import GIBBS, GIBBS_RANDOM, METROPOLIS, check_tv, exact_log_probs
 
 import numpyro_ugm as ugm
 from numpyro_ugm.kernels import parallel_tempering, tempered_transitions

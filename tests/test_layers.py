@@ -8,18 +8,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numpyro_ugm"
 
 #: the table of docs/architecture.md, first layer first: top-level module or package
 LAYERS = [
-    ["_checks", "domains"],
+    ["runtime", "domains"],
     ["conditionals"],
-    ["structure", "sharding", "distributed"],
-    ["target"],
-    ["model", "sites", "params", "factors", "analysis", "inputs", "validation", "diagnose",
-     "compile_cache", "problem"],
+    ["structure"],
+    ["model"],
     ["kernels"],
     ["estimators"],
-    ["runloop", "checkpoint"],
     ["evaluate"],
     ["learn"],
-    ["sampling", "predict", "infer", "models", "network", "datasets"],
+    ["sampling", "prediction", "infer", "models", "network", "datasets"],
     ["posterior"],
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

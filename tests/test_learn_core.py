@@ -12,7 +12,7 @@ import pytest
 
 import numpyro_ugm as ugm
 from numpyro_ugm.learn import LearnerCore
-from numpyro_ugm.problem import build_problem
+from numpyro_ugm.model.problem import build_problem
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Conditional random fields: the learner's per-example (CRF) mode, checked against exact
 enumeration on 3×3 grid CRFs (512 labelings per image) with the PF paper's image features
-(``helpers.crf_data``; ``ugm.predict`` on the same problem is in test_predict.py), and on
-a CRF whose interaction graph is an input (``helpers.adjacency_crf``)."""
+(``helpers.crf.crf_data``; ``ugm.predict`` on the same problem is in test_prediction.py), and on
+a CRF whose interaction graph is an input (``helpers.crf.adjacency_crf``)."""
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +11,9 @@ import pytest
 import warnings
 from scipy.special import logsumexp
 
-from helpers import NUM_EXAMPLES, adjacency_crf, adjacency_crf_data, all_states, crf_data
+from helpers.crf import NUM_EXAMPLES, adjacency_crf, adjacency_crf_data, crf_data
+
+from helpers.states import all_states
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact

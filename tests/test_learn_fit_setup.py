@@ -5,7 +5,7 @@ observes the data's sites (the others latent)."""
 import jax
 import numpy as np
 import pytest
-from helpers import spins3
+from helpers.models import spins3
 
 import numpyro_ugm as ugm
 from numpyro_ugm.learn.fit_setup import prepare_fit

@@ -1,6 +1,6 @@
 """The learning driver (learn/mle.py): estimator and optimizer checked, runs reproducible,
 failures keep the last good state, weights of zero are not failures. (Data validation:
-test_model.py; the per-example CRF mode: test_learn_crf.py; the running log Z of the
+test_model_ugm.py; the per-example CRF mode: test_learn_crf.py; the running log Z of the
 diagnostics against the exact one: test_estimators_base.py, its warnings:
 test_learn_diagnostics.py; the reuse of the compiled steps: test_learn_setup.py and
 test_learn_steps.py; agreement with exact maximum likelihood: test_end_to_end.py.)"""
@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import optax
 import pytest
-from helpers import make
+from helpers.learning import make
 
 import numpyro_ugm as ugm
 from numpyro_ugm.datasets import vbm_problem

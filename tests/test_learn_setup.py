@@ -3,17 +3,16 @@ same layout reuses the compiled steps, and the data used is always the data pass
 
 import jax
 import numpy as np
-from conftest import TraceCounter
-from helpers import make
+from helpers.learning import make
 
 import numpyro_ugm as ugm
 
 
-def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins):
+def test_data_changed_in_place_or_at_a_reused_address_is_the_data_used(spins, count_traces):
     """The learner uses the data passed on each call (not a copy cached by the arrays'
     identity), and data of the same layout reuses the compiled steps."""
     x = np.array(spins["x"])
-    model = TraceCounter(ugm.models.vbm)
+    model = count_traces(ugm.models.vbm)
     learner = make(model=model)
     # the model's initial parameters (zeros), given: drawing them would trace the model
     start = {"W": np.zeros((6, 6), np.float32), "b": np.zeros(6, np.float32)}

@@ -3,17 +3,16 @@ so runs of other lengths reuse it and continue one another bit-identically."""
 
 import jax
 import numpy as np
-from conftest import TraceCounter
-from helpers import make
+from helpers.learning import make
 
 import numpyro_ugm as ugm
 
 
-def test_runs_of_other_lengths_reuse_the_compiled_steps(spins):
+def test_runs_of_other_lengths_reuse_the_compiled_steps(spins, count_traces):
     """The compiled scan is built for a power-of-two capacity, not the run's length:
     runs of 5 to 8 steps share one program, and continue one another bit-identically
     (12 steps at once run on a program built for 16)."""
-    model = TraceCounter(ugm.models.vbm)
+    model = count_traces(ugm.models.vbm)
     learner = make(model=model)
     parts = learner.run(jax.random.PRNGKey(1), 5, spins, 6, progress_bar=False)
     with model.unchanged("a run of 7 steps after one of 5"):

@@ -13,9 +13,9 @@ import pytest
 from numpyro.primitives import Messenger
 
 import numpyro_ugm as ugm
-import numpyro_ugm.analysis
+import numpyro_ugm.model.analysis
 from numpyro_ugm import models
-from numpyro_ugm.factors import COLORS
+from numpyro_ugm.model.factors import COLORS
 from numpyro_ugm.models import image_features
 
 
@@ -43,12 +43,13 @@ CASES = {
 
 
 def test_no_function_hides_a_module():
-    """Every module of the package keeps its name as an attribute (no function of the
-    same name replaces it), and every documented name is importable from
-    ``numpyro_ugm.models``."""
-    for info in pkgutil.iter_modules(models.__path__):
-        module = importlib.import_module(f"numpyro_ugm.models.{info.name}")
-        assert getattr(models, info.name) is module, info.name
+    """Every module of the package keeps its name as an attribute of its package (no
+    function of the same name replaces it), and every documented name of
+    ``numpyro_ugm.models`` and ``numpyro_ugm.network`` is importable."""
+    for info in pkgutil.walk_packages(ugm.__path__, "numpyro_ugm."):
+        module = importlib.import_module(info.name)
+        parent, _, name = info.name.rpartition(".")
+        assert getattr(importlib.import_module(parent), name) is module, info.name
     for name in models.__all__:
         assert getattr(models, name) is not None
     for name in ("rbm", "vbm", "grid_crf", "multilabel_crf", "ergm"):
@@ -100,7 +101,7 @@ def test_large_models_run_no_analysis(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the structure analysis ran")
 
-    monkeypatch.setattr(numpyro_ugm.analysis, "analyze", refuse)
+    monkeypatch.setattr(numpyro_ugm.model.analysis, "analyze", refuse)
     # sizes where the analysis would take seconds; the refusal above is what is checked
     # (the 600 x 400 RBM of the docstring took 10 s of the default suite to build)
     m = ugm.UGM(models.rbm, 120, 80)

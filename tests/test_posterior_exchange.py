@@ -1,6 +1,6 @@
 """The exchange algorithm's kernel (posterior/exchange.py) on what users hand it:
 starting values, fixed parameters, pickling a run kernel, and a CRF's per-example inputs;
-agreement with posteriors computed by quadrature (``helpers.ising_chain`` on a grid, the
+agreement with posteriors computed by quadrature (``helpers.posterior.ising_chain`` on a grid, the
 Florentine marriages under an edges ERGM). (Agreement with NUTS on the exact posterior:
 test_posterior.py.)"""
 
@@ -15,7 +15,7 @@ import numpyro.distributions as dist
 import pytest
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC
-from helpers import _check_agreement, ising_chain
+from helpers.posterior import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
 from numpyro_ugm.models import ergm

@@ -1,6 +1,6 @@
 """The exact posterior for NUTS (posterior/reference.py): priors that depend on other
 parameters, the model's own traces kept out of NUTS's, and a CRF's per-example inputs.
-Agreement of NUTS on it with a grid on a plain model (``helpers.ising_chain``)."""
+Agreement of NUTS on it with a grid on a plain model (``helpers.posterior.ising_chain``)."""
 
 import itertools
 
@@ -13,7 +13,7 @@ import pytest
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import log_density
-from helpers import _check_agreement, ising_chain
+from helpers.posterior import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
 

@@ -1,12 +1,12 @@
 """Stochastic-gradient MCMC (posterior/sgmcmc.py): SGLD and pSGLD on minibatches against
-the posterior of ``helpers.ising_chain`` computed by quadrature on a grid (the
+the posterior of ``helpers.posterior.ising_chain`` computed by quadrature on a grid (the
 ``chain_posterior`` fixture of conftest.py), and runs that checkpoint and resume
 bit-identically. (Agreement with NUTS on the exact posterior: test_posterior.py.)"""
 
 import jax
 import numpy as np
 import pytest
-from helpers import _check_agreement, ising_chain
+from helpers.posterior import _check_agreement, ising_chain
 
 import numpyro_ugm as ugm
 

@@ -22,14 +22,13 @@ def test_counts_are_checked_not_rounded(settings, match):
         ugm.sample(None, {}, jax.random.PRNGKey(0), settings.pop("num_samples"), **settings)
 
 
-def test_a_second_call_reuses_the_compiled_chains():
+def test_a_second_call_reuses_the_compiled_chains(count_traces):
     """Other keys, parameters, warm-up and thinning run the program
     compiled by the first call (one per model, kernel and num_samples)."""
-    from conftest import TraceCounter
-    from helpers import chain3, spins3
+    from helpers.models import chain3, spins3
 
     _, params, _, _ = spins3()
-    model = TraceCounter(chain3)
+    model = count_traces(chain3)
     m = ugm.UGM(model)
     before = model.calls
     first = ugm.sample(m, params, jax.random.PRNGKey(0), 20, num_chains=2)

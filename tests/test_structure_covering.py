@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from helpers import adjacency
+from helpers.crf import adjacency
 
 import numpyro_ugm as ugm
 from numpyro_ugm.structure import analyze, cover

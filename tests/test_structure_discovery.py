@@ -1,6 +1,6 @@
 """The structure found from the model itself (structure/discovery.py): interaction graph,
 coloring into blocks, multilinearity, ``independent()``, and the error for a potential
-that is not finite. (Models that cannot be traced at all: test_model.py; the greedy
+that is not finite. (Models that cannot be traced at all: test_model_ugm.py; the greedy
 coloring and declared colorings: test_structure_graph.py; the structure of a CRF's every
 example: test_structure_covering.py.)"""
 

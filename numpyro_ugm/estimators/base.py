@@ -8,7 +8,7 @@ optax transformations: hashable, equal by value, validated once at construction)
 * optionally ``record_gradients(state, grads) -> state``: the learner hands it the
   gradient each update took (MCMC-MLE ends a round on it)
 
-where ``target`` is the model's :class:`~numpyro_ugm.target.Target` (latent sites set),
+where ``target`` is the model's :class:`~numpyro_ugm.model.target.Target` (latent sites set),
 ``params`` the current parameters θ_t (constrained space), ``batch`` the current data
 batch in the model representation, and :class:`Particles` the weighted configurations
 whose weighted mean of ∇θ f estimates the negative phase E_{p(·;θ_t)}[∇θ f]. ``info`` is
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling as bj_resampling
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..conditionals import block_logits, scatter
 from ..kernels import gibbs
 from ..kernels.base import (Kernel, KernelSpec, as_spec, bound_kernel, init_chains,
@@ -162,7 +162,7 @@ class Estimator:
             raise TypeError(f"{self._owner()}: {error}") from None
 
     def _check_count(self, name: str, minimum: int = 1) -> None:
-        """An integer setting >= ``minimum`` (see :func:`~numpyro_ugm._checks.check_count`)."""
+        """An integer setting >= ``minimum`` (see :func:`~numpyro_ugm.runtime.checks.check_count`)."""
         self._set(name, check_count(self._owner(), name, getattr(self, name), minimum))
 
     def _check_number(self, name: str, accepts, expected: str) -> None:

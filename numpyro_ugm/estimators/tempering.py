@@ -20,7 +20,7 @@ from blackjax.smc.ess import ess_solver
 
 from ..conditionals import constant_log_density, linear_combination
 from ..kernels.base import Kernel, KernelSpec
-from ..sharding import shard_particles
+from ..runtime.sharding import shard_particles
 from .base import Estimator
 
 
@@ -173,7 +173,7 @@ def anneal_from_base(target, kernel: Kernel, rng_key: jax.Array, params: dict,
                      max_betas: int = 1000) -> TemperResult:
     """Weighted particles from p(·; θ) by tempering draws of the base distribution
     (uniform on finite sites, the base Normal of real ones) along
-    :meth:`~numpyro_ugm.target.Target.tempered_fn`, β: 0 → 1.
+    :meth:`~numpyro_ugm.model.target.Target.tempered_fn`, β: 0 → 1.
 
     Returns
     -------

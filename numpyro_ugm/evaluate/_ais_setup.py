@@ -9,7 +9,7 @@ variable by log-probabilities of its K values, a real one (``ugm.Real``) by the 
 parameters (η, λ) of a Normal N(η/λ, 1/λ) — so the tempered log-density
 (1 − β) log q + β f keeps exact conditionals where f has them.
 
-Everything here takes the model's :class:`~numpyro_ugm.target.Target` (or its domains)
+Everything here takes the model's :class:`~numpyro_ugm.model.target.Target` (or its domains)
 and checks what the user supplies — the schedule, the base log-probabilities, the sites
 to sum out, the starting draws, the tolerance — with errors that name the argument.
 """
@@ -21,14 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import distributed
-from .._checks import check_count
+from ..runtime import distributed
+from ..runtime.checks import check_count
 from ..kernels import gibbs
 from ..kernels.base import KernelSpec, as_spec, gaussian_from_uniforms
 from ..kernels.blocks import BlockKernelSpec
-from ..model import UGM
-from ..target import Target
-from ..validation import validate_data
+from ..model.ugm import UGM
+from ..model.target import Target
+from ..model.validation import validate_data
 
 __all__ = ["default_betas", "base_rate_log_probs", "schedule", "Setup", "setup",
            "base_log_prob", "base_draws", "refreshes", "reverse_kernel", "start_states",

@@ -1,6 +1,6 @@
 """The enumeration engine: plans and chunked sums over the configurations of a target.
 
-Every sum here runs over the configurations of a :class:`~numpyro_ugm.target.Target`'s
+Every sum here runs over the configurations of a :class:`~numpyro_ugm.model.target.Target`'s
 state sites without a Python loop over them: an integer index is decoded into mixed-radix
 labels (one digit per enumerated variable), the labels into the model representation, and
 the log-density is evaluated on a chunk of ``chunk_size`` configurations at a time inside
@@ -12,7 +12,7 @@ A :class:`Plan` says which variables are enumerated and which are summed out in 
 form (see :mod:`numpyro_ugm.evaluate._enumeration` for when); real sites are integrated
 out in closed form given each configuration of the finite ones (Gaussian integrals,
 :mod:`~numpyro_ugm.evaluate._gaussian`), so only finite variables are enumerated. Plans
-and compiled programs are kept in :mod:`numpyro_ugm.compile_cache` under the target's
+and compiled programs are kept in :mod:`numpyro_ugm.runtime.compile_cache` under the target's
 ``cache_key``. This module is the engine of :mod:`~numpyro_ugm.evaluate._enumeration` and
 :mod:`~numpyro_ugm.evaluate.exact`; its functions take a target and check nothing that
 their callers check.
@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
-from ..compile_cache import cached
+from ..runtime.checks import check_count
+from ..runtime.compile_cache import cached
 from ..conditionals import scatter, sum_out
-from ..target import Target
+from ..model.target import Target
 from ._gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
 
 __all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "MAX_HESSIAN_FLOATS",

@@ -33,10 +33,10 @@ Public functions (also reached as ``ugm.exact.*``, :mod:`numpyro_ugm.evaluate.ex
 traced parameters (they can be used under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` over
 parameters); data are checked on the host and must be concrete arrays. Every function
 that takes parameters checks them with :meth:`ParamSpace.check
-<numpyro_ugm.params.ParamSpace.check>` (names, with a suggestion for a misspelled one;
+<numpyro_ugm.model.params.ParamSpace.check>` (names, with a suggestion for a misspelled one;
 shapes; a floating dtype; finite values inside the support, when concrete), as the
-samplers do. The sums themselves take the model's :class:`~numpyro_ugm.target.Target`.
-Plans and compiled functions are kept in :mod:`numpyro_ugm.compile_cache`; the example
+samplers do. The sums themselves take the model's :class:`~numpyro_ugm.model.target.Target`.
+Plans and compiled functions are kept in :mod:`numpyro_ugm.runtime.compile_cache`; the example
 axis of data is padded to a power of two (:mod:`~numpyro_ugm.evaluate._padding`), so data
 of any length up to it reuse one program.
 """
@@ -48,11 +48,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..conditionals import conditional_logits, site_variables
-from ..diagnose import non_finite_error
-from ..model import UGM
-from ..validation import to_data
+from ..model.diagnose import non_finite_error
+from ..model.ugm import UGM
+from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
                      configurations, first_divergent, float_dtype, log_prob_observed,
                      log_prob_per_input, log_z, make_plan, sum_out_mode, weighted_mean)
@@ -178,7 +178,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     ------
     KeyError, ValueError, TypeError, FloatingPointError
         Parameters that are not the model's (see
-        :meth:`ParamSpace.check <numpyro_ugm.params.ParamSpace.check>`).
+        :meth:`ParamSpace.check <numpyro_ugm.model.params.ParamSpace.check>`).
     ValueError
         If the enumeration is too large to index.
 
@@ -232,7 +232,7 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
         As in :func:`log_partition`.
     data : dict of str -> array
         Observed sites in the data representation (±1, 0/1, integer labels), each with a
-        leading example axis; checked with :func:`~numpyro_ugm.validation.validate_data`.
+        leading example axis; checked with :func:`~numpyro_ugm.model.validation.validate_data`.
     inputs : dict of str -> array, optional
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and :func:`~numpyro_ugm.predict`): log p(x_n; θ, inputs_n), each

@@ -1,13 +1,13 @@
 """What the public entry points of evaluation check and prepare before the sums or the
 annealing run, so that the code behind them takes a
-:class:`~numpyro_ugm.target.Target`, never the model: :func:`observed_problem`, the
-parameters checked and the model's :class:`~numpyro_ugm.problem.Problem` on the data (the
-one set-up of :func:`~numpyro_ugm.problem.build_problem`)."""
+:class:`~numpyro_ugm.model.target.Target`, never the model: :func:`observed_problem`, the
+parameters checked and the model's :class:`~numpyro_ugm.model.problem.Problem` on the data (the
+one set-up of :func:`~numpyro_ugm.model.problem.build_problem`)."""
 
 from typing import Any
 
-from ..model import UGM, as_ugm
-from ..problem import Problem, build_problem
+from ..model.ugm import UGM, as_ugm
+from ..model.problem import Problem, build_problem
 
 __all__ = ["observed_problem"]
 

@@ -38,14 +38,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import distributed
-from .._checks import as_key, check_count
-from ..compile_cache import cached
+from ..runtime import distributed
+from ..runtime.checks import as_key, check_count
+from ..runtime.compile_cache import cached
 from ..conditionals import LogDensity, linear_combination, sum_out
 from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, step_chains
-from ..model import UGM
-from ..sharding import shard_particles, use_mesh
-from ..target import Target
+from ..model.ugm import UGM
+from ..runtime.sharding import shard_particles, use_mesh
+from ..model.target import Target
 from ._ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,

@@ -8,7 +8,7 @@ integrals over real sites, :mod:`~numpyro_ugm.evaluate._engine`), re-exported he
 module adds the draws built on them: :func:`sample` (exact independent draws), which
 checks its parameters on the host, and :func:`sampler`, its pure draw. Like the sums,
 they take a model at their entry point and run on its
-:class:`~numpyro_ugm.target.Target`. Exact maximum likelihood on these sums is a
+:class:`~numpyro_ugm.model.target.Target`. Exact maximum likelihood on these sums is a
 learner, :func:`numpyro_ugm.learn.fit_exact`, whose objective is
 :func:`target_log_likelihood`.
 """
@@ -19,13 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_key, check_count
-from ..compile_cache import cached
-from ..diagnose import check_finite
+from ..runtime.checks import as_key, check_count
+from ..runtime.compile_cache import cached
+from ..model.diagnose import check_finite
 from ..kernels.base import draw_block
-from ..model import UGM
-from ..target import Target
-from ..validation import to_data
+from ..model.ugm import UGM
+from ..model.target import Target
+from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
                      chunks, config_budget, config_log_weight, configurations, float_dtype,
                      index_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan)

@@ -6,10 +6,10 @@
 import jax
 import jax.numpy as jnp
 
-from ..compile_cache import cached
+from ..runtime.compile_cache import cached
 from ..conditionals import block_logits, exact_conditional_logits
-from ..model import UGM
-from ..target import Target
+from ..model.ugm import UGM
+from ..model.target import Target
 from ._padding import mean_of_first, pad_examples, padded_length
 from ._prepare import observed_problem
 

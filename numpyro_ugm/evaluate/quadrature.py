@@ -19,10 +19,10 @@ plus an estimate of the probability outside the box (the density on each face ti
 decay length outwards; an upper bound for Gaussian tails), plus the rounding of the
 log-potential in the float dtype — a conservative indication, not a standard error.
 
-Parameters are checked with :meth:`ParamSpace.check <numpyro_ugm.params.ParamSpace.check>`;
+Parameters are checked with :meth:`ParamSpace.check <numpyro_ugm.model.params.ParamSpace.check>`;
 the grid is evaluated by a program compiled once per model and number of points
-(:mod:`numpyro_ugm.compile_cache`). The public functions take a model and set it up
-(:func:`~numpyro_ugm.problem.build_problem`); the code behind them reads its target's
+(:mod:`numpyro_ugm.runtime.compile_cache`). The public functions take a model and set it up
+(:func:`~numpyro_ugm.model.problem.build_problem`); the code behind them reads its target's
 log-potential and state sites.
 """
 
@@ -33,13 +33,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
-from ..compile_cache import cached
-from ..diagnose import non_finite_error
-from ..model import UGM
-from ..problem import Problem, build_problem
-from ..target import Target
-from ..validation import validate_data
+from ..runtime.checks import check_count
+from ..runtime.compile_cache import cached
+from ..model.diagnose import non_finite_error
+from ..model.ugm import UGM
+from ..model.problem import Problem, build_problem
+from ..model.target import Target
+from ..model.validation import validate_data
 
 __all__ = ["Quadrature", "GridDensity", "log_partition", "density", "expectation",
            "log_prob", "log_likelihood", "box", "DEFAULT_NUM_POINTS", "DEFAULT_WIDTH"]

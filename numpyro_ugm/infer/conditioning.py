@@ -9,10 +9,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .._checks import same_arguments
+from ..runtime.checks import same_arguments
 from ..kernels.base import Kernel, KernelSpec, bound_kernel
-from ..model import UGM
-from ..target import Target
+from ..model.ugm import UGM
+from ..model.target import Target
 from .coupling import warn_if_coupled
 
 try:  # the keyword through which numpyro's composite Gibbs passes conditioning values

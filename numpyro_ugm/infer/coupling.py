@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..model import UGM
+from ..model.ugm import UGM
 
 __all__ = ["coupled_factors", "warn_if_coupled"]
 

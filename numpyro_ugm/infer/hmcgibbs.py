@@ -7,10 +7,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..kernels import gibbs
 from ..kernels.base import as_spec, bound_kernel
-from ..model import UGM, as_ugm
+from ..model.ugm import UGM, as_ugm
 from .coupling import warn_if_coupled
 from .values import param_defaults
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..model import UGM, as_ugm
+from ..model.ugm import UGM, as_ugm
 
 __all__ = ["to_data", "as_model_values", "param_defaults"]
 

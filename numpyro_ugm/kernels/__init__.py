@@ -3,9 +3,9 @@ for finite sites and Gaussian real sites, blackjax's gradient kernels for the ot
 sites (:mod:`.gradient`), and tempered kernels."""
 
 from .base import Kernel, KernelInfo, KernelSpec
-from .gibbs import GibbsState, gibbs
+from .block_gibbs import GibbsState, gibbs
 from .gradient import GradientInfo, GradientState, hmc, langevin, mala, rwm
-from .metropolis import MetropolisState, metropolis
+from .block_metropolis import MetropolisState, metropolis
 from .tempered import (ParallelTemperingInfo, ParallelTemperingState,
                        TemperedTransitionsInfo, TemperedTransitionsState,
                        parallel_tempering, tempered_transitions)

@@ -8,7 +8,7 @@ inner kernel of ``blackjax.smc`` and of the tempered kernels.
 
 What users pass to estimators and to :func:`~numpyro_ugm.sampling.sample` is a
 :class:`KernelSpec`: a description (``gibbs(scan="random")``) that is bound to a model's
-:class:`~numpyro_ugm.target.Target` (its domains and blocks) by ``spec.build(target)``,
+:class:`~numpyro_ugm.model.target.Target` (its domains and blocks) by ``spec.build(target)``,
 once per target (:func:`bound_kernel`).
 
 Vocabulary: a kernel's ``step`` makes ``num_sweeps`` sweeps (a sweep visits every block,
@@ -78,7 +78,7 @@ class KernelSpec:
     """Base class of kernel descriptions; subclasses implement :meth:`build`."""
 
     def build(self, target) -> Kernel:
-        """Bind to ``target`` (a :class:`~numpyro_ugm.target.Target`) -> :class:`Kernel`."""
+        """Bind to ``target`` (a :class:`~numpyro_ugm.model.target.Target`) -> :class:`Kernel`."""
         raise NotImplementedError
 
     def reverse(self) -> "KernelSpec":

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..conditionals import block_logits, gather
 from .base import Kernel, KernelInfo, KernelSpec
 

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.mcmc import random_walk
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..structure import Structure
 from .base import Kernel, KernelSpec, Tuning
 
@@ -149,7 +149,7 @@ class GradientKernelSpec(KernelSpec):
 
     def build(self, target) -> Kernel:
         from .blocks import BlockKernelSpec
-        from .gibbs import gibbs
+        from .block_gibbs import gibbs
 
         sites = moved_sites(target, self.sites)
         rest = _without_sites(target.structure, sites)

@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.mcmc.proposal import static_binomial_sampling
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from .base import Kernel, KernelSpec, as_spec
-from .gibbs import gibbs
+from .block_gibbs import gibbs
 
 
 def _check_betas(owner, betas, default_low, default_num):

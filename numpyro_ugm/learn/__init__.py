@@ -7,9 +7,9 @@ maximum pseudo-likelihood (:mod:`.pseudo`), set up in :mod:`.fit_setup`."""
 
 from .averaging import AveragedState, averaged
 from .core import LearnerCore, LearnState, StepInfo
-from .exact import ExactFitResult, fit_exact
+from .exact_fit import ExactFitResult, fit_exact
 from .mle import MLE, NonFiniteError, PreparedBatch, RunResult
-from .pseudo import PseudoFitResult, fit_pseudo_likelihood
+from .pseudo_fit import PseudoFitResult, fit_pseudo_likelihood
 
 __all__ = ["AveragedState", "averaged", "MLE", "LearnerCore", "LearnState", "NonFiniteError",
            "PreparedBatch", "RunResult", "StepInfo", "fit_exact", "ExactFitResult",

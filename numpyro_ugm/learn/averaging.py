@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 
 
 class AveragedState(NamedTuple):

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..diagnose import DIVERGED, chain_spread
+from ..model.diagnose import DIVERGED, chain_spread
 from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
 
@@ -47,7 +47,7 @@ class StepInfo(NamedTuple):
         when it does not (CD, PCD): a missing estimate is not a number.
     chain_spread : dict of str -> float32 scalar, or None
         Per real site, the largest distance of the particles from the base mean in base
-        scales (:func:`~numpyro_ugm.diagnose.chain_spread`); in the diagnostics as
+        scales (:func:`~numpyro_ugm.model.diagnose.chain_spread`); in the diagnostics as
         ``chain_spread_<site>``. ``None`` for models without real sites.
     """
 
@@ -146,7 +146,7 @@ class LearnerCore:
         observed): handed to the estimator at every update.
     param_model : ParamModel
         The parameters' space (transforms, checks), initial values and log prior
-        (:func:`~numpyro_ugm.problem.build_problem`).
+        (:func:`~numpyro_ugm.model.problem.build_problem`).
     estimator : Estimator or PerExample
         Negative-phase estimator (wrapped in ``PerExample`` for conditional models).
     optimizer : optax.GradientTransformation

@@ -6,8 +6,8 @@ from typing import Optional
 import jax
 import numpy as np
 
-from .._checks import check_inputs as checked_inputs
-from ..sharding import auto_axes
+from ..runtime.checks import check_inputs as checked_inputs
+from ..runtime.sharding import auto_axes
 
 
 def check_inputs(inputs, data):

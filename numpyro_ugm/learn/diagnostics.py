@@ -14,7 +14,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from .. import checkpoint, distributed
+from ..runtime import checkpoint
+from ..runtime import distributed
 from .averaging import AveragedState
 
 #: standard error (nats) of a running log Z beyond which MLE.run warns that the running

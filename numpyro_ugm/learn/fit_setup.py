@@ -1,19 +1,19 @@
-"""What the deterministic fits (:func:`~numpyro_ugm.learn.exact.fit_exact`,
-:func:`~numpyro_ugm.learn.pseudo.fit_pseudo_likelihood`) share: :func:`prepare_fit`
-checks their settings and sets up the model's :class:`~numpyro_ugm.problem.Problem` on
-the data (:func:`~numpyro_ugm.problem.build_problem`, as every learner sets up) and the
+"""What the deterministic fits (:func:`~numpyro_ugm.learn.exact_fit.fit_exact`,
+:func:`~numpyro_ugm.learn.pseudo_fit.fit_pseudo_likelihood`) share: :func:`prepare_fit`
+checks their settings and sets up the model's :class:`~numpyro_ugm.model.problem.Problem` on
+the data (:func:`~numpyro_ugm.model.problem.build_problem`, as every learner sets up) and the
 starting point; :func:`run_fit` maximizes the fit's per-example objective plus
-log p(θ) / N with :func:`numpyro_ugm.runloop.minimize`."""
+log p(θ) / N with :func:`numpyro_ugm.runtime.runloop.minimize`."""
 
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 
-from .._checks import as_key, check_count
-from ..compile_cache import cached
-from ..problem import ParamModel, Problem, build_problem
-from ..runloop import MinimizeResult, minimize
+from ..runtime.checks import as_key, check_count
+from ..runtime.compile_cache import cached
+from ..model.problem import ParamModel, Problem, build_problem
+from ..runtime.runloop import MinimizeResult, minimize
 
 __all__ = ["FitSetup", "prepare_fit", "run_fit"]
 
@@ -74,7 +74,7 @@ def penalized_loss(param_model: ParamModel, value: Callable) -> Callable:
 def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: float,
             progress_bar: bool, desc: str, static: tuple = ()) -> MinimizeResult:
     """Maximize ``value(θ, data, inputs) + log p(θ) / N`` from the fit's starting point
-    (:func:`penalized_loss`, :func:`~numpyro_ugm.runloop.minimize`; ``aux`` is
+    (:func:`penalized_loss`, :func:`~numpyro_ugm.runtime.runloop.minimize`; ``aux`` is
     ``value``). One compiled program per data length, kept in the bounded compile cache
     under the target's key, ``owner``, ``static`` (what else ``value`` depends on) and
     the optimizer (no padding: the padded examples would be computed at every step).

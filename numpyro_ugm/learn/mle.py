@@ -3,7 +3,7 @@
 It traces the model and checks the data (:mod:`.setup`), places data and particles on a
 device mesh (:mod:`.data`), compiles the functional core
 (:class:`~numpyro_ugm.learn.core.LearnerCore`) over minibatches (:mod:`.steps`) and runs
-it with the package's run loop (:mod:`numpyro_ugm.runloop`: progress bar, checkpoints,
+it with the package's run loop (:mod:`numpyro_ugm.runtime.runloop`: progress bar, checkpoints,
 interrupts), keeping the per-step diagnostics across runs (:mod:`.diagnostics`).
 Conditional models get their estimator wrapped in
 :class:`~numpyro_ugm.estimators.per_example.PerExample`.
@@ -24,13 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import checkpoint
-from .._checks import as_key, check_count
-from ..diagnose import diverged_sites
+from ..runtime import checkpoint
+from ..runtime.checks import as_key, check_count
+from ..model.diagnose import diverged_sites
 from ..estimators.base import Estimator
-from ..model import UGM
-from ..runloop import Interrupted, capacity, chunk_size, run_loop
-from ..validation import validate_data
+from ..model.ugm import UGM
+from ..runtime.runloop import Interrupted, capacity, chunk_size, run_loop
+from ..model.validation import validate_data
 from .core import LearnerCore, LearnState, StepInfo
 from .data import Placement
 from .diagnostics import (CheckpointWriter, History, Piece, checkpoint_meta, until_failure,

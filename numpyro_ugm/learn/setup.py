@@ -1,5 +1,5 @@
 """From the user's model function and data to a learner set up for them: the model's
-problem on the data (:func:`~numpyro_ugm.problem.build_problem`: the traced model, the
+problem on the data (:func:`~numpyro_ugm.model.problem.build_problem`: the traced model, the
 data checked, the sites it lacks latent, blocks valid for every CRF example), the
 :class:`~numpyro_ugm.learn.core.LearnerCore` on its target and parameters' model, its
 compiled steps, and the data placed.
@@ -15,11 +15,11 @@ from typing import Any, NamedTuple, Optional
 import jax
 import numpy as np
 
-from .. import distributed
-from .._checks import check_count
+from ..runtime import distributed
+from ..runtime.checks import check_count
 from ..estimators.per_example import PerExample
-from ..problem import Problem, build_problem, check_free_energy
-from ..validation import validate_data
+from ..model.problem import Problem, build_problem, check_free_energy
+from ..model.validation import validate_data
 from .data import Minibatches, Placement, check_inputs
 from .steps import Steps
 
@@ -123,7 +123,7 @@ def same_key(a, b) -> bool:
 
 def build_core(model, estimator, optimizer, core_class, data, model_args, model_kwargs,
                inputs, batch_size):
-    """Set up the model's problem on the data (:func:`~numpyro_ugm.problem.build_problem`)
+    """Set up the model's problem on the data (:func:`~numpyro_ugm.model.problem.build_problem`)
     and build the core on its target and parameters' model.
 
     Returns

@@ -1,5 +1,5 @@
 """The learner's compiled steps over a data set: the minibatch of each update, one update,
-and runs of updates whose rows go to NaN-filled buffers (:func:`numpyro_ugm.runloop.fill_rows`).
+and runs of updates whose rows go to NaN-filled buffers (:func:`numpyro_ugm.runtime.runloop.fill_rows`).
 
 :class:`Steps` holds no data: the data (and CRF inputs) are arguments of every compiled
 call, so new data of the same layout reuses the programs. What the run loop calls is
@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from ..estimators.per_example import ConditionalBatch
-from ..runloop import fill_rows
+from ..runtime.runloop import fill_rows
 from .core import LearnerCore
 from .data import Minibatches, Placement
 

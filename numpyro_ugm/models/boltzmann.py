@@ -15,9 +15,9 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..domains import Binary, Real, Spin
-from ..factors import factor
+from ..model.factors import factor
 
 __all__ = ["rbm", "vbm"]
 

@@ -19,9 +19,9 @@ import numpyro
 import numpyro.distributions as dist
 from jax.typing import ArrayLike
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..domains import Spin
-from ..factors import factor
+from ..model.factors import factor
 
 __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf"]
 

@@ -21,9 +21,9 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..domains import Real
-from ..factors import factor
+from ..model.factors import factor
 
 __all__ = ["OffDiagonalLaplace", "sparse_gmrf", "glasso_objective", "lattice_gmrf",
            "lattice_eigenvalues", "lattice_moments", "lattice_log_likelihood",

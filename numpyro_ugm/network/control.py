@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_count
+from ..runtime.checks import check_count
 from ..estimators.base import Estimator
 
 __all__ = ["ErgmControl", "SamplingControl", "MCMLEControl", "SAMPLERS", "TERMINATIONS",

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_key, check_count
+from ..runtime.checks import as_key, check_count
 from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit

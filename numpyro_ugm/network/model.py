@@ -31,7 +31,7 @@ import numpyro.distributions as dist
 from jax.typing import ArrayLike
 
 from ..domains import Binary
-from ..factors import factor
+from ..model.factors import factor
 from .terms.structural import (DEFAULT_DECAY, change_statistics_of, is_multilinear,
                                resolve_terms, statistics_of, term_names)
 from .terms.term import as_network

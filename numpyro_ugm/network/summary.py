@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from jax.typing import ArrayLike
 
-from .._checks import as_key, check_count
+from ..runtime.checks import as_key, check_count
 from .control import MCMLEControl
 from .estimation.dyad_independent import DyadIndependentMLE, as_design, dyad_independent_mle
 from .estimation.log_likelihood import BridgeLogLikelihood, log_likelihood_bridge

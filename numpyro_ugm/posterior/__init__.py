@@ -17,7 +17,7 @@ sample prior(θ)·exp f(x; θ) without 1/Z(θ). These samplers deal with Z:
 from .exchange import FISHER_DRAWS, MAX_EXACT_CONFIGURATIONS, Exchange, ExchangeState
 from .reference import exact_posterior
 from .sgmcmc import PosteriorCore, SGMCMC, SGMCMCResult, sgld
-from .target import Posterior
+from .density import Posterior
 
 __all__ = ["Exchange", "ExchangeState", "FISHER_DRAWS", "MAX_EXACT_CONFIGURATIONS", "Posterior",
            "PosteriorCore", "SGMCMC", "SGMCMCResult", "exact_posterior", "sgld"]

@@ -32,12 +32,12 @@ from jax.flatten_util import ravel_pytree
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from .._checks import check_count, same_arguments
+from ..runtime.checks import check_count, same_arguments
 from ..evaluate import exact
 from ..kernels import gibbs
 from ..kernels.base import as_spec, init_chains, step_chains
-from ..model import UGM
-from .target import Posterior
+from ..model.ugm import UGM
+from .density import Posterior
 
 __all__ = ["Exchange", "ExchangeState", "MAX_EXACT_CONFIGURATIONS", "FISHER_DRAWS"]
 

@@ -14,9 +14,9 @@ import numpyro
 from numpyro import handlers
 
 from ..evaluate import exact
-from ..model import UGM
-from ..validation import to_data
-from .target import Posterior
+from ..model.ugm import UGM
+from ..model.validation import to_data
+from .density import Posterior
 
 __all__ = ["exact_posterior"]
 

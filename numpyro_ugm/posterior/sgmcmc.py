@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .._checks import as_key, check_count
+from ..runtime.checks import as_key, check_count
 from ..learn.core import LearnerCore, LearnState
 from ..learn.mle import MLE
 

@@ -1,2 +1,2 @@
-"""Needed: makes the conftest.py here a module of its own (``network.conftest``), so that it
-does not replace the top conftest that other tests import (``from conftest import ...``)."""
+"""The tests of ``numpyro_ugm.network``, a package of tests: their modules and conftest are
+named ``network.test_...`` and ``network.conftest``."""

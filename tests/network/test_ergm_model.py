@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import TRIAD, brute_statistics
-from helpers import ergm_model as model
+from helpers.network import TRIAD, brute_statistics
+from helpers.network import ergm_model as model
 
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import validate_data
+from numpyro_ugm.model.validation import validate_data
 from numpyro_ugm import structure
 from numpyro_ugm.conditionals import (LogDensity, conditional_logits,
                                       exact_conditional_logits, linear_combination)

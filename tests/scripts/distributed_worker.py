@@ -1,4 +1,4 @@
-"""One process of tests/test_distributed.py (launched by tests/multiprocess.py): the same
+"""One process of tests/test_runtime_distributed.py (launched by tests/multiprocess.py): the same
 script runs as 1 process with 4 CPU devices and as 2 processes with 2 each, over a global
 mesh of all 4, and writes what each case computed (gathered to whole arrays) for the test
 to compare.
@@ -29,7 +29,7 @@ import optax  # noqa: E402
 import numpyro_ugm as ugm  # noqa: E402
 from numpyro_ugm import checkpoint  # noqa: E402
 from numpyro_ugm.datasets import vbm_problem  # noqa: E402
-from numpyro_ugm.distributed import to_host  # noqa: E402
+from numpyro_ugm.runtime.distributed import to_host  # noqa: E402
 from numpyro_ugm.evaluate import ais  # noqa: E402
 
 KEY = jax.random.PRNGKey(1)

@@ -1,4 +1,4 @@
-"""Run by tests/test_sharding.py in a fresh process with 4 host devices: every estimator
+"""Run by tests/test_runtime_sharding.py in a fresh process with 4 host devices: every estimator
 (and a CRF, and AIS) gives the same numbers with its particles split over a 4-device mesh
 as on one device. Prints one line per case named on the command line (all by default):
 name, max abs differences of the parameters and gradient norms, whether the particles

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._checks import check_count
+from ...runtime.checks import check_count
 from .degeneracy import as_sampled_statistics
 from .goodness_of_fit import format_table
 

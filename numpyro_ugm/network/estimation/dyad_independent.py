@@ -14,7 +14,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import special
 
-from ..._checks import check_count
+from ...runtime.checks import check_count
 from .samples import as_vector
 
 __all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_mle", "as_design",

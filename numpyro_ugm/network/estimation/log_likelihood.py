@@ -13,7 +13,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy import special
 
-from ..._checks import as_key, check_count
+from ...runtime.checks import as_key, check_count
 from .samples import (as_vector, autocorrelation_inflation, check_simulate, sample_statistics,
                       split_keys)
 

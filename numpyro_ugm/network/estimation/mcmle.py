@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from ..._checks import as_key
+from ...runtime.checks import as_key
 from ..control import MCMLEControl
 from ..diagnostics.degeneracy import (ErgmDegeneracyError, check_sample_degeneracy,
                                       terms_outside_sample)

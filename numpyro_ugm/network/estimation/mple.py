@@ -4,7 +4,7 @@ pseudo-likelihood estimate that starts MCMC maximum likelihood (:func:`mple`).
 :func:`mple` is a logistic regression on the change statistics, by Newton's method in
 float64 (the generic :func:`~numpyro_ugm.evaluate.pseudo.fit_pseudo_likelihood` works
 for any model but stops at float32's gradient floor); it returns the same
-:class:`~numpyro_ugm.learn.pseudo.PseudoFitResult`.
+:class:`~numpyro_ugm.learn.pseudo_fit.PseudoFitResult`.
 """
 
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ...learn.pseudo import PseudoFitResult
+from ...learn.pseudo_fit import PseudoFitResult
 from .dyad_independent import dyad_independent_mle
 from ..terms.structural import DEFAULT_DECAY, change_statistics
 from ..terms.term import Network, as_network

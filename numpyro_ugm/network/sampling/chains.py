@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ..._checks import check_count
+from ...runtime.checks import check_count
 from ..graphs import check_edge_list
 
 __all__ = ["NetworkChains", "init_network_chains", "network_edges", "check_overflow",

@@ -32,7 +32,7 @@ gives the same draws on every run (not the JAX sampler's draws).
 import jax
 import numpy as np
 
-from ..._checks import check_count
+from ...runtime.checks import check_count
 from ..terms.compiled import NativeProgram, check_state, directed_arrays, dyad_change
 from ..terms.lists import append, find_slot, inline, jit, mark, remove, retag
 from .chains import NetworkChains

@@ -24,10 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..._checks import check_count
+from ...runtime.checks import check_count
 from ...kernels.base import init_chains, step_chains
-from ...kernels.gibbs import gibbs
-from ...model import UGM
+from ...kernels.block_gibbs import gibbs
+from ...model.ugm import UGM
 from ..estimation.samples import multivariate_effective_size, stationary_start
 from ..model import ergm
 from ..terms.structural import statistics_of

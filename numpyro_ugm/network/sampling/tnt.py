@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ..._checks import as_key, check_count
+from ...runtime.checks import as_key, check_count
 from .chains import NetworkChains, apply_writes, check_overflow, toggle_writes
 from .proposals import check_triadic, log_acceptance, triadic_rate
 from .views import gather_rows, view_of

@@ -11,9 +11,9 @@ import optax
 
 from numpyro_ugm.network import DegeneracyWarning, check_particle_degeneracy
 from numpyro_ugm.network.diagnostics.degeneracy import check_fit_degeneracy
-from helpers import ergm_model as model
+from helpers.network import ergm_model as model
 import numpyro_ugm as ugm
-from numpyro_ugm.validation import to_data
+from numpyro_ugm.model.validation import to_data
 
 
 def test_degeneracy_warning_names_the_far_term():

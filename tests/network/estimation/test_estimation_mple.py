@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import TRIAD, brute_statistics
+from helpers.network import TRIAD, brute_statistics
 import numpyro_ugm as ugm
 from numpyro_ugm.network import edges_to_adjacency, mple
 

@@ -1,7 +1,7 @@
 """The structural ERGM terms and the table of terms
 (numpyro_ugm/network/terms/structural.py) against brute force written from their
 definitions (loops over nodes, dyads and triples in numpy, independent of the package's
-formulas; ``helpers.brute_statistics`` and ``brute_force`` of tests/network/conftest.py):
+formulas; ``helpers.network.brute_statistics`` and ``brute_force`` of tests/network/conftest.py):
 every undirected statistic and its change statistics, decays and aliases, the directed
 terms, degree counts; and the table: one row per name, each row's examples resolving to
 the compiled forms it names. (Covariate terms: test_covariates.py; the compiled change
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import brute_statistics
+from helpers.network import brute_statistics
 
 from numpyro_ugm.network import (STATISTICS, TERMS, change_statistics, edges_to_adjacency,
                                  ergm_statistics, graph_to_edges)

@@ -1,0 +1,96 @@
+"""Data checked against the state sites' domains, and converted between the data
+representation (labels) and the model representation the potentials see."""
+
+from collections.abc import Mapping
+
+import jax
+import numpy as np
+
+from ..domains import Domain
+
+__all__ = ["validate_data", "to_data", "observed_sites"]
+
+
+def observed_sites(state_sites: Mapping[str, Domain], names) -> tuple:
+    """``names`` as a tuple of state sites, with an error naming any unknown site (or
+    none given)."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in state_sites]
+    if unknown:
+        raise KeyError(f"data has site(s) {unknown} that are not state sites of the "
+                       f"model; its state sites are {list(state_sites)}")
+    if not names:
+        raise ValueError(f"data has none of the model's state sites {list(state_sites)}")
+    return names
+
+
+def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
+                  allow_missing: bool = True) -> dict:
+    """Check data against the domains and return it in the model representation.
+
+    Parameters
+    ----------
+    state_sites : dict of str -> Domain
+        The model's state sites.
+    data : dict of str -> array
+        Observed state sites, each with a leading example axis.
+    allow_missing : bool
+        Whether state sites may be missing from ``data`` (latent sites).
+
+    Returns
+    -------
+    dict of str -> jax.Array
+        The same sites in the model representation.
+
+    Raises
+    ------
+    KeyError, ValueError, TypeError
+        Naming the site and the problem: unknown site, empty data, a shape that
+        disagrees with the domain, examples counts that disagree, or the first value
+        outside the domain.
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of site name -> array, got "
+                        f"{type(data).__name__}")
+    observed_sites(state_sites, data.keys())
+    if not allow_missing and set(data) != set(state_sites):
+        missing = [n for n in state_sites if n not in data]
+        raise KeyError(f"data is missing state site(s) {missing}")
+    out, num_examples = {}, None
+    for name, value in data.items():
+        domain = state_sites[name]
+        if isinstance(value, jax.Array) and not value.is_fully_addressable:
+            raise TypeError(
+                f"site {name!r}: data is a jax.Array split over several processes; pass "
+                "the whole data set as a NumPy array on every process (the mesh then "
+                "gives each device its part): data loaded per process is not supported")
+        value = np.asarray(value)
+        expected = tuple(domain.shape_)
+        if value.ndim != len(expected) + 1 or value.shape[1:] != expected:
+            raise ValueError(
+                f"site {name!r}: data has shape {value.shape}; expected (num_examples, "
+                f"{', '.join(map(str, expected))}) for {domain!r}")
+        if value.shape[0] == 0:
+            raise ValueError(f"site {name!r}: data has no examples")
+        if num_examples is None:
+            num_examples = value.shape[0]
+        elif value.shape[0] != num_examples:
+            raise ValueError(f"site {name!r} has {value.shape[0]} examples but other "
+                             f"sites have {num_examples}")
+        if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
+            raise TypeError(f"site {name!r}: data has dtype {value.dtype}, expected numbers")
+        with jax.ensure_compile_time_eval():  # concrete data inside a user's jit too
+            inside = (np.asarray(domain.in_domain(value)) if value.size
+                      else np.ones(0, bool))
+        if not inside.all():
+            where = tuple(int(i) for i in np.argwhere(~inside)[0])
+            raise ValueError(
+                f"site {name!r}: value {value[where].item()!r} at example {where[0]}, index "
+                f"{where[1:]} is outside the domain {domain.describe()}")
+        out[name] = domain.to_model(value)
+    return out
+
+
+def to_data(state_sites: Mapping[str, Domain], state: dict) -> dict:
+    """Model-representation state -> data representation (labels), site by site."""
+    return {n: state_sites[n].from_model(v) for n, v in state.items()}

@@ -1,0 +1,56 @@
+"""Data against the model's domains (validation.py): the errors name the site, the
+problem and, for a value outside the domain, the value and where it is; valid data comes
+back in the model representation, and ``to_data`` takes it back."""
+
+import numpy as np
+import pytest
+
+import numpyro_ugm as ugm
+from numpyro_ugm.model.validation import observed_sites, to_data, validate_data
+
+SITES = {"s": ugm.Spin(3), "b": ugm.Binary(2), "c": ugm.Categorical(2, num_categories=3)}
+
+
+def test_valid_data_comes_back_in_the_model_representation_and_goes_back():
+    data = {"s": np.array([[1, -1, 1], [-1, -1, 1]], np.int8),
+            "b": np.array([[0, 1], [1, 1]], np.int8),
+            "c": np.array([[2, 0], [1, 1]])}
+    model = validate_data(SITES, data)
+    np.testing.assert_array_equal(model["s"], data["s"].astype(np.float32))
+    np.testing.assert_array_equal(model["b"], data["b"].astype(np.float32))
+    np.testing.assert_array_equal(model["c"], np.eye(3)[data["c"]])  # one-hot
+    back = to_data(SITES, model)
+    for name in data:
+        np.testing.assert_array_equal(back[name], data[name])
+    # a latent site may be missing unless all are asked for
+    assert set(validate_data(SITES, {"s": data["s"]})) == {"s"}
+    with pytest.raises(KeyError, match=r"data is missing state site\(s\) \['b', 'c'\]"):
+        validate_data(SITES, {"s": data["s"]}, allow_missing=False)
+
+
+def test_errors_name_the_site_the_value_and_where_it_is():
+    good = {"s": np.ones((4, 3), np.int8)}
+    bad = good["s"].copy()
+    bad[2, 1] = 0
+    with pytest.raises(ValueError, match=r"^site 's': value 0 at example 2, index \(1,\) is "
+                       r"outside the domain Spin \{-1, 1\}"):
+        validate_data(SITES, {"s": bad})
+    with pytest.raises(ValueError, match=r"^site 'c': value 3 at example 0, index \(1,\) is "
+                       r"outside the domain Categorical \{0, 1, 2\}"):
+        validate_data(SITES, {"c": np.array([[0, 3]])})
+    with pytest.raises(ValueError, match=r"^site 's': data has shape \(4, 2\); expected "
+                       r"\(num_examples, 3\)"):
+        validate_data(SITES, {"s": np.ones((4, 2), np.int8)})
+    with pytest.raises(ValueError, match=r"^site 'b' has 3 examples but other sites have 4"):
+        validate_data(SITES, {**good, "b": np.zeros((3, 2), np.int8)})
+    with pytest.raises(ValueError, match=r"^site 's': data has no examples"):
+        validate_data(SITES, {"s": np.ones((0, 3), np.int8)})
+    with pytest.raises(TypeError, match=r"^site 's': data has dtype <U1, expected numbers"):
+        validate_data(SITES, {"s": np.full((1, 3), "a")})
+    with pytest.raises(KeyError, match=r"data has site\(s\) \['z'\] that are not state sites"):
+        validate_data(SITES, {"z": np.ones((1, 3))})
+    with pytest.raises(TypeError, match="^data must be a dict"):
+        validate_data(SITES, [np.ones((1, 3))])
+    with pytest.raises(ValueError, match="^data has none of the model's state sites"):
+        observed_sites(SITES, [])
+    assert observed_sites(SITES, ["c", "s"]) == ("c", "s")

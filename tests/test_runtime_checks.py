@@ -1,0 +1,48 @@
+"""The checks every entry point shares (``runtime/checks.py``): an integer ``rng_key`` and a
+fractional count get the same clear error everywhere, before anything compiles."""
+
+import jax
+import optax
+import pytest
+from helpers.models import spins3
+
+import numpyro_ugm as ugm
+from numpyro_ugm.evaluate import exact
+
+
+def test_an_integer_rng_key_is_an_error_everywhere():
+    m, params, _, data = spins3()
+    calls = {
+        "sample": lambda: ugm.sample(m, params, 0, 2),
+        "exact.sample": lambda: exact.sample(m, params, 0, 2),
+        "predict": lambda: ugm.predict(m, params, rng_key=0),
+        "ais": lambda: ugm.ais.log_partition(m, params, 0, 2, 3),
+        "MLE.init": lambda: ugm.MLE(m, ugm.PCD(2), optax.sgd(0.1)).init(0, data),
+        "fit_exact": lambda: ugm.fit_exact(m, data, rng_key=0),
+        "init_params": lambda: m.init_params(0),
+    }
+    for owner, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{owner}: rng_key must be one JAX PRNG key, "
+                           r"e\.g\. jax\.random\.PRNGKey\(0\) \(an integer seed n: pass "
+                           r"jax\.random\.PRNGKey\(n\)\), got the scalar 0$"):
+            call()
+
+
+def test_a_fractional_count_is_an_error_everywhere():
+    m, params, _, data = spins3()
+    key = jax.random.PRNGKey(0)
+    calls = {
+        ("sample", "num_warmup", 0): lambda: ugm.sample(m, params, key, 2, num_warmup=1.5),
+        ("sample", "num_samples", 1): lambda: ugm.sample(m, params, key, 2.5),
+        ("exact.sample", "num_samples", 1): lambda: exact.sample(m, params, key, 2.5),
+        ("predict", "num_warmup", 0): lambda: ugm.predict(m, params, num_warmup=0.5),
+        ("ais", "num_chains", 2): lambda: ugm.ais.log_partition(m, params, key, 2.5, 3),
+        ("fit_exact", "num_steps", 0): lambda: ugm.fit_exact(m, data, num_steps=10.5),
+        ("MLE.run", "num_steps", 0): lambda: ugm.MLE(m, ugm.PCD(2), optax.sgd(0.1)).run(
+            key, 1.5, data),
+        ("gibbs_fn", "num_mcmc_steps", 1): lambda: ugm.infer.gibbs_fn(m, num_mcmc_steps=1.5),
+    }
+    for (owner, name, minimum), call in calls.items():
+        with pytest.raises(ValueError, match=rf"^{owner}: {name} must be an integer >= "
+                                             rf"{minimum}, got \d+\.5 of type float"):
+            call()

@@ -246,7 +246,7 @@ class _AutocorrelatedChains:
 
 def test_the_sample_is_continued_and_thinned_until_it_is_effective_enough():
     from numpyro_ugm.network.sampling.simulation import adaptive_simulate
-    from numpyro_ugm.network.estimation.samples import multivariate_effective_size
+    from numpyro_ugm.network.sampling.moments import multivariate_effective_size
 
     chains = _AutocorrelatedChains()
     simulate, current, _ = adaptive_simulate(chains, 64, 1, 16, 64, 1024, False)
@@ -314,7 +314,7 @@ def test_the_trust_regions_stop_ends_the_adaptive_sample_and_rewind_restores_it(
 
 def test_a_start_that_is_not_stationary_is_dropped():
     from numpyro_ugm.network.sampling.simulation import adaptive_simulate
-    from numpyro_ugm.network.estimation.samples import geweke_p_value
+    from numpyro_ugm.network.sampling.moments import geweke_p_value
 
     # chains 30 standard deviations from equilibrium, a burn-in far too short (0.99^16):
     # the decay is found and cut, and the rest is centred on the equilibrium

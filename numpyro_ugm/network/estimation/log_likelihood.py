@@ -14,8 +14,8 @@ from jax.typing import ArrayLike
 from scipy import special
 
 from ...runtime.checks import as_key, check_count
-from .samples import (as_vector, autocorrelation_inflation, check_simulate, sample_statistics,
-                      split_keys)
+from ..sampling.moments import autocorrelation_inflation
+from .samples import as_vector, check_simulate, sample_statistics, split_keys
 
 __all__ = ["log_likelihood_bridge", "BridgeLogLikelihood"]
 

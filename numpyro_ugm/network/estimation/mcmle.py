@@ -28,7 +28,8 @@ from ..control import MCMLEControl
 from ..diagnostics.degeneracy import (ErgmDegeneracyError, check_sample_degeneracy,
                                       terms_outside_sample)
 from .hotelling import hotelling_t2, tsq_sf
-from .samples import as_names, as_vector, check_simulate, sample_moments, sample_statistics
+from ..sampling.moments import sample_moments
+from .samples import as_names, as_vector, check_simulate, sample_statistics
 from .step import geyer_thompson_step, hull_step_length, lognormal_step
 from .termination import IterationSummary, termination_rule
 from .trust_region import TrustRegion, takes_stop

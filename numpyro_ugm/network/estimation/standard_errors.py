@@ -21,7 +21,8 @@ from scipy import stats as scipy_stats
 
 from .step import geyer_thompson_step, hull_step_length
 from ..diagnostics.degeneracy import check_sample_degeneracy
-from .samples import as_names, as_statistics, as_vector, sample_moments
+from ..sampling.moments import sample_moments
+from .samples import as_names, as_statistics, as_vector
 
 __all__ = ["mcmle_standard_errors", "StandardErrors", "wald"]
 

@@ -28,7 +28,7 @@ from ...runtime.checks import check_count
 from ...kernels.base import init_chains, step_chains
 from ...kernels.block_gibbs import gibbs
 from ...model.ugm import UGM
-from ..estimation.samples import multivariate_effective_size, stationary_start
+from .moments import multivariate_effective_size, stationary_start
 from ..model import ergm
 from ..terms.structural import statistics_of
 from ..graphs import pair_tables
@@ -332,7 +332,7 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
     :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
     adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
     ``num_draws`` per chain; drop the start that the Geweke test finds not yet
-    stationary (:func:`~numpyro_ugm.network.estimation.samples.stationary_start`, at
+    stationary (:func:`~numpyro_ugm.network.sampling.moments.stationary_start`, at
     most half); while the chains still move, or the rest's multivariate effective size is
     below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
     (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to

@@ -1,11 +1,11 @@
-"""Sampled statistics (``network/estimation/samples.py``): the multivariate Geweke test and
-the multivariate effective size."""
+"""Moments of sampled statistics (network/sampling/moments.py): the Geweke test, the
+stationary start and the multivariate effective size."""
 
 import numpy as np
 
 
 def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
-    from numpyro_ugm.network.estimation.samples import geweke_p_value, stationary_start
+    from numpyro_ugm.network.sampling.moments import geweke_p_value, stationary_start
 
     rng = np.random.default_rng(3)
     p_values = [geweke_p_value(rng.normal(size=(4, 200, 3))) for _ in range(200)]
@@ -19,7 +19,7 @@ def test_geweke_test_accepts_stationary_draws_and_rejects_a_trend():
 
 
 def test_multivariate_effective_size_is_the_geometric_mean_over_directions():
-    from numpyro_ugm.network.estimation.samples import multivariate_effective_size
+    from numpyro_ugm.network.sampling.moments import multivariate_effective_size
 
     rng = np.random.default_rng(1)
     iid = rng.normal(size=(4, 2048, 3))

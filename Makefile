@@ -24,10 +24,12 @@ test: $(STAMP)
 	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile
 	$(MAKE) docs
 
-# each test file's time on a cold compilation cache, into tests/durations.json (the order
-# in which `make test` hands the files to its workers: longest first)
+# each test file's time on cold compilation caches (JAX's and numba's, as on a clean clone),
+# into tests/durations.json (the order in which `make test` hands the files to its
+# workers: longest first)
 test-durations: $(STAMP)
 	rm -rf .pytest_cache/jax
+	find numpyro_ugm -name '*.nbi' -delete -o -name '*.nbc' -delete
 	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile --store-durations
 
 docs: $(STAMP)

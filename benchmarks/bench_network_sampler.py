@@ -17,7 +17,7 @@ Rows (each printed as a RESULT line, with its settings):
 a. faux.magnolia.high (1,461 nodes, 974 edges, N = 1,066,530 dyads), edges + gwesp(0.25)
    and edges + triangles: proposals per second of ours with 1, 8, 32 and 128 chains in
    one call, of the most chains split over the CPU's cores (as ``fit_ergm`` runs them),
-   of the compiled sampler (numba, ``network_native``; on one thread and on every core),
+   of the compiled sampler (numba, ``network.sampling.compiled``; on one thread and on every core),
    of the pure-Python sampler and of ergmx; ratios measured in this run. And the time of
    one "sweep" equivalent (N proposals) at each rate (the package's dense Gibbs sweep
    is O(n³) here: not run).

@@ -1,6 +1,6 @@
 """The ready-made models (numpyro_ugm.models): where their names live, and the Gibbs
 blocks they declare, checked against the structure analysis of the same potentials and
-against exact enumeration. (ERGMs: test_models_exponential_random_graph.py.)"""
+against exact enumeration. (ERGMs: network/test_ergm_model.py.)"""
 
 import importlib
 import itertools

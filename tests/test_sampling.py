@@ -1,6 +1,6 @@
 """``ugm.sample`` (sampling.py): its counts are checked before any work, and new counts
 reuse the compiled chains without changing a number. (Its draws are checked against exact
-enumeration with the kernels: test_kernels_*.py, test_models_exponential_random_graph.py.)"""
+enumeration with the kernels: test_kernels_*.py, network/test_ergm_model.py.)"""
 
 import jax
 import jax.numpy as jnp

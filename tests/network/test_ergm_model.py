@@ -4,7 +4,7 @@ expectations by enumerating the 2^6 graphs on 4 nodes, estimator gradients, and 
 to the exact MLE. (Its statistics: terms/test_structural.py; graphs as data:
 test_graphs.py; Gibbs with covariate terms, its colors and user factors:
 test_ergm_model_gibbs.py; MPLE and the degeneracy check:
-test_models_graph_estimation.py; the brute-force statistics and the shared models:
+estimation/test_estimation_mple.py; the brute-force statistics and the shared models:
 ``helpers``.)"""
 
 import itertools
@@ -119,7 +119,7 @@ def test_gwesp_blocks_are_single_dyads_as_the_analysis_finds():
 @pytest.mark.parametrize("statistics", [
     pytest.param(STATISTICS, marks=pytest.mark.slow),
     # the block views of every term are also checked against brute force by
-    # test_models_graph_terms.py (default suite)
+    # terms/test_structural.py and terms/test_covariates.py (default suite)
     pytest.param(("edges", ("gwesp", 0.25), ("gwesp", 1.5), ("gwdegree", 0.1), "triangle"),
                  marks=pytest.mark.slow),
 ])
@@ -218,7 +218,7 @@ def test_psmc_with_change_statistics_estimates_log_z():
 
 
 # -m slow (13 s of compiling): the statistics are checked against brute force by
-# default in test_models_graph_terms.py, exact enumeration in test_evaluate_enumeration.py
+# default in terms/test_structural.py and terms/test_covariates.py, exact enumeration in test_evaluate_enumeration.py
 @pytest.mark.slow
 @pytest.mark.parametrize("statistics,theta", [
     (TRIAD, (-0.5, 0.2, 0.3)),

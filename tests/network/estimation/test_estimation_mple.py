@@ -21,7 +21,7 @@ def logistic_regression(X, t, steps=50):
 
 
 @pytest.mark.slow  # the triad6 fixture's exact fit costs 15 s; R's MPLE values are checked
-# by tests/network/test_fit.py and test_models_graph_terms.py in the default suite
+# by tests/network/test_fit.py and tests/network/terms/ in the default suite
 def test_mple_is_logistic_regression_on_change_statistics(triad6_problem):
     m, theta_true, data, _ = triad6_problem
     y = np.asarray(data["y"][:40])

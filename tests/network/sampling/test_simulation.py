@@ -1,7 +1,7 @@
 """The simulator behind every fit (numpyro_ugm/network/sampling/simulation.py): it picks
 the compiled sampler for built-in terms and the JAX one for a term without a native
 form (or when asked), and grows the neighbour lists when a chain outgrows them. (Its
-use by the fit, adaptive sampling and rewinding: test_models_ergm_fit.py.)"""
+use by the fit, adaptive sampling and rewinding: tests/network/test_fit.py.)"""
 
 import numpy as np
 import pytest

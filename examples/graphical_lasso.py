@@ -13,7 +13,8 @@ graphical lasso objective
 S the covariance of the standardized data. The learner never evaluates log det Θ: the
 negative phase E_Θ[x xᵀ] comes from PCD's persistent Gibbs chains (each unit drawn from
 its exact Gaussian conditional) or from SMC (a fresh anneal from the base Normal every
-update), and Adam follows the resulting stochastic (sub)gradient.
+update), and Adam follows the resulting stochastic (sub)gradient. Learning starts from
+the model's default, Θ = I (the improper prior's start point; no ``init_params``).
 
 Sparsity. A (sub)gradient method on |Θ_ij| never lands on exact zeros: entries whose
 optimum is 0 jitter around it at the scale of the step. Θ is recorded every ``thin``
@@ -121,8 +122,7 @@ def estimator_fit(name, x, alpha, steps, particles, lr, thin, seed):
     data = {"x": jnp.asarray(x, jnp.float32)}
     t = time.perf_counter()
     result = learner.run(jax.random.PRNGKey(seed), steps, data, dim, alpha, num_examples,
-                         init_params={"L": jnp.eye(dim)}, progress_bar=False,
-                         thinning=thin, record=record)
+                         progress_bar=False, thinning=thin, record=record)
     trace = np.asarray(jax.block_until_ready(result.diagnostics["theta"]), np.float64)
     seconds = time.perf_counter() - t
     per_update = seconds_per_update(learner, result.state, data)

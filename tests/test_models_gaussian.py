@@ -142,8 +142,7 @@ def test_graphical_lasso_map_by_pcd_matches_scikit_learn():
     learner = ugm.MLE(sparse_gmrf, ugm.PCD(100),
                       optax.adam(optax.cosine_decay_schedule(0.02, steps, 0.02)))
     result = learner.run(jax.random.PRNGKey(0), steps, {"x": jnp.asarray(x, jnp.float32)},
-                         dim, alpha, num_examples, init_params={"L": jnp.eye(dim)},
-                         progress_bar=False, thinning=10,
+                         dim, alpha, num_examples, progress_bar=False, thinning=10,
                          record=lambda core, s: {"theta": (lambda c: c @ c.T)(
                              core.get_params(s)["L"])})
     theta = np.asarray(result.diagnostics["theta"], np.float64)[-10:].mean(0)
@@ -161,3 +160,30 @@ def test_graphical_lasso_map_by_pcd_matches_scikit_learn():
     clear = off & (np.abs(reference) > 0.05)
     assert np.all(np.sign(theta[clear]) == np.sign(reference[clear]))
     assert np.all(np.abs(theta[off & (reference == 0)]) < 0.02)
+
+
+def test_graphical_lasso_map_starts_at_the_identity_and_reaches_scikit_learn():
+    """Issue 46 item 3: MAP of sparse_gmrf(penalty=α) started from a uniform draw in the
+    unconstrained space of its improper prior (entries of Θ near 2–8 here, 30 at 64
+    variables) and PCD stalled above scikit-learn's objective (5.777 against 5.679
+    here). The default start is now Θ = I, and 300 PCD updates from it, with no
+    ``init_params``, reach scikit-learn's ``GraphicalLasso`` objective within 0.005."""
+    from sklearn.covariance import GraphicalLasso
+
+    rng = np.random.default_rng(0)
+    dim, num_examples, alpha, steps = 6, 200, 0.2, 300
+    x = rng.normal(size=(num_examples, dim))
+    x[:, 1] += 0.8 * x[:, 0]
+    x[:, 3] += 0.6 * x[:, 2]
+    x = (x - x.mean(0)) / x.std(0)
+    S = x.T @ x / num_examples
+    best = glasso_objective(GraphicalLasso(alpha=alpha, tol=1e-6, max_iter=1000)
+                            .fit(x).precision_, S, alpha)
+    m = ugm.UGM(sparse_gmrf, dim, alpha, num_examples)
+    np.testing.assert_array_equal(m.init_params(jax.random.PRNGKey(3))["L"], np.eye(dim))
+    learner = ugm.MLE(m, ugm.PCD(200),
+                      optax.adam(optax.cosine_decay_schedule(0.02, steps, 0.02)))
+    result = learner.run(jax.random.PRNGKey(0), steps, {"x": x.astype(np.float32)},
+                         progress_bar=False)
+    chol = np.asarray(result.params["L"], np.float64)
+    assert abs(glasso_objective(chol @ chol.T, S, alpha) - best) < 0.005

@@ -88,14 +88,27 @@ def vbm(num_units: int, *, domain: str = "spin", fields: bool = True,
     factor("potential", potential, colors={"x": np.arange(n)}, multilinear=True)
 
 
-def gaussian_rbm(num_visible: int, num_hidden: int) -> None:
+def gaussian_rbm(num_visible: int, num_hidden: int, *, init_scale: float = 0.01) -> None:
     """Gaussian–Bernoulli RBM with unit variances: real visible units v, binary hidden
-    units h, f(v, h) = −½ |v − b|² + vᵀ W h + cᵀ h (parameters ``W``, ``b``, ``c``, zero
-    at first). v | h is Gaussian, drawn exactly by Gibbs; h is summed out of the free
-    energy. For learned variances write the factor with v / σ (docs: the GB-RBM page)."""
-    v = numpyro.sample("v", Real(num_visible))
-    h = numpyro.sample("h", Binary(num_hidden))
-    W = numpyro.param("W", jnp.zeros((num_visible, num_hidden)))
-    b = numpyro.param("b", jnp.zeros(num_visible))
-    c = numpyro.param("c", jnp.zeros(num_hidden))
+    units h, f(v, h) = −½ |v − b|² + vᵀ W h + cᵀ h. v | h is Gaussian, drawn exactly by
+    Gibbs; h is summed out of the free energy. For learned variances write the factor
+    with v / σ (docs: the GB-RBM page).
+
+    Parameters
+    ----------
+    num_visible, num_hidden : int
+    init_scale : float
+        ``W`` starts as Normal(0, init_scale) draws from the ``rng_key`` of
+        :meth:`~numpyro_ugm.model.UGM.init_params` (``b`` and ``c`` start at 0). A start
+        at W = 0 would never leave it symmetric: the hidden units are summed out exactly,
+        so identical columns of ``W`` get identical gradients and stay identical forever.
+        ``init_scale=0`` gives that start back.
+    """
+    V = check_count("gaussian_rbm", "num_visible", num_visible)
+    H = check_count("gaussian_rbm", "num_hidden", num_hidden)
+    v = numpyro.sample("v", Real(V))
+    h = numpyro.sample("h", Binary(H))
+    W = numpyro.param("W", lambda key: init_scale * jax.random.normal(key, (V, H)))
+    b = numpyro.param("b", jnp.zeros(V))
+    c = numpyro.param("c", jnp.zeros(H))
     numpyro.factor("e", -0.5 * jnp.sum((v - b) ** 2) + v @ W @ h + c @ h)

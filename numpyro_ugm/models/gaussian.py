@@ -33,9 +33,14 @@ __all__ = ["OffDiagonalLaplace", "sparse_gmrf", "glasso_objective", "lattice_gmr
 class OffDiagonalLaplace(dist.Distribution):
     """Improper prior of a Cholesky factor ``L`` with log density
     ``−Σ_{i<j} |(L Lᵀ)_ij| / scale``: a Laplace(0, scale) density on each off-diagonal entry of
-    the precision Θ = L Lᵀ, flat in its diagonal. It has no sampler (learners start from
-    given or uniform unconstrained values); MAP uses the density of ``L`` as is (no
+    the precision Θ = L Lᵀ, flat in its diagonal. MAP uses the density of ``L`` as is (no
     Jacobian), so its mode in ``L`` is the L1-penalized mode in Θ.
+
+    Being improper, it has no draws: :meth:`sample` returns the identity, a proper point
+    (Θ = I, where the off-diagonal density is at its mode), for every requested draw.
+    numpyro's initialization (``init_to_median``, the default of
+    :class:`~numpyro_ugm.model.UGM`) therefore starts MAP at Θ = I, not at a uniform
+    unconstrained draw (entries of Θ around 30, from which a stochastic MAP stalls).
 
     Parameters
     ----------
@@ -52,7 +57,9 @@ class OffDiagonalLaplace(dist.Distribution):
                          validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        raise NotImplementedError("OffDiagonalLaplace is improper: it has no sampler")
+        """The identity, of shape ``sample_shape + (dim, dim)``: the start point, not a
+        draw (the prior is improper)."""
+        return jnp.broadcast_to(jnp.eye(self.dim), tuple(sample_shape) + self.event_shape)
 
     def log_prob(self, value):
         theta = value @ jnp.swapaxes(value, -1, -2)
@@ -75,7 +82,8 @@ def sparse_gmrf(dim: int, penalty: float | None = None,
         ``OffDiagonalLaplace(dim, 1 / (num_examples * α))``, so that MAP (the mean
         log-likelihood plus log p / N) maximizes
         ``½ log det Θ − ½ tr(SΘ) − α Σ_{i<j} |Θ_ij|``, −½ of :func:`glasso_objective`.
-        Without it, ``L`` is a plain parameter (ML).
+        Without it, ``L`` is a plain parameter (ML). Either way ``L`` starts at the
+        identity (Θ = I) unless ``init_params`` says otherwise.
     num_examples : int
         N, the number of training cases (required with ``penalty``).
     """

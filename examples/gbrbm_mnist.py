@@ -184,12 +184,22 @@ def evaluate(m, params, train, test, base, key, args):
                           reverse_from=draws, tolerance=np.inf)
     train_f = float(jnp.mean(m.target().free_energies(
         params, {"v": jnp.asarray(train[:len(test)])})))
+    raise_, raise_se = end_from(ll, "reverse")
+    reverse, reverse_se = end_from(z, "reverse")
     return {"test": float(ll.log_likelihood), "test_se": float(ll.stderr),
-            "raise": float(ll.lower), "raise_se": float(ll.lower_stderr),
+            "raise": raise_, "raise_se": raise_se,
             "train": train_f - float(ll.log_z),
-            "log_z": float(z.lower), "log_z_se": float(z.lower_stderr),
-            "log_z_reverse": float(z.upper), "log_z_reverse_se": float(z.upper_stderr),
+            "log_z": float(z.log_z), "log_z_se": float(z.stderr),
+            "log_z_reverse": reverse, "log_z_reverse_se": reverse_se,
             "seconds": time.perf_counter() - t}, draws
+
+
+def end_from(result, direction):
+    """(estimate, standard error) of the bracket's end that came from ``direction``
+    (the ends are sorted; ``lower_from``/``upper_from`` name their directions)."""
+    if result.lower_from == direction:
+        return float(result.lower), float(result.lower_stderr)
+    return float(result.upper), float(result.upper_stderr)
 
 
 def conditional_means(params, draws, learn_sigma):

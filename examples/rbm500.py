@@ -152,7 +152,10 @@ def evaluate(args, learner, state, m, base, train, test, folder):
                                    args.chains, betas, base_log_probs=base,
                                    reverse=args.raise_cases > 0,
                                    num_reverse=args.raise_cases or None)
-        lower = (float(r.lower), float(r.lower_stderr)) if r.lower is not None else (None,) * 2
+        lower = (None,) * 2
+        if r.lower is not None:  # the RAISE end (the ends are sorted, named by direction)
+            lower = ((float(r.lower), float(r.lower_stderr)) if r.lower_from == "reverse"
+                     else (float(r.upper), float(r.upper_stderr)))
         out[name] = {"upper": float(r.log_likelihood), "upper_stderr": float(r.stderr),
                      "lower": lower[0], "lower_stderr": lower[1],
                      "raise_cases": args.raise_cases, "seconds": time.perf_counter() - t,

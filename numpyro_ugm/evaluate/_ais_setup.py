@@ -300,22 +300,48 @@ def warn_if_degenerate(owner, log_w):
             "reverse direction", RuntimeWarning, stacklevel=3)
 
 
-def warn_if_wide(owner, result, tolerance, what):
-    """Warn when the bracket is wider than ``tolerance``, or inverted by more than it
-    (the lower estimate above the upper one: at least one direction is biased)."""
+def bracket(forward, forward_stderr, reverse, reverse_stderr, expected_lower):
+    """The bracket's fields, its ends sorted: a dict of ``lower``, ``lower_stderr``,
+    ``lower_from``, ``upper``, ``upper_stderr``, ``upper_from`` (``"forward"`` or
+    ``"reverse"``, the direction each end came from), ``expected_lower`` naming the
+    direction that bounds from below when both are right."""
+    ends = {"forward": (forward, forward_stderr), "reverse": (reverse, reverse_stderr)}
+    low, high = sorted(ends, key=lambda d: (float(ends[d][0]), d != expected_lower))
+    return {"lower": ends[low][0], "lower_stderr": ends[low][1], "lower_from": low,
+            "upper": ends[high][0], "upper_stderr": ends[high][1], "upper_from": high}
+
+
+#: An inverted bracket warns beyond this many combined standard errors of its ends.
+INVERSION_ERRORS = 2.0
+
+
+def warn_if_wide(owner, result, tolerance, what, expected_lower="forward"):
+    """Warn when the bracket is wider than ``tolerance``, or inverted (the direction
+    that should bound from below, ``expected_lower``, above the other) by more than
+    :data:`INVERSION_ERRORS` combined standard errors or than ``tolerance``: at least
+    one direction is then biased. Without ``lower_from`` (a result built by hand) the
+    ``lower`` field is taken as the expected lower end."""
+    lower_from = getattr(result, "lower_from", None)
     width = float(result.upper) - float(result.lower)
-    ends = (f"(lower {float(result.lower):.6g} ± {float(result.lower_stderr):.2g}, "
-            f"upper {float(result.upper):.6g} ± {float(result.upper_stderr):.2g})")
+    if lower_from is not None and lower_from != expected_lower:
+        width = -width
+    errors = float(np.hypot(float(result.lower_stderr), float(result.upper_stderr)))
+    ends = (f"(lower {float(result.lower):.6g} ± {float(result.lower_stderr):.2g}"
+            f"{'' if lower_from is None else ' from ' + lower_from}, "
+            f"upper {float(result.upper):.6g} ± {float(result.upper_stderr):.2g}"
+            f"{'' if lower_from is None else ' from ' + result.upper_from})")
     if not width <= tolerance:
         distributed.warn(
             f"{owner}: the forward and reverse estimates of {what} disagree by {width:.3g} "
             f"nats {ends}, more than the tolerance {tolerance:g}: the schedule is too "
             "short for this model; use more betas (the true value may lie anywhere in the "
             "bracket)", RuntimeWarning, stacklevel=3)
-    elif width < -tolerance:
+    elif width < -min(tolerance, INVERSION_ERRORS * errors):
         distributed.warn(
-            f"{owner}: the bracket of {what} is inverted by {-width:.3g} nats {ends}, more "
-            f"than the tolerance {tolerance:g}: at least one direction is biased (reverse "
+            f"{owner}: the bracket of {what} is inverted by {-width:.3g} nats {ends}, "
+            f"{-width / max(errors, 1e-300):.3g} combined standard errors: the {expected_lower} "
+            "estimate should be the lower one, so at least one direction is biased (reverse "
             "AIS from real data bounds the annealing chain's likelihood, which a short "
-            "schedule can put above the model's); use more betas", RuntimeWarning,
+            "schedule can put above the model's; reverse AIS from draws that are not exact "
+            "is no upper bound); use more betas", RuntimeWarning,
             stacklevel=3)

@@ -8,11 +8,12 @@ process that asks for ever new counts keeps a few programs, not one per count.
 """
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
 from .runtime.checks import as_key, check_count
 from .runtime.compile_cache import cached
@@ -21,17 +22,53 @@ from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model.ugm import UGM
 from .model.problem import build_problem
-from .runtime.distributed import to_host
+from .runtime.distributed import to_host, warn
 from .runtime.runloop import capacity
 from .runtime.sharding import shard_particles, use_mesh
 from .model.target import Target
 
-__all__ = ["sample"]
+__all__ = ["sample", "SampleDiagnostics", "R_HAT_LIMIT", "ACCEPTANCE_FLOOR"]
+
+#: ``sample`` warns when a variable's split R-hat over the chains exceeds this.
+R_HAT_LIMIT = 1.1
+
+#: ``sample`` warns when a chain's mean acceptance over its kept steps is below this.
+ACCEPTANCE_FLOOR = 0.01
+
+
+class SampleDiagnostics(NamedTuple):
+    """What ``sample(..., return_diagnostics=True)`` reports next to the draws.
+
+    Attributes
+    ----------
+    acceptance : (num_chains,) array
+        Each chain's mean acceptance over the kernel steps after the warm-up (1 for
+        exact Gibbs draws; a gradient move's or a Metropolis sweep's acceptance).
+    r_hat : dict of str -> array of the site's shape
+        Split R-hat over the chains (numpyro's ``split_gelman_rubin``; NaN for a
+        variable that never changes, or fewer than 4 draws per chain).
+    ess : dict of str -> array of the site's shape
+        Effective sample size over all chains (numpyro's ``effective_sample_size``).
+    """
+
+    acceptance: np.ndarray
+    r_hat: dict
+    ess: dict
+
+    def worst(self):
+        """(site, largest split R-hat, smallest effective size) over every variable
+        (``(None, nan, nan)`` when no variable has a finite R-hat)."""
+        worst = (None, float("nan"), float("nan"))
+        for name, r in self.r_hat.items():
+            if np.isfinite(r).any() and not np.nanmax(r) <= worst[1]:
+                worst = (name, float(np.nanmax(r)), float(np.nanmin(self.ess[name])))
+        return worst
 
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
            num_chains: int = 1, num_warmup: int = 0, thinning: int = 1, kernel: Any = None,
-           init_state: dict | None = None, mesh: jax.sharding.Mesh | None = None) -> dict:
+           init_state: dict | None = None, mesh: jax.sharding.Mesh | None = None,
+           return_diagnostics: bool = False):
     """Draw samples of every state site by MCMC.
 
     Parameters
@@ -60,11 +97,24 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         processes under ``jax.distributed``: every process gets all the draws); the same
         draws. The chains are split when the mesh axis divides ``num_chains`` rounded up
         to a power of two.
+    return_diagnostics : bool
+        Also return a :class:`SampleDiagnostics`: each chain's acceptance, and the split
+        R-hat and effective sample size of every variable over the chains.
 
     Returns
     -------
     dict of str -> array ``(num_chains * num_samples, *site_shape)``
-        Data representation (±1, 0/1, integer labels, real values), chain-major.
+        Data representation (±1, 0/1, integer labels, real values), chain-major. With
+        ``return_diagnostics``, the pair ``(draws, SampleDiagnostics)``.
+
+    Warns
+    -----
+    RuntimeWarning
+        When the chains disagree — a variable's split R-hat above :data:`R_HAT_LIMIT`
+        (chains stuck where they started, or in different modes) — or a chain's mean
+        acceptance is below :data:`ACCEPTANCE_FLOOR` (it hardly moves): the draws are
+        then not a sample of the model. The message names the site, the worst R-hat and
+        effective size and the acceptance range.
 
     Raises
     ------
@@ -91,13 +141,56 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     rng_key = as_key(rng_key, "sample")
     problem = build_problem(m)
     problem.param_model.space.check(params)
-    return _sample(problem.target, params, rng_key, as_spec(kernel, gibbs()), num_samples,
-                   num_chains, num_warmup, thinning, init_state, mesh)
+    draws, diagnostics = _sample(problem.target, params, rng_key, as_spec(kernel, gibbs()),
+                                 num_samples, num_chains, num_warmup, thinning, init_state,
+                                 mesh, with_diagnostics=True)
+    _warn_if_unconverged(diagnostics)
+    return (draws, diagnostics) if return_diagnostics else draws
+
+
+def _diagnostics(draws: dict, acceptance: np.ndarray) -> SampleDiagnostics:
+    """Split R-hat and effective size of every variable of ``draws`` (site -> (chains,
+    samples, *shape), data representation), NaN where undefined."""
+    r_hat, ess = {}, {}
+    for name, v in draws.items():
+        v = np.asarray(v, np.float64)
+        shape = v.shape[2:]
+        if v.shape[1] < 4:
+            r_hat[name] = ess[name] = np.full(shape, np.nan)
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r_hat[name] = np.asarray(split_gelman_rubin(v), np.float64)
+            ess[name] = np.asarray(effective_sample_size(v), np.float64)
+        constant = np.all(v == v[:1, :1], axis=(0, 1))
+        r_hat[name] = np.where(constant, np.nan, r_hat[name])
+        ess[name] = np.where(constant, np.nan, ess[name])
+    return SampleDiagnostics(np.asarray(acceptance, np.float64), r_hat, ess)
+
+
+def _warn_if_unconverged(diagnostics: SampleDiagnostics):
+    """The warning of :func:`sample` when the chains disagree or hardly move."""
+    site, r_hat, ess = diagnostics.worst()
+    acceptance = diagnostics.acceptance
+    low = acceptance < ACCEPTANCE_FLOOR
+    if not r_hat > R_HAT_LIMIT and not low.any():
+        return
+    problems = []
+    if r_hat > R_HAT_LIMIT:
+        problems.append(f"split R-hat {r_hat:.3g} > {R_HAT_LIMIT} at site {site!r} (effective "
+                        f"sample size {ess:.3g}): the chains disagree")
+    if low.any():
+        problems.append(f"{int(low.sum())} of {low.size} chains accepted less than "
+                        f"{ACCEPTANCE_FLOOR:.0%} of their moves (they hardly move)")
+    warn(f"sample: {'; '.join(problems)} (acceptance per chain {acceptance.min():.3g} to "
+         f"{acceptance.max():.3g}); the draws are not yet a sample of the model: use a longer "
+         "warm-up, more draws, another step size or kernel, or check that the model is "
+         "normalizable", RuntimeWarning, stacklevel=3)
 
 
 def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_warmup,
-            thinning, init_state, mesh=None):
-    """:func:`sample` on a target, arguments checked."""
+            thinning, init_state, mesh=None, with_diagnostics=False):
+    """:func:`sample` on a target, arguments checked (with ``with_diagnostics``: the pair
+    of the draws and their :class:`SampleDiagnostics`)."""
     size = (capacity(num_samples), capacity(num_chains))
     start = None if init_state is None else _padded_start(target, init_state, num_chains,
                                                           size[1])
@@ -105,8 +198,9 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
                  lambda: jax.jit(functools.partial(_run, target, bound_kernel(spec, target),
                                                    size)))
     with use_mesh(mesh):
-        draws, ok = run(params, rng_key, start, num_samples, num_warmup, thinning)
-    draws, ok = to_host((draws, ok))  # chains split over processes are gathered
+        draws, ok, accepted = run(params, rng_key, start, num_samples, num_warmup, thinning)
+    # chains split over processes are gathered
+    draws, ok, accepted = to_host((draws, ok, accepted))
     ok = ok[:num_samples, :num_chains]
     draws = {n: v[:num_chains, :num_samples] for n, v in draws.items()}
     if target.real_sites:
@@ -119,8 +213,12 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
         check_finite(target, "sample", params, ok, positions,
                      lambda i: f"draw {i[0]} of chain {i[1]}")
     # device_put, not jnp.asarray: that compiles a copy for every new shape
-    return {n: jax.device_put(v.reshape((num_chains * num_samples,) + v.shape[2:]))
-            for n, v in draws.items()}
+    out = {n: jax.device_put(v.reshape((num_chains * num_samples,) + v.shape[2:]))
+           for n, v in draws.items()}
+    if not with_diagnostics:
+        return out
+    acceptance = np.asarray(accepted)[:num_chains] / (num_samples * thinning)
+    return out, _diagnostics(draws, acceptance)
 
 
 def _padded_start(target, init_state, num_chains, chains):
@@ -147,7 +245,8 @@ def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thin
     capacities of draws and chains; parameters, key, start, the counts, warm-up and
     thinning are arguments): the draws, chain-major in the data representation, and
     whether f is finite at each draw (draw-major; at the last, also its conditional
-    log-odds). Entries past ``num_samples`` are padding."""
+    log-odds), and each chain's summed acceptance over the kept steps. Entries past
+    ``num_samples`` are padding."""
     samples, chains = size
     init_key, key = jax.random.split(key)
     position = shard_particles(target.random_state(init_key, (chains,)) if start is None
@@ -159,6 +258,15 @@ def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thin
         return jax.lax.fori_loop(0, n, lambda i, s: step_chains(
             kernel, jax.random.fold_in(key, i), s, logdensity)[0], states)
 
+    def counted_steps(carry, key, n):
+        """``n`` steps, adding each chain's acceptance to the running sum."""
+        def one(i, carry):
+            states, total = carry
+            states, info = step_chains(kernel, jax.random.fold_in(key, i), states, logdensity)
+            rate = getattr(info, "acceptance_rate", jnp.ones(()))
+            return states, total + jnp.broadcast_to(rate, total.shape).astype(total.dtype)
+        return jax.lax.fori_loop(0, n, one, carry)
+
     warm_key, draw_key = jax.random.split(key)
     states = end_adaptation(steps(states, warm_key, num_warmup))
     keys = jax.random.split(draw_key, samples)  # the first n are those of split(key, n)
@@ -167,14 +275,17 @@ def _run(target, kernel, size, params, key, start, num_samples, num_warmup, thin
                jnp.zeros((samples, chains), bool))
 
     def draw(i, carry):
-        states, (draws, ok) = carry
-        states = steps(states, keys[i], thinning)
+        (states, total), (draws, ok) = carry
+        states, total = counted_steps((states, total), keys[i], thinning)
         finite = jnp.isfinite(jax.vmap(logdensity)(states.position))
-        return states, (jax.tree.map(lambda b, v: b.at[i].set(v), draws, states.position),
-                        ok.at[i].set(finite))
+        return (states, total), (jax.tree.map(lambda b, v: b.at[i].set(v), draws,
+                                              states.position), ok.at[i].set(finite))
 
-    states, (draws, ok) = jax.lax.fori_loop(0, num_samples, draw, (states, buffers))
+    total = jnp.zeros(chains, jnp.float32)
+    (states, total), (draws, ok) = jax.lax.fori_loop(0, num_samples, draw,
+                                                     ((states, total), buffers))
     last = jax.vmap(lambda x: potential_is_finite(target, params, x))(states.position)
     ok = ok.at[num_samples - 1].set(ok[num_samples - 1] & last)
     domains = target.state_sites
-    return {n: domains[n].from_model(jnp.swapaxes(v, 0, 1)) for n, v in draws.items()}, ok
+    return ({n: domains[n].from_model(jnp.swapaxes(v, 0, 1)) for n, v in draws.items()}, ok,
+            total)

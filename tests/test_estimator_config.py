@@ -138,10 +138,10 @@ INFO_FIELDS = {
            ("ess", "resampled", "rejuvenated", "acceptance", "log_z", "log_z_se",
             "equilibrium_z", "interval", "reannealed")),
     "SMC": (lambda: ugm.SMC(16), SMCInfo,
-            ("ess", "num_betas", "acceptance", "log_z", "log_z_se")),
+            ("ess", "num_betas", "acceptance", "log_z", "log_z_se", "final_acceptance")),
     "PSMC": (lambda: ugm.PSMC(16), PSMCInfo,
              ("ess", "num_betas", "acceptance", "log_z", "log_z_se", "fresh_num_betas",
-              "fresh_share")),
+              "fresh_share", "final_acceptance")),
 }
 
 

@@ -43,6 +43,8 @@ class PSMCInfo(NamedTuple):
         distribution (0 without one)
     fresh_share : the share of the merged weight the fresh particles carry (NaN without
         them); their normalizer estimate against the persistent one's
+    final_acceptance : mean kernel acceptance of the bridge's last tempering step (see
+        :class:`~numpyro_ugm.estimators.tempering.TemperingInfo`)
     """
 
     ess: jax.Array
@@ -52,6 +54,7 @@ class PSMCInfo(NamedTuple):
     log_z_se: jax.Array
     fresh_num_betas: jax.Array
     fresh_share: jax.Array
+    final_acceptance: jax.Array
 
 
 #: how :class:`PSMC` re-draws the particles it does not keep
@@ -156,7 +159,7 @@ class PSMC(TemperingEstimator):
             position, log_weights, log_z, log_z_var, fresh_share = merged
             fresh_betas = fresh.num_betas
         info = PSMCInfo(ess(log_weights), bridge.num_betas, bridge.acceptance, log_z,
-                        jnp.sqrt(log_z_var), fresh_betas, fresh_share)
+                        jnp.sqrt(log_z_var), fresh_betas, fresh_share, bridge.final_acceptance)
         new_state = PSMCState(position, log_weights, params, log_z, log_z_var)
         return new_state, Particles(position, log_weights), info
 

@@ -51,5 +51,6 @@ class SMC(TemperingEstimator):
         result = anneal_from_base(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         info = TemperingInfo(ess(result.log_weights), result.num_betas, result.acceptance,
-                             result.log_z_increment, jnp.sqrt(result.log_z_var))
+                             result.log_z_increment, jnp.sqrt(result.log_z_var),
+                             result.final_acceptance)
         return state, Particles(result.position, result.log_weights), info

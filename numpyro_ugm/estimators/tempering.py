@@ -10,6 +10,8 @@ log Z_1 − log Z_0.
 """
 
 import dataclasses
+import logging
+import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -44,6 +46,12 @@ class TemperResult(NamedTuple):
     ess : (max_betas,) array or None
         With ``record_path=True``: ESS fraction (ESS / S) of each step's incremental
         weights, on the particles that step moved (NaN after the last step).
+    final_acceptance : scalar
+        Mean kernel acceptance of the last tempering step (where a gradient kernel's
+        step size, tuned along the path, has got to).
+    step_acceptance : (max_betas,) array or None
+        With ``record_path=True``: mean kernel acceptance of each step (NaN after the
+        last).
     """
 
     position: dict
@@ -54,6 +62,30 @@ class TemperResult(NamedTuple):
     acceptance: jax.Array
     betas: Any = None
     ess: Any = None
+    final_acceptance: Any = None
+    step_acceptance: Any = None
+
+
+#: :func:`temper` warns when a tuned kernel's acceptance at the last step is further
+#: than this from its target acceptance.
+ACCEPTANCE_MARGIN = 0.1
+
+
+def warn_acceptance(final: float, target: float) -> None:
+    """The warning of :func:`temper` (a host callback) when the last step's acceptance
+    ``final`` is more than :data:`ACCEPTANCE_MARGIN` from the kernel's ``target``. A
+    warning filter that turns it into an error cannot raise through the compiled run:
+    the message then goes to this module's logger instead."""
+    message = (
+        f"temper: the gradient kernel's acceptance at the last tempering step is "
+        f"{float(final):.3g}, more than {ACCEPTANCE_MARGIN} from its target "
+        f"{float(target):.3g}: its step size, tuned along the path, had too few steps to "
+        "settle (give more steps per beta, a higher target_ess for more betas, or a "
+        "step_size near the right one); the moves mix less than intended")
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    except Warning:
+        logging.getLogger(__name__).warning(message)
 
 
 def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Array,
@@ -85,9 +117,16 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     max_betas : int
         At most this many steps: the last one jumps to β = 1.
     record_path : bool
-        Also return each step's β and ESS fraction (``TemperResult.betas`` and ``.ess``,
-        fixed-size buffers of ``max_betas`` entries, NaN-padded); for diagnostics and
-        tests.
+        Also return each step's β, ESS fraction and mean acceptance
+        (``TemperResult.betas``, ``.ess`` and ``.step_acceptance``, fixed-size buffers of
+        ``max_betas`` entries, NaN-padded); for diagnostics and tests.
+
+    Warns
+    -----
+    RuntimeWarning
+        When the kernel is tuned (a gradient kernel) and its mean acceptance at the last
+        step is more than :data:`ACCEPTANCE_MARGIN` from its target acceptance (checked
+        on the host through ``jax.debug.callback``, also inside a compiled learner).
     """
     move = from_mcmc.build_kernel(kernel.step, kernel.init, getattr(bj_resampling, resampling))
 
@@ -118,7 +157,7 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     tuning = kernel.tuning
 
     def body(carry):
-        key, state, log_z, (eve, step_var), count, acceptance, path, step_size = carry
+        key, state, log_z, (eve, step_var), count, (acceptance, _), path, step_size = carry
         key, step_key = jax.random.split(key)
         parameters = {} if tuning is None else {"step_size": step_size[None]}
         state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count),
@@ -131,21 +170,27 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         if record_path:
             ess_fraction = 1.0 / (num * jnp.sum(state.weights ** 2))
             path = (path[0].at[count].set(state.tempering_param),
-                    path[1].at[count].set(ess_fraction.astype(dtype)))
+                    path[1].at[count].set(ess_fraction.astype(dtype)),
+                    path[2].at[count].set(rate.astype(dtype)))
         return (key, state, log_z + info.log_likelihood_increment, (eve, step_var), count + 1,
-                acceptance + rate, path, step_size)
+                (acceptance + rate, rate.astype(dtype)), path, step_size)
 
     init = tempered.TemperedSMCState(position, weights, jnp.zeros((), dtype))
     zero = jnp.zeros((), dtype)
-    path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 2 if record_path else None)
+    path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 3 if record_path else None)
     step_size = jnp.asarray(1.0 if tuning is None else tuning.step_size, dtype)
-    _, state, log_z, (eve, step_var), count, acceptance, path, _ = jax.lax.while_loop(
+    _, state, log_z, (eve, step_var), count, (acceptance, final), path, _ = jax.lax.while_loop(
         cond, body, (rng_key, init, zero, (jnp.arange(num), zero), jnp.zeros((), jnp.int32),
-                     zero, path, step_size))
+                     (zero, jnp.full((), jnp.nan, dtype)), path, step_size))
+    if tuning is not None:
+        goal = jnp.asarray(tuning.target_acceptance, dtype)
+        jax.lax.cond(jnp.abs(final - goal) > ACCEPTANCE_MARGIN,
+                     lambda: jax.debug.callback(warn_acceptance, final, goal),
+                     lambda: None)
     log_z_var = jnp.maximum(genealogy_log_z_var(state.weights, eve, count), step_var)
+    betas, ess_path, steps = path if record_path else (None, None, None)
     return TemperResult(state.particles, jnp.log(state.weights), log_z, log_z_var, count,
-                        acceptance / jnp.maximum(count, 1),
-                        *(path if record_path else (None, None)))
+                        acceptance / jnp.maximum(count, 1), betas, ess_path, final, steps)
 
 
 def genealogy_log_z_var(weights: jax.Array, eve: jax.Array, num_resamplings) -> jax.Array:
@@ -205,6 +250,9 @@ class TemperingInfo(NamedTuple):
     log_z : estimate of log Z(θ_t) (SMC: fresh; PSMC: running)
     log_z_se : its approximate standard error (also that of the running
         log-likelihood; see :class:`TemperResult`)
+    final_acceptance : mean kernel acceptance of the path's last tempering step (a
+        gradient kernel's, tuned along the path, to set against its target; a warning
+        when more than :data:`ACCEPTANCE_MARGIN` away)
     """
 
     ess: jax.Array
@@ -212,6 +260,7 @@ class TemperingInfo(NamedTuple):
     acceptance: jax.Array
     log_z: jax.Array
     log_z_se: jax.Array
+    final_acceptance: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)

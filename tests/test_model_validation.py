@@ -54,3 +54,29 @@ def test_errors_name_the_site_the_value_and_where_it_is():
     with pytest.raises(ValueError, match="^data has none of the model's state sites"):
         observed_sites(SITES, [])
     assert observed_sites(SITES, ["c", "s"]) == ("c", "s")
+
+
+def test_complex_data_and_data_whose_square_overflows_are_refused():
+    """Issue 46 item 26: complex data was accepted (its imaginary part silently
+    dropped), and finite data whose square overflows float32 (1e20² > 3.4e38, numpy's
+    own finfo) surfaced later as a divergence blamed on the learning rate. Both are now
+    errors naming the site and the fix; 1e10 (square 1e20) still passes."""
+    from numpyro_ugm.model.validation import validate_data
+
+    sites = {"x": ugm.Real(2)}
+    with pytest.raises(TypeError, match="site 'x': data is complex"):
+        validate_data(sites, {"x": np.array([[1 + 2j, 0.0]])})
+    assert 1e20 ** 2 > float(np.finfo(np.float32).max) > 1e10 ** 2
+    with pytest.raises(ValueError, match=r"value 1e\+20 at example 1, index \(0,\) is finite "
+                                         r"but its square overflows float32"):
+        validate_data(sites, {"x": np.array([[0.0, 1.0], [1e20, 0.0]])})
+    np.testing.assert_array_equal(validate_data(sites, {"x": np.array([[1e10, 0.0]])})["x"],
+                                  np.array([[1e10, 0.0]], np.float32))
+
+
+@pytest.mark.parametrize("field", ["step_size", "target_acceptance", "adaptation_rate"])
+def test_a_gradient_kernel_setting_that_is_not_a_number_is_a_clear_type_error(field):
+    """Issue 46 item 26: ``mala(step_size='0.1')`` failed inside numpy ('ufunc isfinite
+    not supported'); the kernel now names the setting and the value."""
+    with pytest.raises(TypeError, match=f"mala: {field} must be a real number, got '0.1'"):
+        ugm.kernels.mala(**{field: "0.1"})

@@ -119,6 +119,13 @@ class GradientKernelSpec(KernelSpec):
 
     def __post_init__(self):
         name = type(self).__name__
+        for field in ("step_size", "target_acceptance", "adaptation_rate"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, (bool, str, bytes))
+                                      or not np.isscalar(value)
+                                      or not np.isreal(value)):
+                raise TypeError(f"{name}: {field} must be a real number, got "
+                                f"{value!r} ({type(value).__name__})")
         object.__setattr__(self, "num_sweeps",
                            check_count(name, "num_sweeps", self.num_sweeps))
         if self.step_size is not None and not (np.isfinite(self.step_size)

@@ -46,8 +46,9 @@ def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
     ------
     KeyError, ValueError, TypeError
         Naming the site and the problem: unknown site, empty data, a shape that
-        disagrees with the domain, examples counts that disagree, or the first value
-        outside the domain.
+        disagrees with the domain, examples counts that disagree, complex data, the
+        first value outside the domain, or a finite value whose square overflows the
+        floating-point type.
     """
     if not isinstance(data, dict):
         raise TypeError(f"data must be a dict of site name -> array, got "
@@ -79,6 +80,10 @@ def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
                              f"sites have {num_examples}")
         if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
             raise TypeError(f"site {name!r}: data has dtype {value.dtype}, expected numbers")
+        if np.iscomplexobj(value):
+            raise TypeError(f"site {name!r}: data is complex ({value.dtype}); the sites are "
+                            "real-valued, and the imaginary part would be dropped: pass the "
+                            "real part (or both parts as separate variables)")
         with jax.ensure_compile_time_eval():  # concrete data inside a user's jit too
             inside = (np.asarray(domain.in_domain(value)) if value.size
                       else np.ones(0, bool))
@@ -87,8 +92,28 @@ def validate_data(state_sites: Mapping[str, Domain], data: dict, *,
             raise ValueError(
                 f"site {name!r}: value {value[where].item()!r} at example {where[0]}, index "
                 f"{where[1:]} is outside the domain {domain.describe()}")
+        _check_square_fits(name, value)
         out[name] = domain.to_model(value)
     return out
+
+
+def _check_square_fits(name: str, value: np.ndarray) -> None:
+    """Raise when finite data's square overflows the floating-point type JAX computes
+    in (float32 unless x64 is enabled): every quadratic potential of it would be
+    infinite, which learning would report later as a divergence of its own."""
+    if not np.issubdtype(value.dtype, np.floating) or not value.size:
+        return
+    dtype = jax.numpy.result_type(float)
+    finite = value[np.isfinite(value)]
+    largest = float(np.max(np.abs(finite), initial=0.0))
+    if largest ** 2 > float(np.finfo(dtype).max):
+        where = tuple(int(i) for i in np.argwhere(np.abs(value) == largest)[0])
+        raise ValueError(
+            f"site {name!r}: value {largest:.3g} at example {where[0]}, index {where[1:]} "
+            f"is finite but its square overflows {np.dtype(dtype).name} (largest "
+            f"{float(np.finfo(dtype).max):.3g}), so any quadratic potential of the data is "
+            "infinite: rescale (standardize) the data, or enable float64 "
+            "(jax.config.update('jax_enable_x64', True))")
 
 
 def to_data(state_sites: Mapping[str, Domain], state: dict) -> dict:

@@ -22,6 +22,7 @@ from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, end_adaptation, init_chains, step_chains
 from .model.ugm import UGM
 from .model.problem import build_problem
+from .model.validation import check_normalizable
 from .runtime.distributed import to_host, warn
 from .runtime.runloop import capacity
 from .runtime.sharding import shard_particles, use_mesh
@@ -122,7 +123,9 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         If the log-potential is not finite at a draw, or it or the conditional log-odds
         are not finite at a chain's last state (e.g. parameters that overflow): checked
         once, after the run, on f at the kept draws and on one gradient per chain; or if
-        chains of a real site diverged (see :data:`~numpyro_ugm.model.diagnose.DIVERGED`).
+        chains of a real site diverged (see :data:`~numpyro_ugm.model.diagnose.DIVERGED`),
+        or would (the potential visibly not normalizable, found before the run by
+        :func:`~numpyro_ugm.model.validation.check_normalizable`).
 
     Notes
     -----
@@ -141,6 +144,7 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     rng_key = as_key(rng_key, "sample")
     problem = build_problem(m)
     problem.param_model.space.check(params)
+    check_normalizable(problem.target, params, "sample")
     draws, diagnostics = _sample(problem.target, params, rng_key, as_spec(kernel, gibbs()),
                                  num_samples, num_chains, num_warmup, thinning, init_state,
                                  mesh, with_diagnostics=True)

@@ -4,6 +4,7 @@ evaluating the potential at each value."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from helpers.models import small_rbm
 
 import numpyro_ugm as ugm
@@ -76,3 +77,17 @@ def test_pseudo_log_likelihood_compiles_once_per_power_of_two_of_examples():
     assert len(calls) == traced
     for n in want:
         assert abs(got[n] - want[n]) < 1e-4 * max(1.0, abs(want[n])), (n, got, want)
+
+
+def test_pseudo_likelihood_on_a_real_site_is_a_clear_error():
+    """Issue 46 item 26: pseudo-likelihood on a Real site failed with an unclear error
+    from inside the label lookup; it now names the site and the alternatives."""
+    import numpyro
+
+    def gmrf():
+        x = numpyro.sample("x", ugm.Real(2))
+        numpyro.factor("q", -0.5 * jnp.sum(x ** 2))
+
+    with pytest.raises(ValueError, match=r"pseudo-likelihood: the observed site\(s\) \['x'\] "
+                                         "are real-valued"):
+        ugm.pseudo_log_likelihood(ugm.UGM(gmrf), {}, {"x": np.zeros((3, 2))})

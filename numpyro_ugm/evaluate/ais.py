@@ -46,6 +46,7 @@ from ..kernels.base import KernelSpec, draw_block, init_chains, refresh_chains, 
 from ..model.ugm import UGM
 from ..runtime.sharding import shard_particles, use_mesh
 from ..model.target import Target
+from ..model.validation import check_normalizable
 from ._ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs, bracket,
                         check_tolerance, default_betas, log_mean_exp, refreshes,
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
@@ -232,6 +233,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     tolerance = check_tolerance(tolerance)
     m.param_space.check(params)
     target = m.target()
+    check_normalizable(target, params, "ais.log_partition")
     prepared = setup(target, data, base_log_probs, sum_out_sites, kernel)
     forward_key, reverse_key = jax.random.split(rng_key)
     log_w = _anneal(target, prepared, params, forward_key, betas, num_chains, mesh)
@@ -320,6 +322,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
     problem = observed_problem(m, params, data, inputs)
     target, model_data, inputs, num_cases = (problem.target, problem.data,
                                              problem.inputs, problem.num_examples)
+    if inputs is None:
+        check_normalizable(target, params, "ais.log_likelihood")
     prepared = setup(target, data if base_log_probs is None else None, base_log_probs,
                      sum_out_sites, kernel)
     forward_key, reverse_key, pick_key = jax.random.split(rng_key, 3)

@@ -20,8 +20,17 @@ def pseudo_log_likelihoods(target: Target, params: dict, x: dict,
                             inputs: dict | None = None) -> jax.Array:
     """Per example Σ_i log p(x_i | x_−i; θ) of the model-representation data ``x``
     (traceable in the parameters and the data; ``target`` observes the sites of ``x``),
-    each example with its own ``inputs`` (a CRF's, leading example axis) when given."""
+    each example with its own ``inputs`` (a CRF's, leading example axis) when given.
+    Finite sites only: a real site in ``x`` is a ``ValueError`` naming it."""
     domains = {s: target.state_sites[s] for s in x}
+    real = [s for s, d in domains.items() if not d.finite]
+    if real:
+        raise ValueError(
+            f"pseudo-likelihood: the observed site(s) {real} are real-valued (ugm.Real); "
+            "it is computed here as a sum of conditional log-probabilities over finite "
+            "domains, which a real site does not have (its conditional is a density). For "
+            "real sites use the exact log-likelihood (ugm.exact, Gaussian in them), AIS "
+            "(ugm.ais), or quadrature in low dimension; learn them with ugm.MLE")
     block = {s: None for s in x}
     multilinear = target.structure.multilinear
 

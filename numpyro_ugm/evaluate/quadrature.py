@@ -39,7 +39,7 @@ from ..model.diagnose import non_finite_error
 from ..model.ugm import UGM
 from ..model.problem import Problem, build_problem
 from ..model.target import Target
-from ..model.validation import validate_data
+from ..model.validation import check_normalizable, validate_data
 
 __all__ = ["Quadrature", "GridDensity", "log_partition", "density", "expectation",
            "log_prob", "log_likelihood", "box", "DEFAULT_NUM_POINTS", "DEFAULT_WIDTH"]
@@ -230,6 +230,7 @@ def _integrate(owner: str, problem: Problem, params: dict, bounds, width, num_po
     target = problem.target
     problem.param_model.space.check(params)
     coords = _coordinates(target.state_sites, owner)
+    check_normalizable(target, params, f"quadrature.{owner}")
     k = len(coords)
     n = _num_points(num_points, k)
     b = _bounds(target, coords, bounds, width)

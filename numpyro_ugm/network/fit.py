@@ -43,6 +43,7 @@ from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .estimation.dyad_independent import dyad_independent_mle, newton_mle
+from .estimation.identifiability import check_dyadic_columns
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
@@ -155,6 +156,10 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
         fit = _dyad_independent(design, rng_key)
         return dataclasses.replace(fit, network_fit=NetworkFit(
             design.net, design.ties, formula, design.observed, None, 0, control=control))
+    if design.X is not None:
+        check_dyadic_columns("fit_ergm", design.X, design.observed, design.names,
+                             [t.dependence == "dyadic" for t in design.terms
+                              for _ in t.names])
     rng_key = _default_key(rng_key)
     start, reference = _start(design, control, rng_key, log_likelihood)
     chains = _run_chains(design, control, _choose_sampler(design, control.sampling),
@@ -215,6 +220,9 @@ def _observed_design(network, edges, formula, decay, control):
     """The :class:`_Design` of the observed network: its terms, observed statistics and
     (on the dense path) every dyad's change statistics."""
     net, ties = observed_network(network, edges)
+    if net.num_nodes < 2:
+        raise ValueError(f"fit_ergm: the network has {net.num_nodes} node(s); an ERGM "
+                         "needs at least 2 (one dyad)")
     terms = resolve_terms(formula, net, decay)
     names = term_names(terms)
     N = num_dyads(net.num_nodes, net.directed)

@@ -167,10 +167,10 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
         check_dyadic_columns("fit_ergm", design.X, design.observed, design.names,
                              [t.dependence == "dyadic" for t in design.terms
                               for _ in t.names])
+    sampler = _choose_sampler(design, control.sampling)
     rng_key = _default_key(rng_key)
     start, reference = _start(design, control, rng_key, log_likelihood)
-    chains = _run_chains(design, control, _choose_sampler(design, control.sampling),
-                         verbose)
+    chains = _run_chains(design, control, sampler, verbose)
     if control.estimator is None:
         fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
                         num_dyads=design.num_dyads, names=design.names,
@@ -294,6 +294,11 @@ def _choose_sampler(design, sampling):
     if sampler == "auto":
         sampler = ("gibbs" if design.num_dyads <= sampling.dense_limit
                    and design.program is None else "sparse")
+    if sampler == "gibbs" and design.num_dyads > sampling.sparse_limit:
+        raise ValueError(
+            f"fit_ergm: sampler='gibbs' holds every dyad of every chain, {design.num_dyads} "
+            f"here, above SamplingControl.sparse_limit = {sampling.sparse_limit}: use "
+            "sampler='sparse' (or raise sparse_limit if the memory is there)")
     if sampler != "sparse" and sampling.triadic is not None:
         raise ValueError(f"fit_ergm: triadic= is a share of the sparse sampler's "
                          f"proposals; this fit uses {sampler!r} (pass sampler='sparse' "

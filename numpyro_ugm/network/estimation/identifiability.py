@@ -23,6 +23,10 @@ __all__ = ["dependent_terms", "check_identifiable", "Boundary", "find_boundary",
            "boundary_mle", "boundary_message", "check_dyadic_columns"]
 
 
+#: the largest change statistic a Monte Carlo fit accepts (float32 sums of statistics)
+MAX_SAMPLED = 1e15
+
+
 def _distinct_rows(x):
     return np.unique(x, axis=0) if len(x) > 0 else x
 
@@ -163,9 +167,15 @@ def check_dyadic_columns(owner: str, change_statistics: np.ndarray, observed: np
     ValueError, or :class:`~numpyro_ugm.network.diagnostics.degeneracy.ErgmDegeneracyError`
     naming the terms at a bound."""
     dyadic = np.asarray(dyadic, bool)
+    x = np.asarray(change_statistics, np.float64)
+    huge = [n for n, v in zip(names, np.max(np.abs(x), axis=0)) if v > MAX_SAMPLED]
+    if huge:
+        raise ValueError(f"{owner}: the change statistics of {huge} exceed "
+                         f"{MAX_SAMPLED:g}, beyond what the samplers' float32 can sum; "
+                         "rescale the covariates (e.g. to their standard deviation)")
     if not dyadic.any():
         return
-    x = np.asarray(change_statistics, np.float64)[:, dyadic]
+    x = x[:, dyadic]
     columns = [n for n, d in zip(names, dyadic) if d]
     check_identifiable(owner, x, columns)
     side = find_boundary(x, np.asarray(observed, np.float64)[dyadic]).side

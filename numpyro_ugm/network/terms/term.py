@@ -309,6 +309,8 @@ class Network:
         self.directed = bool(directed)
         self.attributes = {}
         for name, values in (attributes or {}).items():
+            if not isinstance(values, np.ndarray) or values.dtype == object:
+                _check_one_kind(name, list(values))
             values = np.asarray(values)
             if values.shape != (self.num_nodes,):
                 raise ValueError(f"ergm: node attribute {name!r} has shape {values.shape}; "
@@ -338,6 +340,11 @@ class Network:
                              f"or not finite at {len(bad)} node(s), e.g. node {bad[0]}; "
                              "ERGM terms need a value at every node")
         if numeric:
+            if values.dtype.kind in "USO" and any(isinstance(v, (str, bytes))
+                                                  for v in values):
+                raise TypeError(f"ergm: term {term_name}({name!r}) needs a numeric "
+                                f"attribute; {name!r} holds strings such as "
+                                f"{values[0]!r} (convert them to numbers first)")
             try:
                 return values.astype(float)
             except (TypeError, ValueError):
@@ -355,6 +362,19 @@ class Network:
                 f"{sorted(self.attributes)})")
 
 
+def _check_one_kind(name, values):
+    """Refuse an attribute mixing strings and numbers: numpy would make 1 and "1" one
+    level."""
+    kinds = {isinstance(v, (str, bytes)) for v in values if v is not None}
+    if len(kinds) > 1:
+        example = (next(v for v in values if isinstance(v, (str, bytes))),
+                   next(v for v in values if v is not None and not isinstance(v, (str, bytes))))
+        raise TypeError(f"ergm: node attribute {name!r} mixes strings and numbers (e.g. "
+                        f"{example[0]!r} and {example[1]!r}), which would be read as one "
+                        "kind and could merge levels such as 1 and '1'; give every node "
+                        "a value of one type")
+
+
 def as_network(network: Any, directed: bool | None = None) -> Network:
     """A :class:`Network` from a node count, a :class:`Network` or a networkx graph (its
     node attributes, in ``list(graph.nodes)`` order)."""
@@ -369,6 +389,7 @@ def as_network(network: Any, directed: bool | None = None) -> Network:
         attributes = {}
         for k in names:  # a node without the attribute holds None (an error when used)
             raw = [network.nodes[v].get(k) for v in nodes]
+            _check_one_kind(k, raw)
             attributes[k] = (np.asarray(raw, dtype=object) if any(x is None for x in raw)
                              else np.asarray(raw))
         is_directed = network.is_directed()

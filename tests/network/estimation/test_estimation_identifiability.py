@@ -88,3 +88,44 @@ def test_the_monte_carlo_path_refuses_a_dyadic_statistic_at_its_bound():
 def test_graphs_of_zero_or_one_node_are_a_clear_error(n):
     with pytest.raises(ValueError, match="at least 2"):
         fit_ergm(nx.empty_graph(n), "edges")
+
+
+def test_a_huge_covariate_is_fitted_in_its_own_units():
+    """nodecov of 1e200 gave [nan, nan]: the same fit as wealth, θ scaled by 1e-198."""
+    g = network("flomarriage")
+    for v in g.nodes:
+        g.nodes[v]["big"] = g.nodes[v]["wealth"] * 1e198
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        big = fit_ergm(g, "edges + nodecov('big')")
+        small = fit_ergm(g, "edges + nodecov('wealth')")
+    np.testing.assert_allclose(big.estimates * [1, 1e198], small.estimates, rtol=1e-9)
+    np.testing.assert_allclose(big.stderr * [1, 1e198], small.stderr, rtol=1e-9)
+    assert big.log_likelihood == pytest.approx(small.log_likelihood, abs=1e-9)
+    with pytest.raises(ValueError, match="rescale"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fit_ergm(g, "edges + nodecov('big') + triangle")
+
+
+def test_attribute_levels_keep_their_type_and_nodecov_refuses_strings():
+    """1 and "1" were merged into one level; numeric strings were accepted by nodecov."""
+    g = nx.path_graph(4)
+    for v in g.nodes:
+        g.nodes[v]["m"], g.nodes[v]["s"] = [1, "1", 2, "2"][v], str(float(v))
+    with pytest.raises(TypeError, match="mixes strings and numbers"):
+        fit_ergm(g, "edges + nodefactor('m')")
+    g = nx.path_graph(4)
+    for v in g.nodes:
+        g.nodes[v]["s"] = str(float(v))
+    with pytest.raises(TypeError, match="numeric"):
+        fit_ergm(g, "edges + nodecov('s')")
+
+
+def test_gibbs_on_a_huge_network_is_refused_before_any_memory_is_spent():
+    """sampler='gibbs' on 20,000 nodes passed 10 GB in 30 s."""
+    from numpyro_ugm.network import ErgmControl, SamplingControl
+    g = nx.empty_graph(20_000)
+    g.add_edges_from((i, i + 1) for i in range(0, 19_998, 2))
+    with pytest.raises(ValueError, match="sampler='sparse'"):
+        fit_ergm(g, "edges + triangle",
+                 control=ErgmControl(SamplingControl(sampler="gibbs")))

@@ -32,6 +32,7 @@ shared partner and geodesic distance distributions with the observed network's
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -41,8 +42,10 @@ import numpy as np
 from ..runtime.checks import as_key, check_count
 from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy
+from .diagnostics.estimate_sample import check_estimate_sample, simulate_at_estimate
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .estimation.dyad_independent import dyad_independent_mle, newton_mle
+from .estimation.identifiability import check_dyadic_columns
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
@@ -63,8 +66,10 @@ __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
 @dataclasses.dataclass(frozen=True, eq=False)
 class NetworkFit:
     """What :func:`fit_ergm` keeps besides the :class:`ErgmFit` numbers: the network,
-    its ties, formula and observed statistics, the simulator whose chains sit at the
-    estimate with their interval and burn-in, and the control (for :func:`gof_ergm`)."""
+    its ties, formula and observed statistics, the simulator with the interval and
+    burn-in its effective-size check reached, the control, and the chains at the end of
+    the final sample at θ̂ (``final_state``, before the log-likelihood's bridges moved
+    them; for :func:`gof_ergm`)."""
 
     network: Network
     edges: np.ndarray
@@ -74,6 +79,7 @@ class NetworkFit:
     interval: int
     burnin: int = 0
     control: ErgmControl = dataclasses.field(default_factory=ErgmControl)
+    final_state: tuple | None = None
 
 
 class _Design(NamedTuple):
@@ -99,13 +105,15 @@ class _Design(NamedTuple):
 class _Chains(NamedTuple):
     """The chains of a Monte Carlo fit: the simulator, ``simulate(theta, rng_key)`` for
     the MCMLE and the final sample, the adapted interval and burn-in (``current``),
-    ``rewind`` and the bridges' ``bridge_simulate``."""
+    ``rewind``, the bridges' ``bridge_simulate`` and ``final["state"]``, the chains at
+    the end of the final sample (before any bridge)."""
 
     simulator: NetworkSimulator
     simulate: Any
     current: dict
     rewind: Any
     bridge_simulate: Any
+    final: dict
 
 
 def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
@@ -155,10 +163,14 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
         fit = _dyad_independent(design, rng_key)
         return dataclasses.replace(fit, network_fit=NetworkFit(
             design.net, design.ties, formula, design.observed, None, 0, control=control))
+    if design.X is not None:
+        check_dyadic_columns("fit_ergm", design.X, design.observed, design.names,
+                             [t.dependence == "dyadic" for t in design.terms
+                              for _ in t.names])
+    sampler = _choose_sampler(design, control.sampling)
     rng_key = _default_key(rng_key)
     start, reference = _start(design, control, rng_key, log_likelihood)
-    chains = _run_chains(design, control, _choose_sampler(design, control.sampling),
-                         verbose)
+    chains = _run_chains(design, control, sampler, verbose)
     if control.estimator is None:
         fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
                         num_dyads=design.num_dyads, names=design.names,
@@ -172,7 +184,8 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
         check_fit_degeneracy(fit.final_statistics, design.observed, design.names)
     return dataclasses.replace(fit, network_fit=NetworkFit(
         design.net, design.ties, formula, design.observed, chains.simulator,
-        chains.current["interval"], chains.current["burnin"], control))
+        chains.current["interval"], chains.current["burnin"], control,
+        chains.final.get("state", chains.simulator.snapshot())))
 
 
 def _check_control(control):
@@ -215,6 +228,9 @@ def _observed_design(network, edges, formula, decay, control):
     """The :class:`_Design` of the observed network: its terms, observed statistics and
     (on the dense path) every dyad's change statistics."""
     net, ties = observed_network(network, edges)
+    if net.num_nodes < 2:
+        raise ValueError(f"fit_ergm: the network has {net.num_nodes} node(s); an ERGM "
+                         "needs at least 2 (one dyad)")
     terms = resolve_terms(formula, net, decay)
     names = term_names(terms)
     N = num_dyads(net.num_nodes, net.directed)
@@ -278,6 +294,11 @@ def _choose_sampler(design, sampling):
     if sampler == "auto":
         sampler = ("gibbs" if design.num_dyads <= sampling.dense_limit
                    and design.program is None else "sparse")
+    if sampler == "gibbs" and design.num_dyads > sampling.sparse_limit:
+        raise ValueError(
+            f"fit_ergm: sampler='gibbs' holds every dyad of every chain, {design.num_dyads} "
+            f"here, above SamplingControl.sparse_limit = {sampling.sparse_limit}: use "
+            "sampler='sparse' (or raise sparse_limit if the memory is there)")
     if sampler != "sparse" and sampling.triadic is not None:
         raise ValueError(f"fit_ergm: triadic= is a share of the sparse sampler's "
                          f"proposals; this fit uses {sampler!r} (pass sampler='sparse' "
@@ -320,7 +341,13 @@ def _run_chains(design, control, sampler, verbose):
         return simulator.simulate(theta, rng_key, min(bridge_draws, draws),
                                   current["interval"], current["burnin"])
 
-    return _Chains(simulator, simulate, current, rewind, bridge_simulate)
+    final = {}
+
+    def bridge_simulate_after_final(theta, rng_key):  # the final sample's chains kept
+        final.setdefault("state", simulator.snapshot())
+        return bridge_simulate(theta, rng_key)
+
+    return _Chains(simulator, simulate, current, rewind, bridge_simulate_after_final, final)
 
 
 def _fit_with_estimator(design, control, start, chains, reference, rng_key,
@@ -408,11 +435,16 @@ def _dyad_independent_reference(terms, X, observed):
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
              rng_key: Any = None) -> GoodnessOfFit:
     """Goodness of fit of :func:`fit_ergm`'s result, as statnet's ``gof(fit)``:
-    ``num_sims`` networks simulated from the estimate (``interval`` steps apart, default
-    the fit's), their degree, edgewise shared partner and geodesic distance distributions
-    and model statistics against the observed network (``print`` for ergm's table,
-    ``.plot()`` for its boxplot figure). A dyad-independent fit draws its dyads one by
-    one, up to the fit's ``control.sampling.dyad_draws_limit``."""
+    ``num_sims`` networks simulated from the estimate, their degree, edgewise shared
+    partner and geodesic distance distributions and model statistics against the
+    observed network (``print`` for ergm's table, ``.plot()`` for its boxplot figure).
+    A dyad-independent fit draws its dyads one by one, up to the fit's
+    ``control.sampling.dyad_draws_limit``. A Monte Carlo fit's chains start from the
+    end of its final sample at θ̂, burn in at θ̂ and draw ``interval`` steps apart
+    (default: the interval the fit's effective-size check reached); the result's
+    ``effective_size`` is the sample's, and a warning (also in ``estimate_check``) says
+    when it is small or when the simulated statistics' mean is more than 3 Monte Carlo
+    standard errors from the observed statistics (which it equals at the MLE)."""
     info = getattr(fit, "network_fit", None)
     if info is None:
         raise TypeError("gof_ergm: expected the result of fit_ergm")
@@ -434,22 +466,24 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
         draws = np.asarray(jax.random.uniform(rng_key, (num_sims, len(p)))) < p
         _, i, j = pair_tables(net.num_nodes, net.directed)
         simulated = [np.stack([i[row], j[row]], 1) for row in draws]
-        stats = draws @ X
+        stats = (draws @ X)[None]
     else:
         step = info.interval if interval is None else check_count("gof_ergm", "interval",
                                                                    interval)
-        simulated, stats = [], []
-        chains = None
-        for subkey in jax.random.split(rng_key, -(-num_sims // _num_chains(simulator))):
-            stats.append(simulator.simulate(fit.estimates, subkey, 1, step, info.burnin))
-            chains = simulator.networks()
-            simulated.extend(chains)
-        simulated = simulated[:num_sims]
-        stats = np.concatenate(stats, 1).reshape(-1, len(fit.names))[:num_sims]
-    return goodness_of_fit(info.edges, simulated, net.num_nodes, net.directed,
-                           model_names=list(fit.names),
-                           observed_model_statistics=info.observed,
-                           simulated_model_statistics=stats)
+        simulated, stats = simulate_at_estimate(simulator, fit.estimates, info.final_state,
+                                                num_sims, step, info.burnin, rng_key)
+    result = goodness_of_fit(info.edges, simulated, net.num_nodes, net.directed,
+                             model_names=list(fit.names),
+                             observed_model_statistics=info.observed,
+                             simulated_model_statistics=stats.reshape(-1, len(fit.names))[
+                                 :len(simulated)])
+    if simulator is None:
+        return result
+    check = check_estimate_sample(stats, info.observed, fit.names)
+    if check.message:
+        warnings.warn(f"gof_ergm: {check.message}", RuntimeWarning, stacklevel=2)
+    return dataclasses.replace(result, effective_size=check.effective_size,
+                               estimate_check=check.message)
 
 
 def _num_chains(simulator):

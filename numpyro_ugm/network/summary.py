@@ -22,7 +22,8 @@ from jax.typing import ArrayLike
 
 from ..runtime.checks import as_key, check_count
 from .control import MCMLEControl
-from .estimation.dyad_independent import DyadIndependentMLE, as_design, dyad_independent_mle
+from .estimation.dyad_independent import DyadIndependentMLE, as_design
+from .estimation.identifiability import boundary_mle, check_identifiable
 from .estimation.log_likelihood import BridgeLogLikelihood, log_likelihood_bridge
 from .estimation.mcmle import MCMLEResult, mcmle
 from .estimation.samples import as_names, as_vector, check_simulate, sample_statistics, split_keys
@@ -39,6 +40,8 @@ def _stars(p):
 
 
 def _format_number(v, width):
+    if np.isinf(v):
+        return f"{'-Inf' if v < 0 else 'Inf':>{width}}"
     if not np.isfinite(v):
         return f"{'NA':>{width}}"
     if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-4):
@@ -281,14 +284,17 @@ def dyad_independent_fit(change_statistics: ArrayLike, observed: ArrayLike,
     k = observed.size
     x = as_design(owner, change_statistics, k)
     names = as_names(owner, names, k)
-    return exact_fit(dyad_independent_mle(x, observed, **options), names, x.shape[0])
+    check_identifiable("fit_ergm", x, names)
+    mle, boundary = boundary_mle(x, observed, names, **options)
+    return exact_fit(mle, names, x.shape[0], boundary)
 
 
-def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int) -> ErgmFit:
+def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int,
+              boundary: str | None = None) -> ErgmFit:
     """An :class:`ErgmFit` from the exact MLE of a dyad-independent model (of
     :func:`~numpyro_ugm.network.estimation.dyad_independent.dyad_independent_mle` or
     :func:`~numpyro_ugm.network.estimation.dyad_independent.newton_mle`) on ``num_dyads``
-    dyads."""
+    dyads; ``boundary`` says which estimates are infinite (its ``message``)."""
     k = len(mle.theta)
     z, p = wald(mle.theta, mle.stderr)
     aic, bic = _information_criteria(mle.log_likelihood, k, num_dyads)
@@ -298,8 +304,9 @@ def exact_fit(mle: DyadIndependentMLE, names: Sequence[str], num_dyads: int) -> 
                    log_likelihood=mle.log_likelihood, log_likelihood_se=0.0,
                    aic=aic, bic=bic, num_dyads=num_dyads, converged=mle.converged,
                    iterations=0, method="MLE",
-                   message="exact Newton" if mle.converged else "Newton did not converge "
-                   "(the MLE may not exist)")
+                   message=("exact Newton" if mle.converged else "Newton did not converge "
+                            "(the MLE may not exist)")
+                   + ("" if boundary is None else f"; {boundary}"))
 
 
 def mcmle_fit(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: Any, *,

@@ -226,6 +226,10 @@ class GoodnessOfFit:
     directed: bool
     num_simulations: int
     partner_type: str = field(default="OTP")
+    #: the multivariate effective size of the simulated model statistics (None: not
+    #: checked, e.g. independent draws) and the check's warning ("" when none)
+    effective_size: float | None = None
+    estimate_check: str = ""
 
     def __getitem__(self, name: str) -> GofStatistic:
         if name not in self.statistics:
@@ -237,7 +241,13 @@ class GoodnessOfFit:
         """ergm's ``print(gof(fit))``: the tables in ergm's order (model statistics,
         distances, out-degree, in-degree, degree, edgewise shared partners)."""
         names = [s for s in _TABLE_ORDER if s in self.statistics]
-        return "\n\n".join(self.statistics[s].table() for s in names)
+        text = "\n\n".join(self.statistics[s].table() for s in names)
+        if self.effective_size is not None:
+            text += (f"\n\nEffective sample size of the simulated model statistics: "
+                     f"{self.effective_size:.1f} of {self.num_simulations}")
+        if self.estimate_check:
+            text += f"\nWarning: {self.estimate_check}"
+        return text
 
     def __str__(self) -> str:
         return self.table()

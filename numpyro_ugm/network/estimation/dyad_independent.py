@@ -21,6 +21,10 @@ __all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_ml
            "DyadIndependentMLE"]
 
 
+#: columns whose largest change statistic exceeds this are fitted rescaled
+_HUGE = 1e6
+
+
 def as_design(owner, change_statistics, k=None):
     """Change statistics as a checked float64 design (N, k)."""
     x = np.asarray(change_statistics, dtype=np.float64)
@@ -113,6 +117,13 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
     if w.shape != (len(x),) or not np.all(np.isfinite(w) & (w >= 0)):
         raise ValueError(f"{owner}: weights must be {len(x)} finite values >= 0, one per row "
                          f"of change_statistics, got shape {w.shape}")
+    # columns of huge values (a covariate of 1e200) fitted in units of their largest
+    # value, θ converted back: Newton's sums would overflow
+    unit = np.max(np.abs(x), axis=0)
+    unit = np.where(unit > _HUGE, unit, 1.0)
+    x, observed = x / unit, observed / unit
+    if theta0 is not None:
+        theta0 = as_vector(owner, "theta0", theta0, k) * unit
     scale = np.maximum(w @ np.abs(x), 1.0)
     # dyads with the same change statistics (covariates with few levels) are one row
     # with their total weight: the same sums, a Newton step on a handful of rows
@@ -128,8 +139,12 @@ def dyad_independent_mle(change_statistics: ArrayLike, observed: ArrayLike, *,
         p = special.expit(eta)
         return total, (w * p) @ x, (x * (w * p * (1 - p))[:, None]).T @ x
 
-    return newton_mle(sums, observed, scale, theta0=theta0, max_iterations=max_iterations,
-                      tol=tol, prior_scale=prior_scale)
+    mle = newton_mle(sums, observed, scale, theta0=theta0, max_iterations=max_iterations,
+                     tol=tol, prior_scale=prior_scale)
+    if np.all(unit == 1.0):
+        return mle
+    cov = mle.cov / unit[:, None] / unit[None, :]  # 1e200² would overflow
+    return mle._replace(theta=mle.theta / unit, cov=cov, stderr=mle.stderr / unit)
 
 
 def _row_classes(x):

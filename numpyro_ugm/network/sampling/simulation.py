@@ -83,6 +83,16 @@ class NetworkSimulator:
     def networks(self) -> list[np.ndarray]:
         return self._networks()
 
+    def snapshot(self) -> tuple:
+        """The chains and the θ they are at, for :meth:`restore` (immutable arrays: a
+        reference, no copy)."""
+        return self._theta, self._chains["now"]
+
+    def restore(self, snapshot: tuple) -> None:
+        """Put the chains back where :meth:`snapshot` found them (e.g. the fit's final
+        sample at θ̂, for simulations at the estimate)."""
+        self._theta, self._chains["now"] = snapshot
+
 
 def dense_simulator(net, statistics, terms, y_start, num_chains: int, *, burnin: int,
                     decay: float) -> NetworkSimulator:

@@ -19,6 +19,7 @@ the rows of the dyad's c common neighbours, O(n·(c + 1)); every dyad at once
 (:func:`change_statistics`, the MPLE) from matrix products, O(n³) work, O(n²) memory.
 """
 
+import collections
 import hashlib
 import math
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from jax.typing import ArrayLike
 
 from .covariates import COVARIATE_ROWS
 from .term import (CompiledOp, Network, Op, Term, TermRow, TermSpec, as_network,
-                   format_number, parse_terms, spec_arguments)
+                   format_number, integer_argument, parse_terms, spec_arguments)
 from .views import all_dyads_view, block_view
 from ..graphs import adjacency, num_nodes_of
 
@@ -70,9 +71,8 @@ def _edges(spec, net, decay):
 
 
 def _kstar(spec, net, decay, k=None):
-    k = int(spec_arguments(spec, ("k",), {} if k is None else {"k": k})["k"])
-    if k < 1:
-        raise ValueError(f"ergm: kstar needs k ≥ 1, got {k}")
+    k = integer_argument(spec, "k", spec_arguments(
+        spec, ("k",), {} if k is None else {"k": k})["k"], 1)
 
     def statistic(y, A):
         if k == 2:  # ((Σ_j A_ij)² − Σ_j A_ij²)/2 per node: multilinear as written
@@ -119,7 +119,10 @@ def _degree_counts(kind):
     statistic per d."""
     def build(spec, net, decay):
         d = spec_arguments(spec, ("d",), {})["d"]
-        ds = tuple(int(x) for x in np.atleast_1d(d))
+        ds = tuple(integer_argument(spec, "d", x, 0)
+                   for x in (d if isinstance(d, (tuple, list, np.ndarray)) else (d,)))
+        if not ds:
+            raise ValueError(f"ergm: term {spec}: give at least one degree d")
         names = tuple(f"{kind}{x}" for x in ds)
         values = jnp.asarray(ds)
 
@@ -146,6 +149,10 @@ def _degree_counts(kind):
 
 
 def _decay_of(spec, decay):
+    if spec.statnet and "fixed" not in dict(spec.kwargs):
+        raise ValueError(f"ergm: {spec}: statnet reads {spec.name} without fixed= as the "
+                         "curved term, which this package does not implement; write "
+                         f"{spec.name}(α, fixed=TRUE) for the fixed decay α")
     args = spec_arguments(spec, ("decay", "fixed"), {"decay": decay, "fixed": True})
     alpha = float(args["decay"])
     if not args["fixed"]:
@@ -216,9 +223,7 @@ def _mutual(spec, net, decay):
 def _directed_star(kind):
     """istar(k) = Σ_j C(in_j, k); ostar(k) = Σ_i C(out_i, k)."""
     def build(spec, net, decay):
-        k = int(spec_arguments(spec, ("k",), {})["k"])
-        if k < 1:
-            raise ValueError(f"ergm: {kind} needs k ≥ 1, got {k}")
+        k = integer_argument(spec, "k", spec_arguments(spec, ("k",), {})["k"], 1)
         axis = -2 if kind == "istar" else -1
 
         def statistic(y, A):
@@ -323,7 +328,7 @@ def resolve_terms(statistics, network, decay: float = DEFAULT_DECAY) -> tuple[Te
     terms = tuple(_resolve(spec, net, decay) for spec in parse_terms(statistics))
     names = term_names(terms)
     if len(set(names)) < len(names):
-        repeated = sorted({x for x in names if names.count(x) > 1})
+        repeated = sorted(x for x, count in collections.Counter(names).items() if count > 1)
         raise ValueError(f"ergm: the coefficient(s) {repeated} appear twice among the terms "
                          f"{[str(s) for s in parse_terms(statistics)]}")
     return terms
@@ -441,7 +446,7 @@ def _fingerprint(obj):
     if isinstance(obj, dict):
         return tuple((k, _fingerprint(v)) for k, v in sorted(obj.items()))
     if isinstance(obj, TermSpec):
-        return (obj.name, _fingerprint(obj.args), _fingerprint(obj.kwargs))
+        return (obj.name, _fingerprint(obj.args), _fingerprint(obj.kwargs), obj.statnet)
     if isinstance(obj, Network):
         return (obj.num_nodes, obj.directed, _fingerprint(obj.attributes),
                 _fingerprint(obj.dyad_covariates))

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["Term", "TermSpec", "Network", "term", "parse_terms", "format_number",
-           "as_network", "spec_arguments", "Op", "CompiledOp", "COVARIATE_FORMS", "TermRow"]
+           "as_network", "spec_arguments", "integer_argument", "Op", "CompiledOp", "COVARIATE_FORMS", "TermRow"]
 
 
 class Op(enum.IntEnum):
@@ -176,6 +176,9 @@ class TermSpec:
     name: str
     args: tuple = ()
     kwargs: tuple = ()  # sorted (key, value) pairs
+    #: written as statnet's call syntax (a formula or :func:`term`), whose ``gwesp(α)``
+    #: without ``fixed=`` means the curved term
+    statnet: bool = dataclasses.field(default=False, compare=False)
 
     def __str__(self):
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
@@ -187,7 +190,7 @@ def term(name: str, *args: Any, **kwargs: Any) -> TermSpec:
     diff=True)``, ``term("gwesp", 0.5)``, ``term("edgecov", matrix, name="friends")``."""
     if not isinstance(name, str):
         raise TypeError(f"ergm: a term name is a string, got {name!r}")
-    return TermSpec(name, tuple(args), tuple(sorted(kwargs.items())))
+    return TermSpec(name, tuple(args), tuple(sorted(kwargs.items())), statnet=True)
 
 
 _R_CONSTANTS = {"TRUE": True, "T": True, "FALSE": False, "F": False, "NULL": None,
@@ -207,31 +210,48 @@ def _literal(node, text):
                          "TRUE/FALSE, c(...))") from None
 
 
+def _split_sum(body: str) -> list[str]:
+    """The summands of ``a + b(1, 'x+y') + c``: split at the ``+`` outside brackets and
+    quotes (Python's parser nests a sum one level per term, so very long formulas are
+    split here, not parsed whole)."""
+    parts, depth, quote, start = [], 0, None, 0
+    for k, c in enumerate(body):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "+" and depth == 0:
+            parts.append(body[start:k])
+            start = k + 1
+    return parts + [body[start:]]
+
+
+def _formula_term(node, text: str) -> TermSpec:
+    if isinstance(node, ast.Name):
+        return TermSpec(node.id, statnet=True)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        args = tuple(_literal(a, text) for a in node.args)
+        kwargs = tuple(sorted((k.arg, _literal(k.value, text)) for k in node.keywords))
+        return TermSpec(node.func.id, args, kwargs, statnet=True)
+    raise ValueError(f"ergm: cannot read {ast.unparse(node)!r} in the formula "
+                     f"{text!r} as a term (terms are names or calls joined by +)")
+
+
 def _formula_terms(text: str) -> list[TermSpec]:
     """The terms of a statnet formula ``"a + b(1) + c('x', diff=TRUE)"`` (an optional
     ``net ~`` left side is dropped)."""
     body = text.split("~", 1)[1] if "~" in text else text
-    try:
-        tree = ast.parse(body.strip(), mode="eval").body
-    except SyntaxError as err:
-        raise ValueError(f"ergm: cannot read the formula {text!r}: {err.msg}") from None
     parts = []
-
-    def walk(node):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            walk(node.left)
-            walk(node.right)
-        elif isinstance(node, ast.Name):
-            parts.append(TermSpec(node.id))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            args = tuple(_literal(a, text) for a in node.args)
-            kwargs = tuple(sorted((k.arg, _literal(k.value, text)) for k in node.keywords))
-            parts.append(TermSpec(node.func.id, args, kwargs))
-        else:
-            raise ValueError(f"ergm: cannot read {ast.unparse(node)!r} in the formula "
-                             f"{text!r} as a term (terms are names or calls joined by +)")
-
-    walk(tree)
+    for summand in _split_sum(body):
+        try:
+            node = ast.parse(summand.strip(), mode="eval").body
+        except SyntaxError as err:
+            raise ValueError(f"ergm: cannot read the formula {text!r}: {err.msg}") from None
+        parts.append(_formula_term(node, text))
     return parts
 
 
@@ -240,6 +260,9 @@ def parse_terms(terms: Any) -> tuple[TermSpec, ...]:
     :class:`TermSpec` s; errors name the entry at fault."""
     if isinstance(terms, (str, TermSpec)):
         terms = (terms,)
+    elif not isinstance(terms, (list, tuple)):
+        raise TypeError(f"ergm: the terms are a formula string (\"edges + triangle\"), a "
+                        f"term or a list of them; got {type(terms).__name__} {terms!r}")
     out = []
     for entry in terms:
         if isinstance(entry, TermSpec):
@@ -286,6 +309,8 @@ class Network:
         self.directed = bool(directed)
         self.attributes = {}
         for name, values in (attributes or {}).items():
+            if not isinstance(values, np.ndarray) or values.dtype == object:
+                _check_one_kind(name, list(values))
             values = np.asarray(values)
             if values.shape != (self.num_nodes,):
                 raise ValueError(f"ergm: node attribute {name!r} has shape {values.shape}; "
@@ -315,6 +340,11 @@ class Network:
                              f"or not finite at {len(bad)} node(s), e.g. node {bad[0]}; "
                              "ERGM terms need a value at every node")
         if numeric:
+            if values.dtype.kind in "USO" and any(isinstance(v, (str, bytes))
+                                                  for v in values):
+                raise TypeError(f"ergm: term {term_name}({name!r}) needs a numeric "
+                                f"attribute; {name!r} holds strings such as "
+                                f"{values[0]!r} (convert them to numbers first)")
             try:
                 return values.astype(float)
             except (TypeError, ValueError):
@@ -332,6 +362,19 @@ class Network:
                 f"{sorted(self.attributes)})")
 
 
+def _check_one_kind(name, values):
+    """Refuse an attribute mixing strings and numbers: numpy would make 1 and "1" one
+    level."""
+    kinds = {isinstance(v, (str, bytes)) for v in values if v is not None}
+    if len(kinds) > 1:
+        example = (next(v for v in values if isinstance(v, (str, bytes))),
+                   next(v for v in values if v is not None and not isinstance(v, (str, bytes))))
+        raise TypeError(f"ergm: node attribute {name!r} mixes strings and numbers (e.g. "
+                        f"{example[0]!r} and {example[1]!r}), which would be read as one "
+                        "kind and could merge levels such as 1 and '1'; give every node "
+                        "a value of one type")
+
+
 def as_network(network: Any, directed: bool | None = None) -> Network:
     """A :class:`Network` from a node count, a :class:`Network` or a networkx graph (its
     node attributes, in ``list(graph.nodes)`` order)."""
@@ -346,6 +389,7 @@ def as_network(network: Any, directed: bool | None = None) -> Network:
         attributes = {}
         for k in names:  # a node without the attribute holds None (an error when used)
             raw = [network.nodes[v].get(k) for v in nodes]
+            _check_one_kind(k, raw)
             attributes[k] = (np.asarray(raw, dtype=object) if any(x is None for x in raw)
                              else np.asarray(raw))
         is_directed = network.is_directed()
@@ -376,3 +420,16 @@ def spec_arguments(spec: TermSpec, signature: Sequence[str], defaults: Mapping) 
     if missing:
         raise TypeError(f"ergm: term {spec.name} needs the argument(s) {missing}")
     return values
+
+
+def integer_argument(spec: TermSpec, name: str, value: Any, minimum: int) -> int:
+    """``value`` as the integer argument ``name`` of the term ``spec``: an integral
+    number ≥ ``minimum`` (2.0 is 2; 2.7, True, "2" or 1 below the minimum are errors
+    naming the term)."""
+    ok = (isinstance(value, (int, float, np.integer, np.floating))
+          and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
+          and float(value).is_integer())
+    if not ok or int(value) < minimum:
+        raise ValueError(f"ergm: term {spec}: {name} must be an integer ≥ {minimum}, "
+                         f"got {value!r}")
+    return int(value)

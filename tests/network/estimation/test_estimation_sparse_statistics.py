@@ -34,10 +34,12 @@ def test_statistics_from_the_edge_list_equal_the_dense_ones(gwesp_network):
 @pytest.mark.parametrize("directed", [False, True])
 def test_statistics_of_every_kind_of_term_from_the_edge_list(directed, attributed_network):
     graph, net, ties = attributed_network(50, 0.08, directed)
-    formula = GWESP + (" + mutual + ttriple + ctriple + istar(2) + gwodegree(0.5) + "
-                       "odegree(c(0, 2)) + isolates + nodefactor('group') + nodemix('group')"
-                       if directed else " + triangle + gwdegree(0.5) + degree(c(0, 1)) + "
-                       "kstar(2) + kstar(3) + isolates + absdiff('x') + nodefactor('group')")
+    formula = GWESP + (" + mutual + ttriple + ctriple + istar(2) + "
+                       "gwodegree(0.5, fixed=TRUE) + odegree(c(0, 2)) + isolates + "
+                       "nodefactor('group') + nodemix('group')"
+                       if directed else " + triangle + gwdegree(0.5, fixed=TRUE) + "
+                       "degree(c(0, 1)) + kstar(2) + kstar(3) + isolates + absdiff('x') + "
+                       "nodefactor('group')")
     y = graph_to_edges(graph).astype(np.float32)
     _check_statistics(net, ties, resolve_terms(formula, net), formula, y, len(y))
 

@@ -84,7 +84,7 @@ def directed_brute(A, decays=(0.5, 1.3)):
 DIRECTED_FORMULA = ("edges + mutual + istar(2) + ostar(2) + ttriple + ctriple + isolates"
                     " + idegree(c(0,1)) + odegree(c(1,2)) + gwesp(0.5, fixed=TRUE)"
                     " + gwidegree(0.5, fixed=TRUE) + gwodegree(1.3, fixed=TRUE)"
-                    " + gwesp(1.3)")
+                    " + gwesp(1.3, fixed=TRUE)")
 DIRECTED_NAMES = ["edges", "mutual", "istar2", "ostar2", "ttriple", "ctriple", "isolates",
                   "idegree0", "idegree1", "odegree1", "odegree2", "gwesp.OTP.fixed.0.5",
                   "gwideg.fixed.0.5", "gwodeg.fixed.1.3", "gwesp.OTP.fixed.1.3"]

@@ -23,8 +23,8 @@ def test_coefficient_names_follow_statnet(attributes):
                      "mix.Sex.M.M", "gwesp.fixed.0.5", "gwdeg.fixed.0.5", "degree0",
                      "degree3", "kstar2", "triangle"]
     directed = Network(6, True, attributes)
-    names = term_names(resolve_terms("gwesp(0.5, fixed=TRUE) + nodemix('Sex') + gwesp(0.25)",
-                                     directed))
+    names = term_names(resolve_terms(
+        "gwesp(0.5, fixed=TRUE) + nodemix('Sex') + gwesp(0.25, fixed=TRUE)", directed))
     assert names == ["gwesp.OTP.fixed.0.5", "mix.Sex.M.F", "mix.Sex.F.M", "mix.Sex.M.M",
                      "gwesp.OTP.fixed.0.25"]
 
@@ -54,7 +54,7 @@ def test_formula_parsing(attributes, brute_force):
     # a formula and the same terms written otherwise give the same statistics
     y = brute_force.random_graphs(np.random.default_rng(6), 2, 15)
     a, b = jax.jit(lambda y: (
-        ergm_statistics(y, "y ~ edges + nodematch('Grade', diff=TRUE) + gwesp(0.25)",
+        ergm_statistics(y, "y ~ edges + nodematch('Grade', diff=TRUE) + gwesp(0.25, fixed=TRUE)",
                         network=net),
         ergm_statistics(y, ["edges", term("nodematch", "Grade", diff=True), ("gwesp", 0.25)],
                         network=net)))(jnp.asarray(y, jnp.float32))

@@ -1,0 +1,187 @@
+"""What a dyad-independent design says before any fit: whether its coefficients are
+identifiable (:func:`check_identifiable`, the design's rank), and which of its
+statistics sit at their smallest or largest attainable values, where the MLE is at
+−∞ or +∞ (:func:`boundary_mle`, as R's ergm reports them).
+
+For dyadic terms the change statistics x_d of dyad d do not depend on the rest of the
+network, so s(y) = Σ_d y_d x_d: statistic j ranges over [Σ_d min(0, x_dj),
+Σ_d max(0, x_dj)], and θ and θ + v give the same model for every v with X v = 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ..diagnostics.degeneracy import ErgmDegeneracyError
+from .dyad_independent import DyadIndependentMLE, dyad_independent_mle
+
+__all__ = ["dependent_terms", "check_identifiable", "Boundary", "find_boundary",
+           "boundary_mle", "boundary_message", "check_dyadic_columns"]
+
+
+#: the largest change statistic a Monte Carlo fit accepts (float32 sums of statistics)
+MAX_SAMPLED = 1e15
+
+
+def _distinct_rows(x):
+    return np.unique(x, axis=0) if len(x) > 0 else x
+
+
+def _scaled(x):
+    """Columns scaled to a largest entry of 1 (the rank of columns of very different
+    sizes, e.g. a covariate in the thousands beside edges)."""
+    size = np.max(np.abs(x), axis=0) if len(x) else np.ones(x.shape[1])
+    return x / np.where(size > 0, size, 1.0)
+
+
+def dependent_terms(change_statistics: np.ndarray, names: Sequence[str]) -> list[str]:
+    """The coefficients, in order, whose change statistics are a linear combination of
+    the ones before them (a constant column is a multiple of ``edges``; a zero column is
+    dependent on its own).
+
+    Parameters
+    ----------
+    change_statistics : array (N, k)
+        The dyads' change statistics of dyadic terms.
+    names : sequence of str
+        The k coefficient names.
+    """
+    x = _scaled(_distinct_rows(np.asarray(change_statistics, np.float64)))
+    out, rank = [], 0
+    for j in range(x.shape[1]):
+        new = np.linalg.matrix_rank(x[:, :j + 1], tol=1e-9 * max(x.shape)) if len(x) else 0
+        if new == rank:
+            out.append(names[j])
+        rank = new
+    return out
+
+
+def check_identifiable(owner: str, change_statistics: np.ndarray,
+                       names: Sequence[str]) -> None:
+    """Raise ValueError naming the coefficients that are combinations of others (a
+    design of deficient rank: ``edges + kstar(1)``, a constant ``nodecov``,
+    ``nodefactor(..., base=0)`` beside ``edges``)."""
+    dependent = dependent_terms(change_statistics, names)
+    if dependent:
+        raise ValueError(
+            f"{owner}: the model is not identifiable: the statistic(s) {dependent} are "
+            f"linear combinations of the terms before them in {list(names)} (their change "
+            "statistics are, at every dyad), so no data can tell their coefficients apart; "
+            "drop them (or the term they repeat, e.g. a nodefactor's base level)")
+
+
+class Boundary(NamedTuple):
+    """Statistics at the edge of their range: ``side`` (k,) −1 at the minimum, +1 at
+    the maximum, 0 inside, NaN when the remaining dyads do not inform it; ``free``
+    the dyads (N,) not fixed by them; ``residual`` (k,) the observed statistics less
+    the fixed dyads' ties."""
+
+    side: np.ndarray
+    free: np.ndarray
+    residual: np.ndarray
+
+
+def find_boundary(change_statistics: np.ndarray, observed: np.ndarray) -> Boundary:
+    """Which statistics are at their smallest or largest attainable value: at the
+    minimum every dyad with x_dj > 0 is empty and every dyad with x_dj < 0 a tie (and
+    the reverse at the maximum), so those dyads are fixed; repeated on the dyads left
+    until no statistic is newly at a bound."""
+    x = np.asarray(change_statistics, np.float64)
+    residual = np.array(observed, np.float64)
+    k = x.shape[1]
+    side = np.zeros(k)
+    free = np.ones(len(x), bool)
+    tol = 1e-9 * np.maximum(np.sum(np.abs(x), axis=0), 1.0)
+    while True:
+        open_ = side == 0
+        xs = x[free]
+        low = np.minimum(xs, 0).sum(axis=0)
+        high = np.maximum(xs, 0).sum(axis=0)
+        flat = open_ & (high - low <= tol)
+        side[flat] = np.nan
+        at_low = open_ & ~flat & (residual <= low + tol)
+        at_high = open_ & ~flat & (residual >= high - tol)
+        if not (at_low.any() or at_high.any()):
+            return Boundary(side, free, residual)
+        side[at_low], side[at_high] = -1.0, 1.0
+        fixed = free & np.any(x[:, at_low | at_high] != 0, axis=1)
+        # the fixed dyads' ties: x < 0 at a minimum, x > 0 at a maximum
+        ties = fixed & (np.any(x[:, at_low] < 0, axis=1) | np.any(x[:, at_high] > 0, axis=1))
+        residual = residual - x[ties].sum(axis=0)
+        free &= ~fixed
+
+
+def boundary_message(side: np.ndarray, names: Sequence[str]) -> str:
+    """What a :class:`Boundary` means for the estimates, naming the terms."""
+    low = [n for n, s in zip(names, side) if s == -1]
+    high = [n for n, s in zip(names, side) if s == 1]
+    none = [n for n, s in zip(names, side) if np.isnan(s)]
+    parts = []
+    if low:
+        parts.append(f"{low} at their smallest attainable value(s): their MLE is −∞")
+    if high:
+        parts.append(f"{high} at their largest attainable value(s): their MLE is +∞")
+    if none:
+        parts.append(f"{none} not informed by the dyads left: estimate NaN")
+    return "the observed statistic(s) " + "; ".join(parts)
+
+
+def boundary_mle(change_statistics: np.ndarray, observed: np.ndarray,
+                 names: Sequence[str], **options) -> tuple[DyadIndependentMLE, str | None]:
+    """The exact MLE of a dyad-independent model whose statistics may be at a bound:
+    those coefficients ±∞ (NaN when undetermined) with NaN standard errors and a warning
+    naming them, the others fitted on the dyads left; (MLE, message or None)."""
+    x = np.asarray(change_statistics, np.float64)
+    found = find_boundary(x, observed)
+    if not np.any(found.side != 0):
+        return dyad_independent_mle(x, observed, **options), None
+    message = (boundary_message(found.side, names) + " (the other coefficients are "
+               "fitted on the dyads these do not fix, as R's ergm does)")
+    warnings.warn(f"fit_ergm: {message}", RuntimeWarning, stacklevel=3)
+    k = x.shape[1]
+    keep = found.side == 0
+    theta, cov = np.zeros(k), np.full((k, k), np.nan)
+    theta[found.side == -1], theta[found.side == 1] = -np.inf, np.inf
+    theta[np.isnan(found.side)] = np.nan
+    log_likelihood, converged, iterations = 0.0, True, 0
+    if keep.any() and found.free.any():
+        options.pop("theta0", None)
+        sub = dyad_independent_mle(x[found.free][:, keep], found.residual[keep], **options)
+        theta[keep] = sub.theta
+        cov[np.ix_(keep, keep)] = sub.cov
+        log_likelihood, converged, iterations = sub.log_likelihood, sub.converged, \
+            sub.iterations
+    return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), log_likelihood, converged,
+                              iterations), message
+
+
+def check_dyadic_columns(owner: str, change_statistics: np.ndarray, observed: np.ndarray,
+                         names: Sequence[str], dyadic: np.ndarray) -> None:
+    """Before a Monte Carlo fit of a model with dependent terms: its dyadic terms' columns
+    (``dyadic`` (k,) bool) must be identifiable and inside their range (a dyadic
+    statistic at its bound puts the MLE at infinity whatever the other terms);
+    ValueError, or :class:`~numpyro_ugm.network.diagnostics.degeneracy.ErgmDegeneracyError`
+    naming the terms at a bound."""
+    dyadic = np.asarray(dyadic, bool)
+    x = np.asarray(change_statistics, np.float64)
+    huge = [n for n, v in zip(names, np.max(np.abs(x), axis=0)) if v > MAX_SAMPLED]
+    if huge:
+        raise ValueError(f"{owner}: the change statistics of {huge} exceed "
+                         f"{MAX_SAMPLED:g}, beyond what the samplers' float32 can sum; "
+                         "rescale the covariates (e.g. to their standard deviation)")
+    if not dyadic.any():
+        return
+    x = x[:, dyadic]
+    columns = [n for n, d in zip(names, dyadic) if d]
+    check_identifiable(owner, x, columns)
+    side = find_boundary(x, np.asarray(observed, np.float64)[dyadic]).side
+    if np.any(side != 0):
+        bad = [n for n, s in zip(columns, side) if s != 0]
+        raise ErgmDegeneracyError(
+            f"{owner}: {boundary_message(side, columns)}; with dependent terms this "
+            "package does not fit the rest on the dyads left: drop these terms or fit "
+            "the model without them", bad)

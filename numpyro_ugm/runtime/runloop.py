@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from .distributed import is_primary
 
-__all__ = ["run_loop", "Interrupted", "chunk_size", "capacity", "nan_filled", "fill_rows",
+__all__ = ["run_loop", "Interrupted", "SaveFailed", "chunk_size", "capacity", "nan_filled", "fill_rows",
            "minimize", "MinimizeResult"]
 
 
@@ -69,6 +69,35 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, state, diagnostics):
         super().__init__()
         self.state, self.diagnostics = state, diagnostics
+
+
+class SaveFailed(OSError):
+    """An ``OSError`` raised while :func:`run_loop` saved a checkpoint (a full disk, a
+    directory that vanished, no permission), carrying what the loop had computed so that
+    nothing is lost: retry the save elsewhere, or continue from ``state``.
+
+    Attributes
+    ----------
+    state : pytree
+        The state after the last completed chunk (the one the save was writing).
+    diagnostics : dict of str -> ndarray
+        The per-step diagnostics of the chunks completed (those of ``state``).
+    """
+
+    def __init__(self, error, state, diagnostics):
+        super().__init__(error.errno, f"{error.strerror or error}: the checkpoint could not "
+                         "be written; the state computed so far is kept in this error's "
+                         "state (and diagnostics) and in the learner's last_state",
+                         error.filename)
+        self.state, self.diagnostics = state, diagnostics
+
+
+def _saved(save, state, diagnostics):
+    """``save(state, diagnostics)``, its ``OSError`` raised as :class:`SaveFailed`."""
+    try:
+        save(state, diagnostics)
+    except OSError as error:
+        raise SaveFailed(error, state, diagnostics) from error
 
 
 def nan_filled(template: Any, rows: Optional[int] = None) -> Any:
@@ -147,6 +176,9 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
         On ``KeyboardInterrupt``: it carries the last completed chunk's state and the
         diagnostics of the chunks completed, which always belong together (a chunk's
         state is taken only once its diagnostics are on the host).
+    SaveFailed
+        When ``save`` raises an ``OSError`` (e.g. a full disk): it carries the state and
+        diagnostics being saved.
     """
     pieces = []
 
@@ -178,16 +210,16 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
                 if stopped:
                     break
                 if checkpoint_every is not None and done[2] % checkpoint_every == 0:
-                    save(done[0], collected(done[1]))
+                    _saved(save, done[0], collected(done[1]))
                     saved_at = done[2]
         except KeyboardInterrupt as interrupt:
             state, diagnostics = done[0], collected(done[1])
             if save is not None:
-                save(state, diagnostics)
+                _saved(save, state, diagnostics)
             raise Interrupted(state, diagnostics) from interrupt
     state, diagnostics = done[0], collected(done[1])
     if checkpoint_every is not None and (stopped or saved_at != done[2]):
-        save(state, diagnostics)
+        _saved(save, state, diagnostics)
     return state, diagnostics
 
 

@@ -331,7 +331,7 @@ class MLE:
             carry, rows = run_loop(
                 advance, setup.steps.carry(state), num_steps // thinning, chunk=chunk,
                 progress_bar=progress_bar, desc="learning", stop=_failed, postfix=_postfix,
-                checkpoint_every=every, save=writer)
+                checkpoint_every=every, save=writer, steps_per_row=thinning, unit="update")
             state = good_state(carry)
         except (Interrupted, SaveFailed) as interrupt:  # keep what the chunks did
             state = good_state(interrupt.state)

@@ -100,6 +100,18 @@ def _saved(save, state, diagnostics):
         raise SaveFailed(error, state, diagnostics) from error
 
 
+def _advanced(bar, count, first):
+    """Move ``bar`` by ``count``; after the first chunk, restart its clock there, so that
+    the rate and ETA come from measured steps, not from the compilation the first chunk
+    also paid for."""
+    if not first or bar.disable:
+        bar.update(count)
+        return
+    bar.reset()
+    bar.n = bar.last_print_n = bar.initial = count
+    bar.refresh()
+
+
 def nan_filled(template: Any, rows: Optional[int] = None) -> Any:
     """Arrays shaped like ``template`` (a pytree of ``jax.ShapeDtypeStruct`` or arrays),
     with a leading axis of ``rows`` if given, filled with NaN: the one way the package marks
@@ -130,7 +142,8 @@ def fill_rows(one: Callable, carry: Any, length, capacity: int):
 def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
              progress_bar: bool = True, desc: str = "running",
              stop: Optional[Callable] = None, postfix: Optional[Callable] = None,
-             checkpoint_every: Optional[int] = None, save: Optional[Callable] = None):
+             checkpoint_every: Optional[int] = None, save: Optional[Callable] = None,
+             steps_per_row: int = 1, unit: str = "step", delay: float = 0.0):
     """Run ``num_steps`` steps of ``advance`` in chunks of at most ``chunk`` steps.
 
     The callables are plain functions of the values they are given (the loop never calls
@@ -151,6 +164,14 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
         Show a tqdm bar (on the primary process only, under ``jax.distributed``).
     desc : str
         The bar's label.
+    steps_per_row : int
+        What one step of ``advance`` counts on the bar (e.g. the updates of a thinned
+        record): the bar counts ``num_steps * steps_per_row`` of ``unit``, and its rate
+        and ETA are measured from the second chunk on (the first compiles).
+    unit : str
+        What the bar counts.
+    delay : float
+        Seconds before the bar appears (a run shorter than that shows none).
     stop : callable, optional
         ``state -> bool``: end the run after the chunk that made it true (a failed or
         converged run).
@@ -191,8 +212,8 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
     done = (state, 0, 0)  # (state, chunks, steps)
     saved_at, stopped = 0, False
     # one bar for a run of several processes (jax.distributed): the primary's
-    with tqdm(total=num_steps, disable=not (progress_bar and is_primary()),
-              desc=desc) as bar:
+    with tqdm(total=num_steps * steps_per_row, disable=not (progress_bar and is_primary()),
+              desc=desc, unit=unit, delay=delay) as bar:
         try:
             while done[2] < num_steps:
                 steps = done[2]
@@ -203,7 +224,7 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
                 # waits for the chunk (asynchronous dispatch): most of the wall time
                 pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
                 done = (new_state, len(pieces), steps + length)
-                bar.update(length)
+                _advanced(bar, length * steps_per_row, first=len(pieces) == 1)
                 if progress_bar and postfix is not None:
                     bar.set_postfix(postfix(pieces[-1]))
                 stopped = stop is not None and bool(stop(done[0]))

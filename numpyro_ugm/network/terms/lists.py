@@ -24,13 +24,27 @@ except ImportError:  # pragma: no cover - numba is a dependency; kept for clarit
 __all__ = ["available", "jit", "inline", "find_slot", "mark", "count_marked", "append",
            "remove", "retag", "empty_lists"]
 
+def _compiled(**options):
+    """``numba.njit(**options)`` with numba's disk cache where numba finds a place to
+    write it, else without one: a read-only install (package folder and home not
+    writable, ``NUMBA_CACHE_DIR`` unset) still imports, and compiles in each process."""
+    def decorate(function):
+        try:
+            return numba.njit(cache=True, **options)(function)
+        except RuntimeError as error:  # "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(error):
+                raise
+            return numba.njit(cache=False, **options)(function)
+    return decorate
+
+
 if numba is not None:
     #: small helpers are inlined by LLVM; numba inlines (``inline``) the functions that
     #: take the model's ~20 arrays, whose calls made the kernel 2-2.5 times slower
     #: (numba-level inlining of the small ones too doubled the compile time, 18 s -> 9 s
     #: for the kernel without it, at the same speed)
-    jit = numba.njit(cache=True, nogil=True)
-    inline = numba.njit(cache=True, nogil=True, inline="always")
+    jit = _compiled(nogil=True)
+    inline = _compiled(nogil=True, inline="always")
 else:  # pragma: no cover
     def jit(f):
         """Without numba: the function itself."""

@@ -14,6 +14,9 @@ node in an (n,) array, :func:`count_marked` counts the neighbours of another nod
 carrying the stamp, O(D) each, and a fresh stamp clears every mark at once.
 """
 
+import pickle
+import warnings
+
 import numpy as np
 
 try:
@@ -30,12 +33,43 @@ def _compiled(**options):
     writable, ``NUMBA_CACHE_DIR`` unset) still imports, and compiles in each process."""
     def decorate(function):
         try:
-            return numba.njit(cache=True, **options)(function)
+            return _rebuilt_if_damaged(numba.njit(cache=True, **options)(function))
         except RuntimeError as error:  # "cannot cache function ...: no locator available"
             if "cannot cache" not in str(error):
                 raise
             return numba.njit(cache=False, **options)(function)
     return decorate
+
+
+#: what numba's cache raises when its files are truncated or damaged
+_DAMAGED = (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError, ImportError, OSError)
+
+
+def _rebuilt_if_damaged(dispatcher):
+    """``dispatcher`` whose disk cache, when damaged (a copy cut short, a disk error),
+    is emptied with a warning and the function compiled afresh, instead of every call
+    failing with numba's ``EOFError`` or ``UnpicklingError`` until the cache folder is
+    deleted by hand."""
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None:  # pragma: no cover - another numba's layout: its own behaviour
+        return dispatcher
+
+    def load_overload(*args, **kwargs):
+        try:
+            return load(*args, **kwargs)
+        except _DAMAGED as error:
+            warnings.warn(f"numba's compiled-code cache of {dispatcher.py_func.__qualname__} "
+                          f"was damaged ({type(error).__name__}: {error}); it is emptied "
+                          "and the function compiled afresh (if this repeats, delete the "
+                          "cache folder: numba's __pycache__ beside numpyro_ugm/network, "
+                          "or NUMBA_CACHE_DIR)", RuntimeWarning, stacklevel=2)
+            cache.flush()
+            return None
+
+    cache.load_overload = load_overload
+    return dispatcher
 
 
 if numba is not None:

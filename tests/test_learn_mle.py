@@ -53,7 +53,8 @@ def test_diverging_run_stops_and_keeps_last_good_state(spins):
         learner.run(jax.random.PRNGKey(0), 50, spins, 6, progress_bar=False)
     e = err.value
     assert 0 <= e.step < 50
-    assert int(e.state.step) == e.step  # the state before the failing update
+    # the last good state: before the update that made the failing step's parameters
+    assert int(e.state.step) == max(e.step - 1, 0)
     params = learner.get_params(e.state)
     assert all(np.all(np.isfinite(np.asarray(v))) for v in params.values())
     assert len(e.diagnostics["grad_norm"]) == e.step + 1

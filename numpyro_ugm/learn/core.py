@@ -128,6 +128,13 @@ def _finite_unless(total, leaves):
                                                    for x in leaves])))
 
 
+def _fixed_dtype(value):
+    """``value`` as a JAX array of a fixed dtype: its own if it has one, else (a Python
+    number) JAX's default float dtype, never a weak type."""
+    dtype = value.dtype if hasattr(value, "dtype") else jnp.result_type(float)
+    return jnp.asarray(value, dtype=dtype)
+
+
 def _norm_and_finite(tree):
     """The global 2-norm of ``tree`` and whether all its values are finite, from one
     pass over the values in the usual case (see :func:`all_finite`)."""
@@ -175,6 +182,10 @@ class LearnerCore:
         params = (self.param_model.init(param_key) if init_params is None
                   else dict(init_params))
         self.param_space.check(params)
+        # dtypes fixed here, once: a Python float (``numpyro.param("J", 0.1)``) becomes an
+        # array of JAX's default float dtype, so that the state a checkpoint saves and the
+        # template it is restored into agree (issue 46)
+        params = jax.tree.map(_fixed_dtype, params)
         unconstrained = self.param_space.to_unconstrained(params)
         estimator_state = self.init_estimator(est_key, self.target, params, batch)
         return LearnState(unconstrained, self.optimizer.init(unconstrained), estimator_state,

@@ -1,6 +1,6 @@
 """The learner's per-step diagnostics after a run: the history kept across runs (what a
-checkpoint holds), the checkpoint writer the run loop is handed (and what a checkpoint
-records of the learner that wrote it), and the warnings a run's diagnostics can raise.
+checkpoint holds; the writer is in :mod:`.checkpoints`), and the warnings a run's
+diagnostics can raise.
 
 A trace is a dict of per-step arrays keyed by name (the fields of
 :meth:`StepInfo.diagnostics <numpyro_ugm.learn.core.StepInfo.diagnostics>`, and what a run's
@@ -11,12 +11,9 @@ updates it recorded; the others read NaN, as do updates the learner never saw.
 
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
-from ..runtime import checkpoint
 from ..runtime import distributed
-from .averaging import AveragedState
 
 #: standard error (nats) of a running log Z beyond which MLE.run warns that the running
 #: log-likelihood is no longer a useful measure
@@ -109,41 +106,6 @@ class History:
     def arrays(self) -> dict:
         """Everything recorded, as arrays indexed by update."""
         return stitch(self.pieces)
-
-
-def checkpoint_meta(m, state) -> dict:
-    """What a checkpoint records of the learner that wrote it, beyond the shapes of its
-    state, and :meth:`~numpyro_ugm.MLE.restore` checks: the model (its function and state
-    sites: another model of the same shapes is refused) and the averaging start of
-    :func:`~numpyro_ugm.averaged` (``"none"`` without averaging)."""
-    fn = getattr(m.model, "func", m.model)  # a functools.partial's function
-    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-    sites = ", ".join(f"{k}: {d!r}" for k, d in sorted(m.target().state_sites.items()))
-    averaged = [int(s.start) for s in jax.tree.leaves(
-        state.opt_state, is_leaf=lambda x: isinstance(x, AveragedState))
-        if isinstance(s, AveragedState)]
-    return {"model": f"{name}({sites})",
-            "averaging start": ", ".join(map(str, averaged)) or "none"}
-
-
-class CheckpointWriter(NamedTuple):
-    """What the run loop is handed to save a learner's state: ``writer(carry, rows)``,
-    with the loop's ``(state, minibatch order)`` and the run's rows so far (from update
-    ``first``, one per ``stride`` updates), writes ``directory/step_<step>.npz``: the
-    state and, stitched with the history before the run (``earlier``), the rows up to a
-    failing update."""
-
-    directory: object
-    earlier: tuple
-    first: int
-    stride: int
-    meta: dict
-
-    def __call__(self, carry, rows):
-        state = carry[0]
-        piece = until_failure(state, Piece(self.first, rows, self.stride))
-        checkpoint.save(checkpoint.step_path(self.directory, int(state.step)), state,
-                        stitch(self.earlier + (piece,)), meta=self.meta)
 
 
 def warn_if_log_z_unreliable(piece: Piece):

@@ -32,7 +32,10 @@ class ExactFitResult(NamedTuple):
         Optimizer steps taken (fewer than asked when the gradient norm reached ``tol``
         or a step produced non-finite values; then the last finite parameters are kept).
     converged : bool
-        Whether the gradient norm reached ``tol``.
+        Whether the gradient norm reached ``tol`` or the dtype's resolution
+        ``16 eps max(1, |objective|)``, whichever is larger, or the optimizer stalled
+        with a gradient norm at most ``sqrt(eps) max(1, |objective|)``
+        (:func:`~numpyro_ugm.runtime.runloop.converged`).
     trace : dict of str -> ndarray (num_steps asked + 1,)
         ``objective``, ``log_likelihood`` and ``grad_norm`` at the initial parameters and
         after each step taken (NaN beyond).
@@ -50,7 +53,7 @@ class ExactFitResult(NamedTuple):
 def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict | None = None,
         num_steps: int = 500, optimizer: optax.GradientTransformation | None = None,
         rng_key: jax.Array | None = None, tol: float = 1e-6,
-        chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = False,
+        chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = True,
         inputs: dict | None = None, **model_kwargs: Any) -> ExactFitResult:
     """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
 
@@ -91,11 +94,16 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     rng_key : jax PRNGKey, optional
         For the initial parameters (default ``PRNGKey(0)``).
     tol : float
-        Stop when the gradient norm of the objective falls to ``tol``.
+        Stop, converged, when the gradient norm of the objective falls to ``tol`` or to
+        the dtype's resolution ``16 eps max(1, |objective|)`` (eps: the machine epsilon;
+        float32 cannot reach 1e-6 on an objective of order 100), whichever is larger;
+        the fit also stops when a step no longer moves the parameters (converged if the
+        gradient norm is at most ``sqrt(eps) max(1, |objective|)`` there).
     chunk_size : int
         Configurations evaluated together.
     progress_bar : bool
-        Show a tqdm bar (the steps then run in chunks; results are identical).
+        Show a tqdm bar on a fit that takes longer than 3 seconds (the steps then run in
+        chunks; results are identical).
     inputs : dict of str -> array, optional
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and evaluation): exact conditional maximum likelihood. A model

@@ -17,6 +17,7 @@ a Langevin step as optimizer, and the parameters recorded.
 """
 
 import functools
+from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -29,12 +30,14 @@ from ..runtime.checks import as_key, check_count
 from ..model.diagnose import diverged_sites
 from ..estimators.base import Estimator
 from ..model.ugm import UGM
-from ..runtime.runloop import Interrupted, capacity, chunk_size, run_loop
+from ..runtime.runloop import Interrupted, SaveFailed, capacity, chunk_size, run_loop
 from ..model.validation import validate_data
 from .core import LearnerCore, LearnState, StepInfo
 from .data import Placement
-from .diagnostics import (CheckpointWriter, History, Piece, checkpoint_meta, until_failure,
-                          warn_if_collapsed, warn_if_log_z_unreliable)
+from .checkpoints import (DEFAULT_KEEP, check_restored, checkpoint_meta, good_state,
+                          new_run_id, run_id_of, start_writing)
+from .diagnostics import (History, Piece, until_failure, warn_if_collapsed,
+                          warn_if_log_z_unreliable)
 from .setup import set_up
 
 
@@ -75,7 +78,8 @@ class NonFiniteError(FloatingPointError):
     step : int
         The failing step.
     state : LearnState
-        The last good state (before the failing step).
+        The last good state: before the update that made the parameters the failing
+        step failed at (the initial state if the first step failed).
     diagnostics : dict
         Diagnostics of the steps run so far, failing step included.
     """
@@ -132,7 +136,8 @@ class MLE:
         self.model, self.estimator, self.optimizer = model, estimator, optimizer
         self.mesh, self.core_class = self._placement.mesh, core_class  # a checked mesh
         self._setup = self.last_state = None  # a Setup after init or run
-        self._history = History()
+        # and the run that run() continues: (run id, directory of a restored checkpoint)
+        self._history, self._run = History(), (None, None)
 
     def _set_up(self, data, model_args, model_kwargs, inputs, batch_size):
         previous, self._setup = self._setup, None  # none if tracing fails (setup.set_up)
@@ -183,7 +188,7 @@ class MLE:
                  setup.steps.batches.num_examples if setup.inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state,
                                                                      *sizes))
-        self.last_state, self._history = state, History()
+        self.last_state, self._history, self._run = state, History(), (None, None)
         self._history.add(Piece(0, {}), state)
         return state
 
@@ -203,16 +208,7 @@ class MLE:
         setup = self._setup
         if setup is None:
             raise RuntimeError("call init() before update()")
-        if batch is None:
-            batches = setup.steps.batches
-            perm = None if batches.full else batches.permutation(state)
-            batch = setup.steps.batch(batches.indices(state, perm), setup.data, setup.inputs)
-        elif setup.inputs is not None:
-            raise ValueError("with per-example inputs the learner steps on its own "
-                             "minibatches (their particles persist per example): call "
-                             "update(state) without a batch")
-        else:
-            batch = (batch if isinstance(batch, PreparedBatch) else self.prepare(batch)).batch
+        batch = _update_batch(setup, state, batch, self.prepare)
         new_state, info, (counts, values) = setup.steps.update(state, batch)
         step, failed_at = np.asarray(counts).tolist()
         values = np.asarray(values)
@@ -257,15 +253,17 @@ class MLE:
         template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
                              batch_size=batch_size, **model_kwargs)
         state, diagnostics = checkpoint.load(path, template, checkpoint_meta(self.ugm, template))
+        check_restored(path, self.get_params(state), self.core.param_space)
         state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
         self.last_state, self._history = state, History()
+        self._run = (run_id_of(path), Path(path).parent)
         self._history.add(Piece(0, diagnostics), state)
         return state, diagnostics
 
     def run(self, rng_key, num_steps, data, *model_args, inputs=None, batch_size=None,
             progress_bar=True, init_state=None, init_params=None, checkpoint_every=None,
-            checkpoint_dir=None, thinning=1, record: Optional[Callable] = None,
-            **model_kwargs) -> RunResult:
+            checkpoint_dir=None, checkpoint_keep=DEFAULT_KEEP, checkpoint_overwrite=False,
+            thinning=1, record: Optional[Callable] = None, **model_kwargs) -> RunResult:
         """Learn for ``num_steps`` updates.
 
         Parameters
@@ -285,7 +283,12 @@ class MLE:
             stops early (non-finite step, interruption), as
             ``checkpoint_dir/step_<step>.npz`` (plain arrays; see :meth:`restore`).
         checkpoint_dir : str or Path, optional
-            Where checkpoints go (required with ``checkpoint_every``).
+            Where checkpoints go (required with ``checkpoint_every``): a directory of
+            this run's (a continued run's) only; one of another run is refused.
+        checkpoint_keep : int or None
+            Keep the newest this many checkpoints (None: all).
+        checkpoint_overwrite : bool
+            Take over a directory of another run, deleting its checkpoints.
         thinning : int
             Keep the diagnostics of every ``thinning``-th update only (``num_steps`` must
             be a multiple); the updates themselves are unchanged.
@@ -302,15 +305,12 @@ class MLE:
         ------
         NonFiniteError
             When a step produces non-finite values; it carries the last good state.
-        Interrupted
-            On Ctrl-C (a ``KeyboardInterrupt``), the last completed chunk kept.
+        Interrupted, SaveFailed
+            On Ctrl-C, or an ``OSError`` writing a checkpoint (a full disk): the last
+            completed chunk kept (``error.state``, ``error.diagnostics``, ``last_state``).
         """
-        num_steps = check_count("MLE.run", "num_steps", num_steps, minimum=0)
-        thinning = check_count("MLE.run", "thinning", thinning)
-        every = _check_checkpoints(checkpoint_every, checkpoint_dir, thinning)
-        if num_steps % thinning:
-            raise ValueError(f"MLE.run: num_steps ({num_steps}) must be a multiple of "
-                             f"thinning ({thinning})")
+        num_steps, thinning, every = _check_run(num_steps, thinning, checkpoint_every,
+                                                checkpoint_dir)
         if init_state is None:
             state = self.init(rng_key, data, *model_args, inputs=inputs,
                               batch_size=batch_size, init_params=init_params, **model_kwargs)
@@ -319,18 +319,22 @@ class MLE:
             state = init_state
         self._history.resume(state)
         start, setup = int(state.step), self._setup
+        self._run = self._run if self._run[0] else (new_run_id(), None)
         chunk = chunk_size(num_steps // thinning, progress_bar, every)
         advance = functools.partial(setup.steps.run, data=setup.data, inputs=setup.inputs,
                                     capacity=capacity(chunk), thinning=thinning, record=record)
-        writer = CheckpointWriter(checkpoint_dir, tuple(self._history.pieces), start, thinning,
-                                  checkpoint_meta(self.ugm, state))
+        writer = None if every is None else start_writing(
+            checkpoint_dir, self._run[0], keep=checkpoint_keep, resumed_from=self._run[1],
+            overwrite=checkpoint_overwrite, earlier=tuple(self._history.pieces), first=start,
+            stride=thinning, meta=checkpoint_meta(self.ugm, state))
         try:
-            (state, _), rows = run_loop(
+            carry, rows = run_loop(
                 advance, setup.steps.carry(state), num_steps // thinning, chunk=chunk,
                 progress_bar=progress_bar, desc="learning", stop=_failed, postfix=_postfix,
-                checkpoint_every=every, save=writer if every is not None else None)
-        except Interrupted as interrupt:  # keep what the completed chunks did
-            state = interrupt.state[0]
+                checkpoint_every=every, save=writer, steps_per_row=thinning, unit="update")
+            state = good_state(carry)
+        except (Interrupted, SaveFailed) as interrupt:  # keep what the chunks did
+            state = good_state(interrupt.state)
             self._history.add(until_failure(state, Piece(start, interrupt.diagnostics,
                                                          thinning)), state)
             self.last_state = state
@@ -354,6 +358,32 @@ def _check_parts(estimator, optimizer, core_class):
     if not (isinstance(core_class, type) and issubclass(core_class, LearnerCore)):
         raise TypeError(f"core_class must be ugm.learn.LearnerCore or a subclass, got "
                         f"{core_class!r}")
+
+
+def _update_batch(setup, state, batch, prepare):
+    """The batch :meth:`MLE.update` steps on: ``batch`` prepared, or by default the
+    minibatch of ``state.step`` from the learner's data."""
+    if batch is None:
+        batches = setup.steps.batches
+        perm = None if batches.full else batches.permutation(state)
+        return setup.steps.batch(batches.indices(state, perm), setup.data, setup.inputs)
+    if setup.inputs is not None:
+        raise ValueError("with per-example inputs the learner steps on its own "
+                         "minibatches (their particles persist per example): call "
+                         "update(state) without a batch")
+    return (batch if isinstance(batch, PreparedBatch) else prepare(batch)).batch
+
+
+def _check_run(num_steps, thinning, checkpoint_every, checkpoint_dir):
+    """:meth:`MLE.run`'s counts checked: ``(num_steps, thinning, checkpoint_every in
+    records)``."""
+    num_steps = check_count("MLE.run", "num_steps", num_steps, minimum=0)
+    thinning = check_count("MLE.run", "thinning", thinning)
+    every = _check_checkpoints(checkpoint_every, checkpoint_dir, thinning)
+    if num_steps % thinning:
+        raise ValueError(f"MLE.run: num_steps ({num_steps}) must be a multiple of "
+                         f"thinning ({thinning})")
+    return num_steps, thinning, every
 
 
 def _check_checkpoints(checkpoint_every, checkpoint_dir, thinning) -> Optional[int]:
@@ -385,8 +415,9 @@ def _raise_if_failed(state, diagnostics, failed_at=None):
     diverged = diverged_sites(spread) if failed_at >= 0 else None
     if diverged is not None:
         raise NonFiniteError(
-            f"learning step {failed_at}: {diverged}. The run stopped; error.state holds "
-            "the parameters at which the chains diverged (the step before made them). "
+            f"learning step {failed_at}: {diverged}. The run stopped; error.state is the "
+            "last good state, before the step that made the parameters at which the "
+            "chains diverged. "
             "Parametrize such terms to stay normalizable (a Cholesky factor, a positive "
             "transform) or lower the learning rate.",
             failed_at, state, diagnostics)

@@ -32,7 +32,10 @@ class PseudoFitResult(NamedTuple):
     num_steps : int
         Optimizer steps taken.
     converged : bool
-        Whether the gradient norm reached ``tol``.
+        Whether the gradient norm reached ``tol`` or the dtype's resolution
+        ``16 eps max(1, |objective|)``, whichever is larger, or the optimizer stalled
+        with a gradient norm at most ``sqrt(eps) max(1, |objective|)``
+        (:func:`~numpyro_ugm.runtime.runloop.converged`).
     """
 
     params: dict
@@ -47,7 +50,7 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
                           params: dict | None = None, num_steps: int = 200,
                           optimizer: optax.GradientTransformation | None = None,
                           rng_key: jax.Array | None = None, tol: float = 1e-6,
-                          progress_bar: bool = False, inputs: dict | None = None,
+                          progress_bar: bool = True, inputs: dict | None = None,
                           **model_kwargs: Any) -> PseudoFitResult:
     """Maximum pseudo-likelihood estimate (MPLE; or maximum penalized pseudo-likelihood
     when parameter sites have priors).
@@ -75,9 +78,14 @@ def fit_pseudo_likelihood(model: Callable | UGM, data: dict, *model_args: Any,
     rng_key : jax PRNGKey, optional
         For the initial parameters (default ``PRNGKey(0)``).
     tol : float
-        Stop when the gradient norm of the objective falls to ``tol``.
+        Stop, converged, when the gradient norm of the objective falls to ``tol`` or to
+        the dtype's resolution ``16 eps max(1, |objective|)`` (eps: the machine epsilon;
+        float32 cannot reach 1e-6 on an objective of order 100), whichever is larger;
+        the fit also stops when a step no longer moves the parameters (converged if the
+        gradient norm is at most ``sqrt(eps) max(1, |objective|)`` there).
     progress_bar : bool
-        Show a tqdm bar (the steps then run in chunks; results are identical).
+        Show a tqdm bar on a fit that takes longer than 3 seconds (the steps then run in
+        chunks; results are identical).
     inputs : dict of str -> array, optional
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and evaluation). A model function is traced with the first

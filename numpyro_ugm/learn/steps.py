@@ -55,10 +55,13 @@ class Steps:
         return ConditionalBatch(take(data), take(inputs), indices)
 
     def carry(self, state):
-        """What :meth:`run` carries from chunk to chunk: ``(state, order)``, ``order`` being
-        the minibatch order ``(permutation, epoch)`` before any is drawn (epoch −1)."""
+        """What :meth:`run` carries from chunk to chunk: ``(state, order, previous)``,
+        ``order`` being the minibatch order ``(permutation, epoch)`` before any is drawn
+        (epoch −1), ``previous`` the state before the last update that succeeded (the
+        last good state when an update fails at parameters the one before made: chains
+        that diverge there, gradients that are not finite there)."""
         size = 0 if self.batches.full else self.batches.num_examples
-        return state, (jnp.zeros((size,), jnp.int32), -jnp.ones((), state.step.dtype))
+        return state, (jnp.zeros((size,), jnp.int32), -jnp.ones((), state.step.dtype)), state
 
     def run(self, carry, length, data, inputs, capacity: int, thinning: int = 1,
             record: Optional[Callable] = None):
@@ -73,7 +76,7 @@ class Steps:
 
         Returns
         -------
-        carry : (state, order)
+        carry : (state, order, previous)
         rows : dict of str -> array ``(capacity, ...)``
             Per record: the last update's :meth:`StepInfo.diagnostics
             <numpyro_ugm.learn.core.StepInfo.diagnostics>` and ``record(core, state)``
@@ -94,19 +97,28 @@ class Steps:
         state, info = self.core.update(state, self.batch(indices, data, inputs))
         return state, info, order
 
+    def _tracked(self, state, data, inputs, order, previous):
+        """:meth:`advance`, and the state before the last update that succeeded."""
+        new, info, order = self.advance(state, data, inputs, order)
+        succeeded = new.failed_at < 0
+        previous = jax.tree.map(lambda a, b: jnp.where(succeeded, a, b), state, previous)
+        return new, info, order, previous
+
     def _scan(self, carry, data, inputs, length, capacity, thinning, record):
         def one(carry):
-            state, order = carry
+            state, order, previous = carry
             if thinning == 1:
-                state, info, order = self.advance(state, data, inputs, order)
+                state, info, order, previous = self._tracked(state, data, inputs, order,
+                                                             previous)
             else:
                 def inner(_, loop):
-                    return self.advance(loop[0], data, inputs, loop[2])
+                    return self._tracked(loop[0], data, inputs, loop[2], loop[3])
 
                 template = jax.eval_shape(
                     lambda s: self.advance(s, data, inputs, order)[1], state)
-                state, info, order = jax.lax.fori_loop(
-                    0, thinning, inner, (state, jax.tree.map(jnp.zeros_like, template), order))
+                state, info, order, previous = jax.lax.fori_loop(
+                    0, thinning, inner,
+                    (state, jax.tree.map(jnp.zeros_like, template), order, previous))
             row = info.diagnostics()
             if record is not None:
                 extra = record(self.core, state)
@@ -115,7 +127,7 @@ class Steps:
                     raise ValueError(f"MLE.run: record returned {clash}, names the "
                                      "diagnostics already use")
                 row.update(extra)
-            return (state, order), row
+            return (state, order, previous), row
 
         return fill_rows(one, carry, length, capacity)
 

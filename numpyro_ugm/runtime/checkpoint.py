@@ -23,7 +23,7 @@ import numpy as np
 
 from . import distributed
 
-__all__ = ["save", "load", "latest", "CheckpointError"]
+__all__ = ["save", "load", "latest", "read_meta", "CheckpointError"]
 
 _STATE = "state/"
 _DIAG = "diagnostics/"
@@ -159,6 +159,11 @@ def load(path, template, meta=None):
     state = jax.tree_util.tree_unflatten(treedef, values)
     diagnostics = {k[len(_DIAG):]: v for k, v in arrays.items() if k.startswith(_DIAG)}
     return state, diagnostics
+
+
+def read_meta(path) -> dict:
+    """The ``meta`` strings the checkpoint at ``path`` was saved with."""
+    return {k[len(_META):]: str(v) for k, v in _read(path).items() if k.startswith(_META)}
 
 
 def _placed_like(value, leaf):

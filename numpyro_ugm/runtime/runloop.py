@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from .distributed import is_primary
 
-__all__ = ["run_loop", "Interrupted", "chunk_size", "capacity", "nan_filled", "fill_rows",
+__all__ = ["run_loop", "Interrupted", "SaveFailed", "converged", "chunk_size", "capacity", "nan_filled", "fill_rows",
            "minimize", "MinimizeResult"]
 
 
@@ -71,6 +71,47 @@ class Interrupted(KeyboardInterrupt):
         self.state, self.diagnostics = state, diagnostics
 
 
+class SaveFailed(OSError):
+    """An ``OSError`` raised while :func:`run_loop` saved a checkpoint (a full disk, a
+    directory that vanished, no permission), carrying what the loop had computed so that
+    nothing is lost: retry the save elsewhere, or continue from ``state``.
+
+    Attributes
+    ----------
+    state : pytree
+        The state after the last completed chunk (the one the save was writing).
+    diagnostics : dict of str -> ndarray
+        The per-step diagnostics of the chunks completed (those of ``state``).
+    """
+
+    def __init__(self, error, state, diagnostics):
+        super().__init__(error.errno, f"{error.strerror or error}: the checkpoint could not "
+                         "be written; the state computed so far is kept in this error's "
+                         "state (and diagnostics) and in the learner's last_state",
+                         error.filename)
+        self.state, self.diagnostics = state, diagnostics
+
+
+def _saved(save, state, diagnostics):
+    """``save(state, diagnostics)``, its ``OSError`` raised as :class:`SaveFailed`."""
+    try:
+        save(state, diagnostics)
+    except OSError as error:
+        raise SaveFailed(error, state, diagnostics) from error
+
+
+def _advanced(bar, count, first):
+    """Move ``bar`` by ``count``; after the first chunk, restart its clock there, so that
+    the rate and ETA come from measured steps, not from the compilation the first chunk
+    also paid for."""
+    if not first or bar.disable:
+        bar.update(count)
+        return
+    bar.reset()
+    bar.n = bar.last_print_n = bar.initial = count
+    bar.refresh()
+
+
 def nan_filled(template: Any, rows: Optional[int] = None) -> Any:
     """Arrays shaped like ``template`` (a pytree of ``jax.ShapeDtypeStruct`` or arrays),
     with a leading axis of ``rows`` if given, filled with NaN: the one way the package marks
@@ -101,7 +142,8 @@ def fill_rows(one: Callable, carry: Any, length, capacity: int):
 def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
              progress_bar: bool = True, desc: str = "running",
              stop: Optional[Callable] = None, postfix: Optional[Callable] = None,
-             checkpoint_every: Optional[int] = None, save: Optional[Callable] = None):
+             checkpoint_every: Optional[int] = None, save: Optional[Callable] = None,
+             steps_per_row: int = 1, unit: str = "step", delay: float = 0.0):
     """Run ``num_steps`` steps of ``advance`` in chunks of at most ``chunk`` steps.
 
     The callables are plain functions of the values they are given (the loop never calls
@@ -122,6 +164,14 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
         Show a tqdm bar (on the primary process only, under ``jax.distributed``).
     desc : str
         The bar's label.
+    steps_per_row : int
+        What one step of ``advance`` counts on the bar (e.g. the updates of a thinned
+        record): the bar counts ``num_steps * steps_per_row`` of ``unit``, and its rate
+        and ETA are measured from the second chunk on (the first compiles).
+    unit : str
+        What the bar counts.
+    delay : float
+        Seconds before the bar appears (a run shorter than that shows none).
     stop : callable, optional
         ``state -> bool``: end the run after the chunk that made it true (a failed or
         converged run).
@@ -147,6 +197,9 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
         On ``KeyboardInterrupt``: it carries the last completed chunk's state and the
         diagnostics of the chunks completed, which always belong together (a chunk's
         state is taken only once its diagnostics are on the host).
+    SaveFailed
+        When ``save`` raises an ``OSError`` (e.g. a full disk): it carries the state and
+        diagnostics being saved.
     """
     pieces = []
 
@@ -159,8 +212,8 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
     done = (state, 0, 0)  # (state, chunks, steps)
     saved_at, stopped = 0, False
     # one bar for a run of several processes (jax.distributed): the primary's
-    with tqdm(total=num_steps, disable=not (progress_bar and is_primary()),
-              desc=desc) as bar:
+    with tqdm(total=num_steps * steps_per_row, disable=not (progress_bar and is_primary()),
+              desc=desc, unit=unit, delay=delay) as bar:
         try:
             while done[2] < num_steps:
                 steps = done[2]
@@ -171,23 +224,23 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
                 # waits for the chunk (asynchronous dispatch): most of the wall time
                 pieces.append(jax.tree.map(lambda v: np.asarray(v)[:length], info))
                 done = (new_state, len(pieces), steps + length)
-                bar.update(length)
+                _advanced(bar, length * steps_per_row, first=len(pieces) == 1)
                 if progress_bar and postfix is not None:
                     bar.set_postfix(postfix(pieces[-1]))
                 stopped = stop is not None and bool(stop(done[0]))
                 if stopped:
                     break
                 if checkpoint_every is not None and done[2] % checkpoint_every == 0:
-                    save(done[0], collected(done[1]))
+                    _saved(save, done[0], collected(done[1]))
                     saved_at = done[2]
         except KeyboardInterrupt as interrupt:
             state, diagnostics = done[0], collected(done[1])
             if save is not None:
-                save(state, diagnostics)
+                _saved(save, state, diagnostics)
             raise Interrupted(state, diagnostics) from interrupt
     state, diagnostics = done[0], collected(done[1])
     if checkpoint_every is not None and (stopped or saved_at != done[2]):
-        save(state, diagnostics)
+        _saved(save, state, diagnostics)
     return state, diagnostics
 
 
@@ -196,13 +249,35 @@ def run_loop(advance: Callable, state: Any, num_steps: int, *, chunk: int,
 
 class MinimizeState(NamedTuple):
     """State of :func:`minimize`: the iterate, the optimizer's state, the last finite
-    evaluation (iterate, value, auxiliary output, gradient norm), and whether it stopped."""
+    evaluation (iterate, value, auxiliary output, gradient norm), whether it stopped and
+    whether it converged (:func:`converged`)."""
 
     step: jax.Array
     params: Any
     opt_state: Any
     best: tuple
     stopped: jax.Array
+    converged: jax.Array
+
+
+def converged(value, grad_norm, params, stepped, tol):
+    """The convergence rule of :func:`minimize`, at parameters ``params`` where the
+    objective is ``value`` with gradient norm ``grad_norm``, the optimizer's next iterate
+    being ``stepped``: ``(converged, stalled)``.
+
+    Converged: the gradient norm fell to ``tol`` or to the dtype's resolution relative to
+    the objective's scale, ``16 eps max(1, |value|)`` (eps the dtype's machine epsilon:
+    float32 cannot reach 1e-6 on an objective of order 100), whichever is larger; or the
+    optimizer stalled with a gradient norm at most ``sqrt(eps) max(1, |value|)``.
+    Stalled: the step moves the iterate by no more than rounding (``|stepped - params|
+    <= 4 eps max(1, |params|)``: the line search found no better point the dtype can
+    represent), so the optimizer cannot go on."""
+    eps = jnp.finfo(jnp.result_type(value)).eps
+    scale = jnp.maximum(1.0, jnp.abs(value))
+    moved = optax.tree.norm(jax.tree.map(jnp.subtract, stepped, params))
+    stalled = moved <= 4 * eps * jnp.maximum(1.0, optax.tree.norm(params))
+    reached = (grad_norm <= tol) | (grad_norm <= 16 * eps * scale)
+    return reached | (stalled & (grad_norm <= jnp.sqrt(eps) * scale)), stalled
 
 
 class MinimizeResult(NamedTuple):
@@ -217,7 +292,8 @@ class MinimizeResult(NamedTuple):
     num_steps : int
         Optimizer steps taken.
     converged : bool
-        Whether the gradient norm reached ``tol``.
+        Whether the gradient norm reached ``tol``, or the objective stopped changing at
+        its dtype's resolution with a gradient that small there (:func:`converged`).
     trace : dict of str -> ndarray (num_steps + 1,)
         ``value``, ``aux`` and ``grad_norm`` at every evaluation (NaN after the last).
     """
@@ -232,12 +308,15 @@ class MinimizeResult(NamedTuple):
 
 
 def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransformation | None,
-             num_steps: int, *args, tol: float = 1e-6, progress_bar: bool = False,
-             desc: str = "fitting", cached: Callable | None = None) -> MinimizeResult:
+             num_steps: int, *args, tol: float = 1e-6, progress_bar: bool = True,
+             desc: str = "fitting", cached: Callable | None = None,
+             delay: float = 3.0) -> MinimizeResult:
     """Minimize ``loss(params, *args) -> (value, aux)`` with an optax optimizer (``None``:
-    ``optax.lbfgs()`` with its line search), stopping when the gradient norm falls to
-    ``tol``, after ``num_steps`` steps, or at a non-finite value (the last finite iterate
-    is kept).
+    ``optax.lbfgs()`` with its line search), stopping once converged (:func:`converged`:
+    the gradient norm fell to ``tol``, or the objective stopped changing at its dtype's
+    resolution), when the objective stops changing, after ``num_steps`` steps, or at a
+    non-finite value (the last finite iterate is kept). The progress bar appears on runs
+    longer than ``delay`` seconds.
 
     ``args`` (e.g. the data), ``num_steps`` and ``tol`` are arguments of the compiled
     steps, not constants in them. With ``cached`` (``build -> program``, e.g.
@@ -258,12 +337,13 @@ def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransfor
     limits = (jnp.asarray(num_steps, jnp.int32), jnp.asarray(tol, jnp.result_type(float)))
     state, trace = run_loop(
         lambda s, n: program.advance(s, n, limits, args, capacity=capacity(chunk)), state,
-        total, chunk=chunk, progress_bar=progress_bar, desc=desc, stop=lambda s: s.stopped)
+        total, chunk=chunk, progress_bar=progress_bar, desc=desc, stop=lambda s: s.stopped,
+        delay=delay)
     trace = {k: np.concatenate([v, np.full((total - len(v),) + v.shape[1:], np.nan, v.dtype)])
              for k, v in trace.items()}
     params, value, aux, gnorm = state.best
     return MinimizeResult(params, value, aux, gnorm, int(state.step),
-                          bool(np.asarray(gnorm) <= tol), trace)
+                          bool(state.converged), trace)
 
 
 class _Minimizer(NamedTuple):
@@ -284,13 +364,15 @@ def _minimizer(loss, optimizer):
         finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
         best = jax.tree.map(lambda a, b: jnp.where(finite, a, b),
                             (state.params, value, aux, gnorm), state.best)
-        stop = (~finite) | (gnorm <= tol) | (state.step >= num_steps)
         updates, opt_state = opt.update(grad, state.opt_state, state.params, value=value,
                                         grad=grad, value_fn=lambda v: loss(v, *args)[0])
         stepped = optax.apply_updates(state.params, updates)
+        done, stalled = converged(value, gnorm, state.params, stepped, tol)
+        done, stalled = finite & done, finite & stalled
+        stop = (~finite) | done | stalled | (state.step >= num_steps)
         params = jax.tree.map(lambda a, b: jnp.where(stop, a, b), state.params, stepped)
         state = MinimizeState(state.step + (~stop).astype(state.step.dtype), params,
-                              opt_state, best, stop)
+                              opt_state, best, stop, done)
         return state, {"value": value, "aux": aux, "grad_norm": gnorm}
 
     @jax.jit
@@ -298,7 +380,8 @@ def _minimizer(loss, optimizer):
         probe = jax.eval_shape(lambda p: loss(p, *args), params)
         nan = nan_filled(probe)
         return MinimizeState(jnp.zeros((), jnp.int32), params, opt.init(params),
-                             (params, nan[0], nan[1], nan[0]), jnp.array(False))
+                             (params, nan[0], nan[1], nan[0]), jnp.array(False),
+                             jnp.array(False))
 
     @functools.partial(jax.jit, static_argnames="capacity")
     def advance(state, length, limits, args, *, capacity):

@@ -14,6 +14,9 @@ node in an (n,) array, :func:`count_marked` counts the neighbours of another nod
 carrying the stamp, O(D) each, and a fresh stamp clears every mark at once.
 """
 
+import pickle
+import warnings
+
 import numpy as np
 
 try:
@@ -24,13 +27,58 @@ except ImportError:  # pragma: no cover - numba is a dependency; kept for clarit
 __all__ = ["available", "jit", "inline", "find_slot", "mark", "count_marked", "append",
            "remove", "retag", "empty_lists"]
 
+def _compiled(**options):
+    """``numba.njit(**options)`` with numba's disk cache where numba finds a place to
+    write it, else without one: a read-only install (package folder and home not
+    writable, ``NUMBA_CACHE_DIR`` unset) still imports, and compiles in each process."""
+    def decorate(function):
+        try:
+            return _rebuilt_if_damaged(numba.njit(cache=True, **options)(function))
+        except RuntimeError as error:  # "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(error):
+                raise
+            return numba.njit(cache=False, **options)(function)
+    return decorate
+
+
+#: what numba's cache raises when its files are truncated or damaged
+_DAMAGED = (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError, ImportError, OSError)
+
+
+def _rebuilt_if_damaged(dispatcher):
+    """``dispatcher`` whose disk cache, when damaged (a copy cut short, a disk error),
+    is emptied with a warning and the function compiled afresh, instead of every call
+    failing with numba's ``EOFError`` or ``UnpicklingError`` until the cache folder is
+    deleted by hand."""
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None:  # pragma: no cover - another numba's layout: its own behaviour
+        return dispatcher
+
+    def load_overload(*args, **kwargs):
+        try:
+            return load(*args, **kwargs)
+        except _DAMAGED as error:
+            warnings.warn(f"numba's compiled-code cache of {dispatcher.py_func.__qualname__} "
+                          f"was damaged ({type(error).__name__}: {error}); it is emptied "
+                          "and the function compiled afresh (if this repeats, delete the "
+                          "cache folder: numba's __pycache__ beside numpyro_ugm/network, "
+                          "or NUMBA_CACHE_DIR)", RuntimeWarning, stacklevel=2)
+            cache.flush()
+            return None
+
+    cache.load_overload = load_overload
+    return dispatcher
+
+
 if numba is not None:
     #: small helpers are inlined by LLVM; numba inlines (``inline``) the functions that
     #: take the model's ~20 arrays, whose calls made the kernel 2-2.5 times slower
     #: (numba-level inlining of the small ones too doubled the compile time, 18 s -> 9 s
     #: for the kernel without it, at the same speed)
-    jit = numba.njit(cache=True, nogil=True)
-    inline = numba.njit(cache=True, nogil=True, inline="always")
+    jit = _compiled(nogil=True)
+    inline = _compiled(nogil=True, inline="always")
 else:  # pragma: no cover
     def jit(f):
         """Without numba: the function itself."""

@@ -28,13 +28,17 @@ from .runtime.runloop import capacity
 from .runtime.sharding import shard_particles, use_mesh
 from .model.target import Target
 
-__all__ = ["sample", "SampleDiagnostics", "R_HAT_LIMIT", "ACCEPTANCE_FLOOR"]
+__all__ = ["sample", "SampleDiagnostics", "R_HAT_LIMIT", "ACCEPTANCE_FLOOR", "MIN_DRAWS_FOR_R_HAT"]
 
 #: ``sample`` warns when a variable's split R-hat over the chains exceeds this.
 R_HAT_LIMIT = 1.1
 
 #: ``sample`` warns when a chain's mean acceptance over its kept steps is below this.
 ACCEPTANCE_FLOOR = 0.01
+
+#: fewer draws per chain than this give no split R-hat or effective size (NaN): the
+#: estimates of a few draws are noise, and a warning from them would be too
+MIN_DRAWS_FOR_R_HAT = 20
 
 
 class SampleDiagnostics(NamedTuple):
@@ -159,7 +163,7 @@ def _diagnostics(draws: dict, acceptance: np.ndarray) -> SampleDiagnostics:
     for name, v in draws.items():
         v = np.asarray(v, np.float64)
         shape = v.shape[2:]
-        if v.shape[1] < 4:
+        if v.shape[1] < MIN_DRAWS_FOR_R_HAT:
             r_hat[name] = ess[name] = np.full(shape, np.nan)
             continue
         with np.errstate(divide="ignore", invalid="ignore"):

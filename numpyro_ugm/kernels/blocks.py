@@ -166,37 +166,7 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
     ``chains`` chains along a leading axis (systematic scan only)."""
     structure, domains = target.structure, target.state_sites
     per_variable = {s: num_uniforms(d) for s, d in domains.items()}
-
-    def update(uniforms, position, logdensity_fn, block):
-        zero = _batch_aligned_zero(position)
-        # a real site's indices stay unbatched: the indicator of its block, a scatter of
-        # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps)
-        index = {s: None if i is None else i + zero if domains[s].finite else i
-                 for s, i in block.index.items()}
-        logits = block_logits(logdensity_fn, position, domains, index, structure.multilinear)
-        new = dict(position)
-        accepted = proposed = jnp.zeros((), jnp.float32)
-        for s in index:
-            d = domains[s]
-            # the block's current values (unused by Gibbs, dropped by XLA); gathered by
-            # the indices as given: batching them costs more here (64x64 Ising grid,
-            # block Metropolis: 7 % slower) than it saves
-            values, ok = draw(uniforms[s], logits[s], d,
-                              gather(position[s], d, block.index[s]))
-            table = block.merge[s]
-            if not (table is None or isinstance(table, _Scatter) or not d.finite):
-                table = table + zero
-            new[s] = _merge(position[s], d, values, table)
-            real = None if block.real is None else block.real[s]
-            count = (jnp.sum(real, dtype=jnp.float32) if real is not None
-                     else float(values.shape[0]))
-            proposed = proposed + count
-            if ok is None:
-                accepted = accepted + count
-            else:
-                ok = ok if real is None else ok & real
-                accepted = accepted + jnp.sum(ok, dtype=jnp.float32)
-        return new, accepted, proposed
+    update = functools.partial(_update_block, draw, domains, structure.multilinear)
 
     def updated(uniforms, position, logdensity_fn, block, chains):
         """``update``, vmapped over the chains when there are several."""
@@ -204,26 +174,68 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
         return fn(uniforms, position) if chains is None else jax.vmap(fn)(uniforms, position)
 
     blocks = structure.blocks[::-1] if backward else structure.blocks
+    if scan == "systematic" and len(blocks) <= max_unrolled:
+        return _unrolled_sweep(blocks, domains, per_variable, updated)
+    return _scanned_sweep(blocks, domains, per_variable, updated, scan)
+
+
+def _update_block(draw, domains, multilinear, uniforms, position, logdensity_fn, block):
+    """One block's variables drawn by ``draw`` from their conditionals: ``(position,
+    accepted, proposed)`` (float32 counts of the block's real entries)."""
+    zero = _batch_aligned_zero(position)
+    # a real site's indices stay unbatched: the indicator of its block, a scatter of
+    # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps)
+    index = {s: None if i is None else i + zero if domains[s].finite else i
+             for s, i in block.index.items()}
+    logits = block_logits(logdensity_fn, position, domains, index, multilinear)
+    new = dict(position)
+    accepted = proposed = jnp.zeros((), jnp.float32)
+    for s in index:
+        d = domains[s]
+        # the block's current values (unused by Gibbs, dropped by XLA); gathered by
+        # the indices as given: batching them costs more here (64x64 Ising grid,
+        # block Metropolis: 7 % slower) than it saves
+        values, ok = draw(uniforms[s], logits[s], d, gather(position[s], d, block.index[s]))
+        table = block.merge[s]
+        if not (table is None or isinstance(table, _Scatter) or not d.finite):
+            table = table + zero
+        new[s] = _merge(position[s], d, values, table)
+        real = None if block.real is None else block.real[s]
+        count = (jnp.sum(real, dtype=jnp.float32) if real is not None
+                 else float(values.shape[0]))
+        proposed = proposed + count
+        if ok is None:
+            accepted = accepted + count
+        else:
+            ok = ok if real is None else ok & real
+            accepted = accepted + jnp.sum(ok, dtype=jnp.float32)
+    return new, accepted, proposed
+
+
+def _unrolled_sweep(blocks, domains, per_variable, updated):
+    """A systematic sweep with one update per block written out (few blocks)."""
+    unrolled = [_Block(b, {s: _merge_table(domains[s], i) for s, i in b.items()})
+                for b in blocks]
+    layout = _UniformLayout([{s: domains[s].num_variables if i is None else len(i)
+                              for s, i in b.items()} for b in blocks], per_variable)
+
+    def sweep(rng_key, position, logdensity_fn, chains=None):
+        uniforms = layout.draw(rng_key, chains, position)
+        accepted = proposed = jnp.zeros((), jnp.float32)
+        for u, block in zip(uniforms, unrolled):
+            position, a, p = updated(u, position, logdensity_fn, block, chains)
+            accepted, proposed = accepted + a, proposed + p
+        return position, accepted, proposed
+
+    return sweep
+
+
+def _scanned_sweep(blocks, domains, per_variable, updated, scan):
+    """A sweep scanned over the colours: one update for any colour, from padded index
+    tables. Random scan always goes this way: under vmap each chain draws its own
+    colour, and a lax.switch over per-block updates would run every branch for every
+    chain."""
     num_blocks = len(blocks)
-    if scan == "systematic" and num_blocks <= max_unrolled:
-        unrolled = [_Block(b, {s: _merge_table(domains[s], i) for s, i in b.items()})
-                    for b in blocks]
-        layout = _UniformLayout([{s: domains[s].num_variables if i is None else len(i)
-                                  for s, i in b.items()} for b in blocks], per_variable)
-
-        def sweep(rng_key, position, logdensity_fn, chains=None):
-            uniforms = layout.draw(rng_key, chains, position)
-            accepted = proposed = jnp.zeros((), jnp.float32)
-            for u, block in zip(uniforms, unrolled):
-                position, a, p = updated(u, position, logdensity_fn, block, chains)
-                accepted, proposed = accepted + a, proposed + p
-            return position, accepted, proposed
-
-        return sweep
-
-    # One update for any color, from padded index tables. Random scan always goes this
-    # way: under vmap each chain draws its own color, and a lax.switch over per-block
-    # updates would run every branch for every chain.
     index_tables, merge_tables, lengths = _padded_tables(blocks, domains)
     layout = _UniformLayout([{s: t.shape[1] for s, t in index_tables.items()}],
                             per_variable)

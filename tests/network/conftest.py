@@ -35,6 +35,22 @@ def network_data():
     return Path(__file__).resolve().parents[3] / "shared" / "data" / "networks"
 
 
+@pytest.fixture(scope="session")
+def statnet():
+    """``statnet(name)``: one of statnet's shipped networks (``datasets.network``); the
+    test is skipped, saying so, when the data folder is not there (a clone without
+    ``../shared``)."""
+    from numpyro_ugm import datasets
+
+    def load(name):
+        try:
+            return datasets.network(name)
+        except FileNotFoundError as error:
+            pytest.skip(f"statnet's {name} is not available here: {error}")
+
+    return load
+
+
 # --- brute force from the definitions ---------------------------------------------------
 
 

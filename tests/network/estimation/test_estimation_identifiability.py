@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy import special
 
-from numpyro_ugm.datasets import network
 from numpyro_ugm.network import fit_ergm
 from numpyro_ugm.network.diagnostics.degeneracy import ErgmDegeneracyError
 
@@ -52,11 +51,11 @@ def test_an_mle_at_infinity_is_reported_as_infinite(graph, sign):
     assert "edges" in fit.message and "∞" in fit.message
 
 
-def test_levels_without_a_within_level_tie_are_at_minus_infinity_the_rest_fitted():
+def test_levels_without_a_within_level_tie_are_at_minus_infinity_the_rest_fitted(statnet):
     """faux.mesa.high edges + nodematch('Race', diff=TRUE) gave −18.38 (s.e. 28,209) for
     levels with no within-level tie; the others are checked against the closed form of
     the saturated model on the dyads left: logit of ties / dyads per group."""
-    g = network("faux.mesa.high")
+    g = statnet("faux.mesa.high")
     fit = _quiet_fit(g, "edges + nodematch('Race', diff=TRUE)")
     race = {v: g.nodes[v]["Race"] for v in g.nodes}
     levels = sorted(set(race.values()))
@@ -90,9 +89,9 @@ def test_graphs_of_zero_or_one_node_are_a_clear_error(n):
         fit_ergm(nx.empty_graph(n), "edges")
 
 
-def test_a_huge_covariate_is_fitted_in_its_own_units():
+def test_a_huge_covariate_is_fitted_in_its_own_units(statnet):
     """nodecov of 1e200 gave [nan, nan]: the same fit as wealth, θ scaled by 1e-198."""
-    g = network("flomarriage")
+    g = statnet("flomarriage")
     for v in g.nodes:
         g.nodes[v]["big"] = g.nodes[v]["wealth"] * 1e198
     with warnings.catch_warnings():

@@ -19,7 +19,6 @@ import itertools
 import numpy as np
 import pytest
 
-from numpyro_ugm import datasets
 from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
 from numpyro_ugm.network.fit import observed_network
 from numpyro_ugm.network.graphs import pair_tables
@@ -108,8 +107,9 @@ def check_consistent(state, directed):
     ("faux.dixon.high", "edges + mutual + nodematch('grade') + ttriple + ctriple "
      "+ gwesp(0.5, fixed=TRUE) + istar(2)", [-5.0, 2.5, 1.6, 0.05, -0.1, 0.4, 0.01]),
 ])
-def test_running_statistics_match_the_final_networks(compiled_cases, name, formula, theta):
-    net, edges = observed_network(datasets.network(name), None)
+def test_running_statistics_match_the_final_networks(compiled_cases, statnet, name, formula,
+                                                     theta):
+    net, edges = observed_network(statnet(name), None)
     terms = resolve_terms(formula, net)
     program = nt.native_program(terms, net.num_nodes)
     state = compiled_cases.native_state(edges, net, terms, 3, max_degree=64)

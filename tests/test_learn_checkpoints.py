@@ -97,6 +97,7 @@ def test_a_directory_of_another_run_is_refused(spins, tmp_path):
     learner().run(jax.random.PRNGKey(1), 2, spins, progress_bar=False, checkpoint_every=2,
                   checkpoint_dir=tmp_path, checkpoint_overwrite=True)
     assert sorted(p.name for p in tmp_path.glob("*.npz")) == ["step_000000002.npz"]
+    assert stored_rows(tmp_path) == [0, 1]  # the other run's diagnostics deleted too
 
 
 def test_only_the_newest_checkpoints_are_kept(spins, tmp_path):

@@ -62,7 +62,7 @@ def test_sgmcmc_checkpoints_and_resumes_bit_identically(chain_posterior, tmp_pat
     key = jax.random.PRNGKey(5)
     whole = sampler.run(key, 10, data, num_warmup=5, thinning=2, progress_bar=False)
     saved = sampler.run(key, 10, data, num_warmup=5, thinning=2, progress_bar=False,
-                        checkpoint_every=4, checkpoint_dir=tmp_path)
+                        checkpoint_every=4, checkpoint_dir=tmp_path, checkpoint_keep=None)
     for name in whole.samples:
         np.testing.assert_array_equal(saved.samples[name], whole.samples[name])
     steps = sorted(int(p.stem[len("step_"):]) for p in tmp_path.glob("*.npz"))
@@ -83,3 +83,10 @@ def test_sgmcmc_checkpoints_and_resumes_bit_identically(chain_posterior, tmp_pat
     with pytest.raises(ValueError, match="multiple of thinning"):
         sampler.run(key, 10, data, num_warmup=5, thinning=2, checkpoint_every=5,
                     checkpoint_dir=tmp_path)
+    # by default the newest three checkpoints, the samples of every update in the newest
+    sampler.run(key, 10, data, num_warmup=5, thinning=2, progress_bar=False,
+                checkpoint_every=4, checkpoint_dir=tmp_path / "kept")
+    assert [p.name for p in sorted((tmp_path / "kept").glob("*.npz"))] == [
+        f"step_{s:09d}.npz" for s in (17, 21, 25)]
+    _, diagnostics = sampler.restore(ugm.checkpoint.latest(tmp_path / "kept"), data)
+    np.testing.assert_array_equal(diagnostics["params/beta"][6::2], whole.samples["beta"])

@@ -9,56 +9,17 @@ A trace is a dict of per-step arrays keyed by name (the fields of
 updates it recorded; the others read NaN, as do updates the learner never saw.
 """
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ..runtime import distributed
+from ..runtime.checkpoint import Piece, piece_span, stitch
+
+__all__ = ["Piece", "stitch", "until_failure", "History", "LOG_Z_SE_TOLERANCE",
+           "warn_if_log_z_unreliable", "warn_if_collapsed"]
 
 #: standard error (nats) of a running log Z beyond which MLE.run warns that the running
 #: log-likelihood is no longer a useful measure
 LOG_Z_SE_TOLERANCE = 1.0
-
-
-class Piece(NamedTuple):
-    """Rows of a trace recorded by one run or update: row ``j`` is update
-    ``first + (j + 1) * stride - 1``."""
-
-    first: int
-    rows: dict
-    stride: int = 1
-
-    @property
-    def size(self) -> int:
-        """The number of rows."""
-        return len(next(iter(self.rows.values()))) if self.rows else 0
-
-    @property
-    def end(self) -> int:
-        """The update after the last one recorded."""
-        return self.first + self.size * self.stride
-
-    def until(self, step: int) -> "Piece":
-        """The rows of updates before ``step``."""
-        keep = max(0, (step - self.first) // self.stride)
-        return self._replace(rows={k: v[:keep] for k, v in self.rows.items()})
-
-
-def stitch(pieces) -> dict:
-    """Pieces as arrays indexed by update (NaN where none recorded)."""
-    pieces = [p for p in pieces if p.size]
-    if not pieces:
-        return {}
-    end = max(p.end for p in pieces)
-    out = {}
-    for p in pieces:
-        at = np.arange(p.size) * p.stride + p.first + p.stride - 1
-        for k, v in p.rows.items():
-            v = np.asarray(v)
-            if k not in out:
-                out[k] = np.full((end,) + v.shape[1:], np.nan, np.result_type(v, np.float32))
-            out[k][at] = v
-    return out
 
 
 def until_failure(state, piece: Piece) -> Piece:
@@ -70,10 +31,15 @@ def until_failure(state, piece: Piece) -> Piece:
 class History:
     """Per-step diagnostics of the updates that led to the learner's last state, kept
     across runs, updates and restores, so that a checkpoint holds them all (entry i is
-    update i; NaN for updates this learner did not record)."""
+    update i; NaN for updates this learner did not record).
 
-    def __init__(self):
+    ``stored``: where a checkpoint directory already holds the start of this history,
+    ``(directory, names)`` (its diagnostics files, in order), so that a run continuing
+    there writes only the rest; None if nowhere."""
+
+    def __init__(self, stored=None):
         self.pieces, self.key = [], None  # [Piece], the end state's key
+        self.stored = stored
 
     def resume(self, state, step=None):
         """Continue from ``state`` (whose step is ``step``, when the caller knows it):
@@ -82,12 +48,15 @@ class History:
         key = state.rng_key
         if self.key is None or (key is not self.key and not np.array_equal(
                 np.asarray(key), np.asarray(self.key))):
-            self.pieces = []
+            self.pieces, self.stored = [], None
             return
         # pieces are recorded in step order without overlap, so only the last ones can
         # reach beyond ``step``: trimming from the end keeps a long run of update() calls
         # linear in its length (rebuilding every piece made each call cost O(steps))
         step = int(state.step) if step is None else step
+        if self.stored is not None:  # the files of updates before ``step`` only
+            directory, names = self.stored
+            self.stored = (directory, tuple(n for n in names if piece_span(n)[1] <= step))
         while self.pieces:
             last = self.pieces[-1]
             if last.first >= step:

@@ -35,7 +35,7 @@ from ..model.validation import validate_data
 from .core import LearnerCore, LearnState, StepInfo
 from .data import Placement
 from .checkpoints import (DEFAULT_KEEP, check_restored, checkpoint_meta, good_state,
-                          new_run_id, run_id_of, start_writing)
+                          new_run_id, run_id_of, start_writing, stored_in)
 from .diagnostics import (History, Piece, until_failure, warn_if_collapsed,
                           warn_if_log_z_unreliable)
 from .setup import set_up
@@ -255,7 +255,7 @@ class MLE:
         state, diagnostics = checkpoint.load(path, template, checkpoint_meta(self.ugm, template))
         check_restored(path, self.get_params(state), self.core.param_space)
         state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
-        self.last_state, self._history = state, History()
+        self.last_state, self._history = state, History(stored=stored_in(path))
         self._run = (run_id_of(path), Path(path).parent)
         self._history.add(Piece(0, diagnostics), state)
         return state, diagnostics
@@ -286,7 +286,7 @@ class MLE:
             Where checkpoints go (required with ``checkpoint_every``): a directory of
             this run's (a continued run's) only; one of another run is refused.
         checkpoint_keep : int or None
-            Keep the newest this many checkpoints (None: all).
+            Keep the newest this many checkpoints (None: all) and their diagnostics.
         checkpoint_overwrite : bool
             Take over a directory of another run, deleting its checkpoints.
         thinning : int
@@ -325,7 +325,7 @@ class MLE:
                                     capacity=capacity(chunk), thinning=thinning, record=record)
         writer = None if every is None else start_writing(
             checkpoint_dir, self._run[0], keep=checkpoint_keep, resumed_from=self._run[1],
-            overwrite=checkpoint_overwrite, earlier=tuple(self._history.pieces), first=start,
+            overwrite=checkpoint_overwrite, history=self._history, first=start,
             stride=thinning, meta=checkpoint_meta(self.ugm, state))
         try:
             carry, rows = run_loop(

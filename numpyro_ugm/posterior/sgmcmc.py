@@ -27,6 +27,7 @@ import numpy as np
 import optax
 
 from ..runtime.checks import as_key, check_count
+from ..learn.checkpoints import DEFAULT_KEEP
 from ..learn.core import LearnerCore, LearnState
 from ..learn.mle import MLE
 
@@ -190,7 +191,7 @@ class SGMCMC(MLE):
     def run(self, rng_key, num_samples, data, *model_args, num_warmup=1000, thinning=1,
             inputs=None, batch_size=None, progress_bar=True, init_state=None,
             init_params=None, checkpoint_every=None, checkpoint_dir=None,
-            **model_kwargs) -> SGMCMCResult:
+            checkpoint_keep=DEFAULT_KEEP, **model_kwargs) -> SGMCMCResult:
         """Warm up for ``num_warmup`` updates, then record ``num_samples`` parameters,
         one every ``thinning`` updates: two runs of :meth:`MLE.run
         <numpyro_ugm.MLE.run>`, the second with ``thinning`` and :func:`record_params`.
@@ -212,7 +213,7 @@ class SGMCMC(MLE):
         init_state : LearnState, optional
             Continue from this state (e.g. ``result.state``, or one from
             :meth:`~numpyro_ugm.MLE.restore`).
-        checkpoint_every, checkpoint_dir
+        checkpoint_every, checkpoint_dir, checkpoint_keep
             As for :meth:`MLE.run <numpyro_ugm.MLE.run>`: every ``checkpoint_every``
             updates (a multiple of ``thinning``) of the warm-up and of the sampling. A
             checkpoint's diagnostics (:meth:`~numpyro_ugm.MLE.restore`) are indexed by
@@ -238,7 +239,8 @@ class SGMCMC(MLE):
             raise ValueError(f"SGMCMC.run: checkpoint_every ({checkpoint_every}) must be a "
                              f"multiple of thinning ({thinning})")
         settings = dict(inputs=inputs, batch_size=batch_size, progress_bar=progress_bar,
-                        checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir)
+                        checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir,
+                        checkpoint_keep=checkpoint_keep)
         state = super().run(rng_key, num_warmup, data, *model_args, init_state=init_state,
                             init_params=init_params, **settings, **model_kwargs).state
         result = super().run(None, num_samples * thinning, data, *model_args,

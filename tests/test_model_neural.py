@@ -284,3 +284,17 @@ def test_a_checkpoint_of_network_parameters_restores_and_continues(name, data, t
     resumed = again.run(None, 2, train, init_state=state, progress_bar=False)
     for a, b in zip(jax.tree.leaves(resumed.params), jax.tree.leaves(result.params)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_an_nnx_module_is_left_as_it_was_made(data):
+    """``nnx_module`` calls a copy of the module at the site's value: after learning
+    moved the weights, the module object holds the weights it was made with."""
+    module = NnxMLP(nnx.Rngs(0))
+    made = jax.tree.map(np.array, nnx.to_pure_dict(nnx.state(module, nnx.Param)))
+    learner = ugm.MLE(ebm(lambda x: nnx_module("net", module)(x)), ugm.PCD(8),
+                      optax.sgd(0.1))
+    state, _ = learner.update(learner.init(jax.random.PRNGKey(0), {"x": data[0][:50]}))
+    learned = learner.get_params(state)["net$params"]
+    assert not np.allclose(learned["l0"]["kernel"], made["l0"]["kernel"])
+    jax.tree.map(np.testing.assert_array_equal,
+                 nnx.to_pure_dict(nnx.state(module, nnx.Param)), made)

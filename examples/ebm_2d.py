@@ -112,17 +112,50 @@ def make_data(name, num_train, num_test, seed=0):
 # --- model --------------------------------------------------------------------------------
 
 
-def make_model(net, bound=BOUND):
-    """The EBM whose energy network starts at ``net`` (an equinox module)."""
+def energy_model(network, bound=BOUND):
+    """The EBM whose energy network is ``network(x)``, a function called inside the model
+    that declares the network's parameters (with ``eqx_module``, ``flax_module``,
+    ``nnx_module`` or ``numpyro.param``) and returns its scalar output."""
 
     def ebm():
         x = numpyro.sample("x", ugm.Real(2))
-        g = eqx_module("net", net)(x)
+        g = network(x)
         if bound is not None:
             g = bound * jnp.tanh(g / bound)
         numpyro.factor("energy", g - 0.5 * jnp.sum(x ** 2) / ENVELOPE ** 2)
 
     return ebm
+
+
+def make_model(net, bound=BOUND):
+    """The EBM whose energy network starts at ``net`` (an equinox module)."""
+    return energy_model(lambda x: eqx_module("net", net)(x), bound)
+
+
+def equinox_model(net):
+    """:func:`make_model` of ``net`` and no ``init_params`` (the network's own weights):
+    equinox's entry in :func:`compare`."""
+    return make_model(net), None
+
+
+def make_network(seed):
+    """The equinox MLP every learner starts from (2 -> 64 -> 64 -> 1, SiLU)."""
+    return eqx.nn.MLP(2, "scalar", 64, 2, activation=jax.nn.silu,
+                      key=jax.random.PRNGKey(seed))
+
+
+def dense_layers(net):
+    """The ``(kernel, bias)`` of each layer of the equinox MLP ``net``, each kernel of
+    shape (inputs, outputs) as flax and ``x @ kernel`` take it (equinox keeps the
+    transpose): to start another library's network at the same weights."""
+    return [(layer.weight.T, layer.bias) for layer in net.layers]
+
+
+def normal_log_density(x, train):
+    """log density at ``x`` of the Normal with the training data's per-coordinate mean and
+    standard deviation (the learners' base distribution)."""
+    mu, sd = train.mean(0), train.std(0)
+    return np.sum(-0.5 * ((x - mu) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi), 1)
 
 
 def learners(quick):
@@ -141,13 +174,14 @@ def learners(quick):
     }
 
 
-def learn(model, estimator, train, steps, seed):
-    """Learned parameters, wall time and the final diagnostics."""
+def learn(model, estimator, train, steps, seed, init_params=None):
+    """Learned parameters, wall time and the final diagnostics (from ``init_params``,
+    default: the model's own initial values)."""
     learner = ugm.MLE(model, estimator, optax.adam(optax.cosine_decay_schedule(
         1e-2, steps, alpha=0.01)))
     start = time.perf_counter()
     result = learner.run(jax.random.PRNGKey(seed), steps, {"x": train}, batch_size=200,
-                         progress_bar=False)
+                         init_params=init_params, progress_bar=False)
     jax.block_until_ready(result.params)
     seconds = time.perf_counter() - start
     last = {k: float(np.mean(np.asarray(v)[-max(1, steps // 10):]))
@@ -161,17 +195,9 @@ def run(names, steps, num_train, num_test, num_points, quick, bound, seed=0):
     for name in names:
         train, test, raw_test, sd = make_data(name, num_train, num_test, seed)
         data[name] = test
-        net = eqx.nn.MLP(2, "scalar", 64, 2, activation=jax.nn.silu,
-                         key=jax.random.PRNGKey(seed))
-        model = ugm.as_ugm(make_model(net, bound))
+        model = ugm.as_ugm(make_model(make_network(seed), bound))
         x = {"x": test}
-        base = float(np.mean(_normal_log_density(test, train)))
-        rows.append(dict(data=name, learner="base Normal (fitted)", test_ll=base,
-                         error=0.0, seconds=0.0))
-        if name == "8 Gaussians":  # the truth, in standardized coordinates
-            true = float(np.mean(eight_gaussians_log_density(raw_test)) + np.sum(np.log(sd)))
-            rows.append(dict(data=name, learner="true density", test_ll=true, error=0.0,
-                             seconds=0.0))
+        rows += reference_rows(name, train, test, raw_test, sd)
         for learner, estimator in learners(quick).items():
             try:
                 params, seconds, last = learn(model, estimator, train, steps, seed + 1)
@@ -192,11 +218,76 @@ def run(names, steps, num_train, num_test, num_points, quick, bound, seed=0):
     return rows, densities, data
 
 
-def _normal_log_density(x, train):
-    """log density at ``x`` of the Normal with the training data's per-coordinate mean and
-    standard deviation (the learners' base distribution)."""
-    mu, sd = train.mean(0), train.std(0)
-    return np.sum(-0.5 * ((x - mu) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi), 1)
+def reference_rows(name, train, test, raw_test, sd):
+    """The table's rows of the base Normal fitted to ``train`` and, for the 8 Gaussians,
+    of the true density (in standardized coordinates)."""
+    base = float(np.mean(normal_log_density(test, train)))
+    rows = [dict(data=name, learner="base Normal (fitted)", test_ll=base, error=0.0,
+                 seconds=0.0)]
+    if name == "8 Gaussians":
+        true = float(np.mean(eight_gaussians_log_density(raw_test)) + np.sum(np.log(sd)))
+        rows.append(dict(data=name, learner="true density", test_ll=true, error=0.0,
+                         seconds=0.0))
+    return rows
+
+
+def compare(declarations, args, title):
+    """Per data set, the energy network declared each way of ``declarations`` (label ->
+    function of the equinox network to start from -> ``(model, init_params)``), learned
+    from the same weights with the same keys by ``args.learner``: the test
+    log-likelihoods by quadrature, with the base Normal's (and the truth's), on stdout
+    and in ``<args.out>/<title>.json``. The examples of other network libraries run it."""
+    names = ["8 Gaussians"] if args.quick else list(DATASETS)
+    steps = 300 if args.quick else args.steps
+    num_points = 201 if args.quick else 401
+    print(f"{title}: {args.learner}, {len(names)} data set(s), {steps} steps, "
+          f"{args.train} train / {args.test} test points, quadrature {num_points}^2 "
+          f"points on {BOX}^2", flush=True)
+    rows = []
+    for name in names:
+        train, test, raw_test, sd = make_data(name, args.train, args.test, args.seed)
+        rows += reference_rows(name, train, test, raw_test, sd)
+        for label, declare in declarations.items():
+            model, init_params = declare(make_network(args.seed))
+            model = ugm.as_ugm(model)
+            params, seconds, _ = learn(model, learners(args.quick)[args.learner], train,
+                                       steps, args.seed + 1, init_params)
+            ll = ugm.quadrature.log_likelihood(model, params, {"x": test}, bounds=BOX,
+                                               num_points=num_points)
+            rows.append(dict(data=name, learner=label, test_ll=ll.value, error=ll.error,
+                             seconds=seconds))
+            print(f"{name:12s} {label:26s} test LL {ll.value:8.4f} (± {ll.error:.1e}) "
+                  f"{seconds:6.1f} s", flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = title + ("_quick" if args.quick else "")
+    (out / f"{name}.json").write_text(json.dumps(dict(steps=steps, learner=args.learner,
+                                                      rows=rows), indent=1))
+    print_table(rows)
+    print(f"wrote {out / name}.json")
+
+
+def print_table(rows):
+    """The rows as a table on stdout."""
+    print(f"\n{'data':12s} {'learner':26s} {'test LL':>9s} {'± quad.':>8s} {'time s':>7s}")
+    for r in rows:
+        print(f"{r['data']:12s} {r['learner']:26s} {r['test_ll']:9.4f} {r['error']:8.1e} "
+              f"{r['seconds']:7.1f}")
+
+
+def comparison_parser(description, quick_minutes="about a minute"):
+    """The command line of :func:`compare`'s examples: ``--quick``, ``--steps``, ``--train``,
+    ``--test``, ``--out``, ``--learner`` and ``--seed``."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true",
+                   help=f"8 Gaussians only, 300 steps ({quick_minutes})")
+    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--train", type=int, default=2000)
+    p.add_argument("--test", type=int, default=2000)
+    p.add_argument("--out", default="outputs")
+    p.add_argument("--learner", default="PCD-5 MALA", choices=list(learners(False)))
+    p.add_argument("--seed", type=int, default=0)
+    return p
 
 
 def plot(densities, data, path):
@@ -250,10 +341,7 @@ def main(args):
                                                            else "")
     (out / f"{name}.json").write_text(json.dumps(dict(steps=steps, rows=rows), indent=1))
     plot(densities, data, out / f"{name}.png")
-    print(f"\n{'data':12s} {'learner':26s} {'test LL':>9s} {'± quad.':>8s} {'time s':>7s}")
-    for r in rows:
-        print(f"{r['data']:12s} {r['learner']:26s} {r['test_ll']:9.4f} {r['error']:8.1e} "
-              f"{r['seconds']:7.1f}")
+    print_table(rows)
     print(f"wrote {out / name}.json and .png")
 
 

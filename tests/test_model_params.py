@@ -81,5 +81,36 @@ def test_a_neural_network_declared_by_eqx_module_is_one_pytree_valued_site():
     back = space.to_constrained(space.to_unconstrained(params))
     assert jax.tree.structure(back) == jax.tree.structure(params)
     wrong = {"net$params": eqx.tree_at(lambda n: n.bias, params["net$params"], jnp.zeros(4))}
-    with pytest.raises(ValueError, match=r"'net\$params' has shape TreeShape.*\(4,\)"):
+    with pytest.raises(ValueError, match=r"'net\$params' has shape \(4,\) at \.bias, the "
+                                         r"model expects \(1,\)$"):
         space.check(wrong)
+
+
+def mlp_ebm():
+    """An energy of a hand-written network whose weights are one pytree-valued site."""
+    x = numpyro.sample("x", ugm.Real(2))
+    w = numpyro.param("net", {"hidden": {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)},
+                              "out": {"w": jnp.ones(3)}})
+    numpyro.factor("e", jnp.tanh(x @ w["hidden"]["w"] + w["hidden"]["b"]) @ w["out"]["w"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda w: {**w, "hidden": {**w["hidden"], "w": jnp.ones((2, 4))}},
+     r"'net' has shape \(2, 4\) at \['hidden'\]\['w'\], the model expects \(2, 3\)$"),
+    (lambda w: {**w, "hidden": {**w["hidden"], "b": jnp.ones(4)},
+                "out": {"w": jnp.ones(4)}},
+     r"'net' has shape \(4,\) at \['hidden'\]\['b'\], the model expects \(3,\) "
+     r"\(and 1 other array"),
+    (lambda w: {**w, "out": {"weight": jnp.ones(3)}},
+     r"'net' lacks \['out'\]\['w'\] and holds \['out'\]\['weight'\], not in the "
+     r"model's \(the model's site holds 3 arrays"),
+], ids=["one shape", "two shapes", "structure"])
+def test_a_wrong_pytree_value_is_an_error_naming_the_array(change, message):
+    """A pytree-valued site given an array of another shape, or another structure: the
+    error names the array by its path. Before: both structures and all leaf shapes
+    printed whole (``TreeShape(structure=PyTreeDef(...), leaf_shapes=(...))`` twice),
+    which for a network of many layers did not say which array was wrong."""
+    m = ugm.UGM(mlp_ebm)
+    params = m.init_params(jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match=message):
+        m.param_space.check({"net": change(params["net"])})

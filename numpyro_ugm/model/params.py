@@ -145,13 +145,51 @@ class ParamSpace:
 def _check_site(site, value):
     """Shape, dtype, finiteness and support of one parameter site's value (each leaf of a
     pytree-valued site)."""
-    name = site.name
     shape = value_shape(value)
     if shape != site.shape:
-        raise ValueError(f"parameter site {name!r} has shape {shape}, the model "
-                         f"expects {site.shape}")
+        raise ValueError(_shape_mismatch(site.name, value, shape, site.shape))
     for value in jax.tree.leaves(value):
         _check_leaf(site, value)
+
+
+def _shape_mismatch(name, value, shape, expected) -> str:
+    """What differs between a site's value of ``shape`` and the site's shape: for two
+    pytrees, the arrays (by path) of another shape, or missing, or not the site's."""
+    if not (isinstance(shape, TreeShape) and isinstance(expected, TreeShape)):
+        return f"parameter site {name!r} has shape {shape}, the model expects {expected}"
+    given = {p: tuple(jnp.shape(leaf)) for p, leaf in _leaf_paths(value)}
+    template = jax.tree.unflatten(expected.structure, [jax.ShapeDtypeStruct(s, jnp.float32)
+                                                       for s in expected.leaf_shapes])
+    wanted = {p: leaf.shape for p, leaf in _leaf_paths(template)}
+    if given.keys() == wanted.keys():
+        differ = [(p, s) for p, s in given.items() if s != wanted[p]]
+        if not differ:  # e.g. another equinox module's static fields
+            return (f"parameter site {name!r} holds arrays of the model's shapes in "
+                    f"another pytree: {shape.structure}; the model's is "
+                    f"{expected.structure}")
+        (path, got), *more = differ
+        others = f" (and {len(more)} other array(s) of another shape)" if more else ""
+        return (f"parameter site {name!r} has shape {got} at {path}, the model expects "
+                f"{wanted[path]}{others}")
+    missing = [p for p in wanted if p not in given]
+    extra = [p for p in given if p not in wanted]
+    what = " and ".join(([f"lacks {_listed(missing)}"] if missing else [])
+                        + ([f"holds {_listed(extra)}, not in the model's"] if extra else []))
+    return (f"parameter site {name!r} {what} (the model's site holds {len(wanted)} "
+            f"arrays: give the structure of m.init_params(rng_key)[{name!r}])")
+
+
+def _leaf_paths(tree) -> list:
+    """``(path, leaf)`` of each leaf of ``tree``, its path as ``jax.tree_util.keystr``
+    writes it (e.g. ``['Dense_0']['kernel']``, ``.layers[0].weight``)."""
+    return [(jax.tree_util.keystr(path), leaf)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _listed(paths, limit=3) -> str:
+    """Up to ``limit`` paths, and how many more."""
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return ", ".join(paths[:limit]) + more
 
 
 def _check_leaf(site, value):

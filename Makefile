@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# the data folder beside the repository, when there is one: MNIST and the scene data are read
+# from it (else they download on first use; statnet's networks ship inside the package)
+export NUMPYRO_UGM_DATA ?= $(wildcard $(abspath ..)/shared/data)
 
-.PHONY: demo test test-durations test-slow bench docs clean
+.PHONY: demo test test-durations test-slow install-check bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +34,11 @@ test-durations: $(STAMP)
 	rm -rf .pytest_cache/jax
 	find numpyro_ugm -name '*.nbi' -delete -o -name '*.nbc' -delete
 	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile --store-durations
+
+# the package outside its repository: the wheel installed into a fresh venv in a temporary
+# folder, where the README's quick start and a network fit from the shipped data run
+install-check: $(STAMP)
+	$(PY) tests/scripts/install_check.py
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html

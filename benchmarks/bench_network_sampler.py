@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from numpyro_ugm.datasets import networks
 from numpyro_ugm.network.sampling import chains as nc
 from numpyro_ugm.network.sampling import compiled as nn
 from numpyro_ugm.network.terms import compiled as nt
@@ -51,8 +52,7 @@ try:
 except ImportError:  # run from the repository root
     from benchmarks._report import report, timeit_many
 
-DATA = Path(os.environ.get("NUMPYRO_UGM_DATA", Path(__file__).resolve().parents[2] / "shared"
-                           / "data")) / "networks"
+DATA = Path(networks.__file__).parent / "statnet"  # statnet's networks, shipped in the package
 DECAY = 0.25
 
 

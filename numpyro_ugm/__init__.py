@@ -4,7 +4,7 @@ The layers and the data flow are described in the documentation's architecture p
 (``docs/architecture.md``); the names below are the public contract.
 """
 
-from . import estimators, infer, kernels, models, network, posterior
+from . import estimators, infer, kernels, models, posterior
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .evaluate import ais, exact, pseudo_log_likelihood, quadrature
@@ -18,6 +18,17 @@ from .runtime import checkpoint, distributed
 from .sampling import sample
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``ugm.network`` on first use: the network analysis (numba, networkx) is imported
+    only by those who use it, so that the core imports without them."""
+    if name == "network":
+        import importlib
+
+        return importlib.import_module(".network", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = ["checkpoint", "distributed", "estimators", "infer", "kernels", "models", "network", "posterior", "Binary", "Categorical",
            "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
            "averaged", "AveragedState",

@@ -20,10 +20,17 @@ import collections
 import contextlib
 import functools
 import json
+import os
 from pathlib import Path
 
 import jax
 import pytest
+
+#: the data folder beside the repository (CI's ../shared/data), when there is one: the large
+#: sets are read from it instead of downloaded (tests that need them skip without it)
+_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if _DATA.is_dir():
+    os.environ.setdefault("NUMPYRO_UGM_DATA", str(_DATA))
 
 jax.config.update("jax_compilation_cache_dir",
                   str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))

@@ -14,7 +14,6 @@ a function they hold, so no function hides a module:
   and goodness of fit live.
 """
 
-from ..network.model import ergm
 from .boltzmann import gaussian_rbm, rbm, vbm
 from .crf import grid_crf, grid_edges, image_features, multilabel_crf
 from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, lattice_eigenvalues,
@@ -25,3 +24,13 @@ __all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", 
            "ergm", "OffDiagonalLaplace", "sparse_gmrf", "glasso_objective", "lattice_gmrf",
            "lattice_eigenvalues", "lattice_moments", "lattice_log_likelihood", "lattice_mle",
            "lattice_draws"]
+
+
+def __getattr__(name):
+    """``models.ergm`` on first use (from :mod:`numpyro_ugm.network`, which needs the
+    ``network`` extra), so that the other models import without it."""
+    if name == "ergm":
+        from ..network.model import ergm
+
+        return ergm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from ..runtime.optional import require
+
 __all__ = ["graph_to_edges", "graph_edge_list", "edges_to_adjacency", "edges_to_graph",
            "num_pairs", "num_dyads", "num_nodes_of", "pair_tables", "with_zero_pair", "adjacency",
            "as_edge_data", "check_edge_list", "is_networkx"]
@@ -91,7 +93,7 @@ def is_networkx(obj) -> bool:
 def _check_networkx(graph, nodelist):
     """Refuse a multigraph, self-loops or a ``nodelist`` that repeats a node (the
     messages of :func:`graph_to_edges`)."""
-    import networkx as nx
+    nx = require("networkx", "network", "a networkx graph")
 
     if graph.is_multigraph():
         raise ValueError("graph_to_edges: the graph is a multigraph (networkx "
@@ -108,7 +110,7 @@ def _check_networkx(graph, nodelist):
 
 
 def _networkx_adjacency(graph, nodelist):
-    import networkx as nx
+    nx = require("networkx", "network", "a networkx graph")
 
     _check_networkx(graph, nodelist)
     return nx.to_numpy_array(graph, nodelist=nodelist, weight=None, dtype=np.int8)
@@ -207,7 +209,7 @@ def edges_to_graph(edges: ArrayLike, nodelist: Sequence | None = None,
     """networkx graph(s) from edge data: one ``networkx.Graph`` (``DiGraph`` if
     ``directed``) for ``(E,)``, a list for ``(N, E)``. ``nodelist`` names the nodes
     (default 0..n−1)."""
-    import networkx as nx
+    nx = require("networkx", "network", "a networkx graph")
 
     y = np.asarray(edges)
     if y.ndim == 2:

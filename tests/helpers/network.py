@@ -3,6 +3,7 @@
 import functools
 import itertools
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -10,8 +11,12 @@ import numpy as np
 
 import numpyro_ugm as ugm
 from numpyro_ugm.evaluate import exact
+from numpyro_ugm.datasets import networks
 from numpyro_ugm.models import ergm
 
+
+#: the folder of statnet's networks shipped inside the package (``flomarriage.npz``, ...)
+STATNET = Path(networks.__file__).parent / "statnet"
 
 TRIAD = ("edges", "twostars", "triangles")
 

@@ -1,7 +1,7 @@
 """Fixtures of the network tests (tests/network/ mirrors numpyro_ugm/network/).
 
-* ``network_data``: the folder of the shipped networks (``flomarriage.npz``, ...);
-  tests skip when a file is missing.
+* ``network_data``: the folder of statnet's networks shipped inside the package
+  (``flomarriage.npz``, ...); ``statnet(name)``: one of them as a networkx graph.
 * ``brute_force``: statistics from their definitions, independent of the package's
   formulas (the dyad order, adjacency from dyads, random graphs, and the check of
   s(y), Δs of every dyad and Δs of blocks against brute force).
@@ -12,12 +12,12 @@ The sparse samplers' fixtures: sampling/conftest.py.
 """
 
 import types
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.network import STATNET
 
 from numpyro_ugm.network import change_statistics, ergm_statistics
 from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
@@ -31,24 +31,17 @@ from numpyro_ugm.network.terms.term import Network
 
 @pytest.fixture(scope="session")
 def network_data():
-    """The folder of the shipped networks (beside the repository, in shared/data)."""
-    return Path(__file__).resolve().parents[3] / "shared" / "data" / "networks"
+    """The folder of statnet's networks shipped inside the package."""
+    return STATNET
 
 
 @pytest.fixture(scope="session")
 def statnet():
-    """``statnet(name)``: one of statnet's shipped networks (``datasets.network``); the
-    test is skipped, saying so, when the data folder is not there (a clone without
-    ``../shared``)."""
+    """``statnet(name)``: one of statnet's networks shipped inside the package
+    (``datasets.network``)."""
     from numpyro_ugm import datasets
 
-    def load(name):
-        try:
-            return datasets.network(name)
-        except FileNotFoundError as error:
-            pytest.skip(f"statnet's {name} is not available here: {error}")
-
-    return load
+    return datasets.network
 
 
 # --- brute force from the definitions ---------------------------------------------------

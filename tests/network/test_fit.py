@@ -24,10 +24,7 @@ from ergm_cases import GWESP, random_network
 
 
 def _flomarriage():
-    try:
-        return datasets.network("flomarriage")
-    except FileNotFoundError:
-        pytest.skip("the shipped networks are not beside the repository")
+    return datasets.network("flomarriage")
 
 
 def test_dyad_independent_fit_is_rs_exact_mle():

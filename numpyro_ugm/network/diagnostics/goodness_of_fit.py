@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...runtime.optional import require
 from .distributions import (check_partner_type, degree_rows, distance_rows, Networks,
                                     shared_partner_rows)
 from .gof_plot import plot_panel
@@ -296,7 +297,7 @@ class GoodnessOfFit:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib.pyplot as plt
+        plt = require("matplotlib.pyplot", "network", "the figure")
 
         names = ([s for s in _PANEL_ORDER if s in self.statistics] if statistics is None
                  else list(statistics))

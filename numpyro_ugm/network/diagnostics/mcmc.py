@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...runtime.checks import check_count
+from ...runtime.optional import require
 from .degeneracy import as_sampled_statistics
 from .goodness_of_fit import format_table
 
@@ -83,7 +84,7 @@ class StatisticsDiagnostics:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib.pyplot as plt
+        plt = require("matplotlib.pyplot", "network", "the figure")
 
         k = len(self.names)
         lags = self.autocorrelation.shape[0] if max_lag is None else int(max_lag) + 1

@@ -4,7 +4,6 @@ shortest paths with the unreachable pairs), the edge-list checks, and their spee
 magnolia-sized networks."""
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +17,10 @@ from numpyro_ugm.network.diagnostics.distributions import (degree_distribution,
                                                            network_densities,
                                                            shared_partner_distribution)
 from numpyro_ugm.network.diagnostics.goodness_of_fit import goodness_of_fit
+from helpers.network import STATNET
 
 
-NETWORKS = Path(__file__).resolve().parents[4] / "shared" / "data" / "networks"
+NETWORKS = STATNET
 
 
 def reference_distances(graph, n, directed):
@@ -171,8 +171,6 @@ def test_distribution_timing_on_magnolia_sized_networks():
     """Prints (asserts nothing about) the time of the three distributions of 100
     networks the size of faux.magnolia.high."""
     path = NETWORKS / "faux_magnolia_high.npz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
     data = np.load(path, allow_pickle=False)
     edges, n = data["edges"], int(data["num_nodes"])
     rng = np.random.default_rng(0)

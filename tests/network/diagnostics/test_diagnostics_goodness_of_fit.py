@@ -2,7 +2,6 @@
 Monte Carlo p-values and intervals on cases with a known answer, the figures (Agg), and
 the observed distributions and p-values against ergmx."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,9 +9,10 @@ import pytest
 from numpyro_ugm.network.diagnostics.distributions import shared_partner_distribution
 from numpyro_ugm.network.diagnostics.gof_plot import shown_columns
 from numpyro_ugm.network.diagnostics.goodness_of_fit import goodness_of_fit, monte_carlo_p_values
+from helpers.network import STATNET
 
 
-NETWORKS = Path(__file__).resolve().parents[4] / "shared" / "data" / "networks"
+NETWORKS = STATNET
 
 
 def test_monte_carlo_p_values_are_ergms():
@@ -133,8 +133,6 @@ def test_gof_directed_defaults_and_figures(pyplot_agg, random_graph):
 def test_observed_distributions_and_p_values_match_ergmx(name):
     ergmx = pytest.importorskip("ergmx")
     path = NETWORKS / f"{name}.npz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
     data = np.load(path, allow_pickle=False)
     edges, n, directed = data["edges"], int(data["num_nodes"]), bool(data["directed"])
     nx = pytest.importorskip("networkx")

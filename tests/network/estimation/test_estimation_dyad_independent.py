@@ -2,7 +2,6 @@
 MLE and its standard errors against a generic optimizer, and R's ergm on flomarriage ~
 edges + nodecov("wealth")."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +10,10 @@ from scipy import optimize
 from numpyro_ugm.network.estimation.dyad_independent import (dyad_independent_log_likelihood,
                                                              dyad_independent_mle)
 from numpyro_ugm.network.summary import dyad_independent_fit
+from helpers.network import STATNET
 
 
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "networks"
+DATA = STATNET
 
 
 def test_dyad_independent_mle_is_the_maximum_with_exact_standard_errors(dyad_model):
@@ -42,8 +42,6 @@ def test_dyad_independent_mle_is_the_maximum_with_exact_standard_errors(dyad_mod
 
 def test_dyad_independent_fit_matches_r_ergm_on_flomarriage():
     path = DATA / "flomarriage.npz"
-    if not path.exists():
-        pytest.skip("flomarriage data not found")
     data = np.load(path, allow_pickle=False)
     n = int(data["num_nodes"])
     wealth = data["attr_wealth"]

@@ -4,7 +4,6 @@ rules), degenerate samples stopping it with the terms named, its argument checks
 R's ergm (ergmx) on flomarriage ~ edges + triangle."""
 
 import math
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -17,6 +16,7 @@ from numpyro_ugm.network.estimation.dyad_independent import (dyad_independent_lo
 from numpyro_ugm.network.estimation.log_likelihood import log_likelihood_bridge
 from numpyro_ugm.network.estimation.mcmle import mcmle
 from numpyro_ugm.network.summary import mcmle_fit
+from helpers.network import STATNET
 
 
 def test_mcmle_from_a_poor_start_reaches_the_exact_mle(dyad_model):
@@ -145,13 +145,11 @@ def test_bad_arguments_raise_clear_errors(five_node):
         dyad_independent_mle(np.ones((5, 3)), [1.0, 2.0])
 
 
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "networks"
+DATA = STATNET
 
 
 def _flomarriage():
     path = DATA / "flomarriage.npz"
-    if not path.exists():
-        pytest.skip("flomarriage data not found")
     data = np.load(path, allow_pickle=False)
     return int(data["num_nodes"]), data["edges"]
 

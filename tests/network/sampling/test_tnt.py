@@ -263,8 +263,6 @@ def test_running_statistics_on_a_real_sparse_network(network_data, chain_checks,
     edges (float32 accumulation), the state is consistent, views are right."""
     ALPHA, R = sparse_models.ALPHA, sparse_models.R
     path = network_data / "faux_magnolia_high.npz"
-    if not path.exists():
-        pytest.skip("faux_magnolia_high.npz not found")
     data = np.load(path, allow_pickle=False)
     edges, n = data["edges"], int(data["num_nodes"])
 
@@ -304,8 +302,6 @@ def test_matches_ergmx_simulation(network_data, chain_checks):
     ergmx = pytest.importorskip("ergmx")
     nx = pytest.importorskip("networkx")
     path = network_data / "flomarriage.npz"
-    if not path.exists():
-        pytest.skip("flomarriage.npz not found")
     data = np.load(path, allow_pickle=False)
     edges, n = data["edges"], int(data["num_nodes"])
     decay = 0.25

@@ -41,16 +41,17 @@ import numpy as np
 
 from ..runtime.checks import as_key, check_count
 from .control import ErgmControl
-from .diagnostics.degeneracy import check_fit_degeneracy
+from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
 from .diagnostics.estimate_sample import check_estimate_sample, simulate_at_estimate
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
-from .estimation.dyad_independent import dyad_independent_mle, newton_mle
+from .estimation.dyad_independent import dyad_independent_mle, dyadic_reference, newton_mle
 from .estimation.identifiability import check_dyadic_columns
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
 from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
 from .sampling.chains import init_network_chains
+from .sampling.guard import ChainsRanAwayError, DensityGuard, density_guard
 from .sampling.simulation import (NetworkSimulator, adaptive_simulate, dense_simulator,
                                   sparse_simulator)
 from .summary import ErgmFit, dyad_independent_fit, exact_fit, fit_at, mcmle_fit
@@ -67,9 +68,10 @@ __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
 class NetworkFit:
     """What :func:`fit_ergm` keeps besides the :class:`ErgmFit` numbers: the network,
     its ties, formula and observed statistics, the simulator with the interval and
-    burn-in its effective-size check reached, the control, and the chains at the end of
+    burn-in its effective-size check reached, the control, the chains at the end of
     the final sample at θ̂ (``final_state``, before the log-likelihood's bridges moved
-    them; for :func:`gof_ergm`)."""
+    them), the longest interval and the density guard of its adaptive sample (for
+    :func:`gof_ergm`)."""
 
     network: Network
     edges: np.ndarray
@@ -80,6 +82,8 @@ class NetworkFit:
     burnin: int = 0
     control: ErgmControl = dataclasses.field(default_factory=ErgmControl)
     final_state: tuple | None = None
+    max_interval: int = 0
+    guard: DensityGuard | None = None
 
 
 class _Design(NamedTuple):
@@ -106,7 +110,8 @@ class _Chains(NamedTuple):
     """The chains of a Monte Carlo fit: the simulator, ``simulate(theta, rng_key)`` for
     the MCMLE and the final sample, the adapted interval and burn-in (``current``),
     ``rewind``, the bridges' ``bridge_simulate`` and ``final["state"]``, the chains at
-    the end of the final sample (before any bridge)."""
+    the end of the final sample (before any bridge), the longest interval and the
+    density guard."""
 
     simulator: NetworkSimulator
     simulate: Any
@@ -114,6 +119,8 @@ class _Chains(NamedTuple):
     rewind: Any
     bridge_simulate: Any
     final: dict
+    max_interval: int
+    guard: DensityGuard | None
 
 
 def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
@@ -171,21 +178,27 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
     rng_key = _default_key(rng_key)
     start, reference = _start(design, control, rng_key, log_likelihood)
     chains = _run_chains(design, control, sampler, verbose)
-    if control.estimator is None:
-        fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
-                        num_dyads=design.num_dyads, names=design.names,
-                        control=control.mcmle, log_likelihood=log_likelihood,
-                        bridge_simulate=chains.bridge_simulate, bridge_reference=reference,
-                        rewind=chains.rewind, verbose=verbose)
-    else:
-        fit = _fit_with_estimator(design, control, start, chains, reference, rng_key,
-                                  log_likelihood)
+    try:
+        if control.estimator is None:
+            fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
+                            num_dyads=design.num_dyads, names=design.names,
+                            control=control.mcmle, log_likelihood=log_likelihood,
+                            bridge_simulate=chains.bridge_simulate,
+                            bridge_reference=reference, rewind=chains.rewind,
+                            verbose=verbose)
+        else:
+            fit = _fit_with_estimator(design, control, start, chains, reference, rng_key,
+                                      log_likelihood)
+    except ChainsRanAwayError as error:  # the final sample's or a bridge's chains
+        raise outside_sample_error(f"fit_ergm: {error}", error.last_draws,
+                                   design.observed, design.names) from error
     if fit.final_statistics is not None:
         check_fit_degeneracy(fit.final_statistics, design.observed, design.names)
     return dataclasses.replace(fit, network_fit=NetworkFit(
         design.net, design.ties, formula, design.observed, chains.simulator,
         chains.current["interval"], chains.current["burnin"], control,
-        chains.final.get("state", chains.simulator.snapshot())))
+        chains.final.get("state", chains.simulator.snapshot()), chains.max_interval,
+        chains.guard))
 
 
 def _check_control(control):
@@ -278,7 +291,7 @@ def _start(design, control, rng_key, log_likelihood):
     if design.size is None:  # the MPLE: a logistic regression of y on X (as mple())
         X = design.X
         start = init if init is not None else dyad_independent_mle(X, X.T @ design.y).theta
-        return start, _dyad_independent_reference(design.terms, X, design.observed)
+        return start, dyadic_reference(design.terms, X, design.observed)
     sample = sample_dyads(design.net, design.terms, design.ties, design.observed,
                           design.size, _numpy_rng(rng_key))
     start = init if init is not None else sampled_mple(sample).theta
@@ -332,9 +345,11 @@ def _run_chains(design, control, sampler, verbose):
     max_interval = (1024 * interval if sampling.max_interval is None
                     else max(interval, sampling.max_interval))
     draws = sampling.draws_per_chain
+    guard = density_guard(sampling.density_guard, sampling.density_guard_min,
+                          len(design.ties), design.num_dyads)
     simulate, current, rewind = adaptive_simulate(simulator, draws, interval, burnin,
                                                   sampling.effective_size, max_interval,
-                                                  bool(verbose))
+                                                  bool(verbose), guard)
     bridge_draws = max(-(-control.mcmle.bridge_draws // sampling.num_chains), 2)
 
     def bridge_simulate(theta, rng_key):  # bridge_draws per bridge, in one call
@@ -347,7 +362,8 @@ def _run_chains(design, control, sampler, verbose):
         final.setdefault("state", simulator.snapshot())
         return bridge_simulate(theta, rng_key)
 
-    return _Chains(simulator, simulate, current, rewind, bridge_simulate_after_final, final)
+    return _Chains(simulator, simulate, current, rewind, bridge_simulate_after_final, final,
+                   max_interval, guard)
 
 
 def _fit_with_estimator(design, control, start, chains, reference, rng_key,
@@ -413,23 +429,6 @@ def _native_design(net, terms, ties, program):
     empty = np.concatenate([t.empty_value() for t in terms])
     return (native_design(state, program, heads, tails),
             native_statistics(program, empty, ties, net.num_nodes, net.directed))
-
-
-def _dyad_independent_reference(terms, X, observed):
-    """(θ_ref, log Z(θ_ref)): the dyad-independent terms at their exact MLE (the other
-    coefficients 0), where the bridge sampling of the log-likelihood starts, as ergm's;
-    None when no term is dyad independent (the path then starts at θ = 0). ``X`` (N, k)
-    the change statistics of every dyad."""
-    columns = np.cumsum([0] + [t.size for t in terms])
-    keep = np.concatenate([np.arange(columns[k], columns[k + 1]) for k, t in enumerate(terms)
-                           if t.dependence == "dyadic"] or [np.zeros(0, int)])
-    if keep.size == 0:
-        return None
-    X = X[:, keep]
-    fit = dyad_independent_mle(X, observed[keep])
-    theta = np.zeros(len(observed))
-    theta[keep] = fit.theta
-    return theta, float(np.sum(np.logaddexp(0.0, X @ fit.theta)))
 
 
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,

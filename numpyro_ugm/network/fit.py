@@ -45,7 +45,7 @@ from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
 from .diagnostics.estimate_sample import check_estimate_sample, simulate_at_estimate
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .estimation.dyad_independent import dyad_independent_mle, dyadic_reference, newton_mle
-from .estimation.identifiability import check_dyadic_columns
+from .estimation.identifiability import check_dyadic_columns, check_sampled_identifiable
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
@@ -294,6 +294,8 @@ def _start(design, control, rng_key, log_likelihood):
         return start, dyadic_reference(design.terms, X, design.observed)
     sample = sample_dyads(design.net, design.terms, design.ties, design.observed,
                           design.size, _numpy_rng(rng_key))
+    check_sampled_identifiable("fit_ergm", design.net, design.terms,
+                               sample.change_statistics, design.names)
     start = init if init is not None else sampled_mple(sample).theta
     reference = (sampled_reference(design.net, design.terms, sample) if log_likelihood
                  else None)
@@ -407,8 +409,9 @@ def _large_dyad_independent_fit(net, terms, ties, observed, names, size, rng_key
     """The exact MLE of a dyad-independent model of a large network: Newton on sums over
     every dyad (:func:`~numpyro_ugm.network.estimation.sparse_statistics.dyadic_sums`, a
     pass of O(N) work each), started at the MLE of a case-control sample of dyads."""
-    start = sampled_mple(sample_dyads(net, terms, ties, observed, size,
-                                      _numpy_rng(rng_key))).theta
+    sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(rng_key))
+    check_sampled_identifiable("fit_ergm", net, terms, sample.change_statistics, names)
+    start = sampled_mple(sample).theta
     first = dyadic_sums(net, terms, start, True)  # also Σ abs(x_d), the tolerance's scale
 
     def sums(theta, full):

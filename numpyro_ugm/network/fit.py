@@ -42,7 +42,8 @@ import numpy as np
 from ..runtime.checks import as_key, check_count
 from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
-from .diagnostics.estimate_sample import check_estimate_sample, simulate_at_estimate
+from .diagnostics.estimate_sample import (check_estimate_sample, gof_effective_size,
+                                          simulate_at_estimate, simulate_independent)
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .estimation.dyad_independent import dyad_independent_mle, dyadic_reference, newton_mle
 from .estimation.identifiability import check_dyadic_columns, check_sampled_identifiable
@@ -435,7 +436,7 @@ def _native_design(net, terms, ties, program):
 
 
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
-             rng_key: Any = None) -> GoodnessOfFit:
+             effective_size: float | None = None, rng_key: Any = None) -> GoodnessOfFit:
     """Goodness of fit of :func:`fit_ergm`'s result, as statnet's ``gof(fit)``:
     ``num_sims`` networks simulated from the estimate, their degree, edgewise shared
     partner and geodesic distance distributions and model statistics against the
@@ -443,50 +444,48 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
     A dyad-independent fit draws its dyads one by one, up to the fit's
     ``control.sampling.dyad_draws_limit``. A Monte Carlo fit's chains start from the
     end of its final sample at θ̂, burn in at θ̂ and draw ``interval`` steps apart
-    (default: the interval the fit's effective-size check reached); the result's
-    ``effective_size`` is the sample's, and a warning (also in ``estimate_check``) says
-    when it is small or when the simulated statistics' mean is more than 3 Monte Carlo
-    standard errors from the observed statistics (which it equals at the MLE)."""
+    (default: the interval the fit's effective-size check reached); while the
+    simulated model statistics' multivariate effective size is below
+    ``effective_size`` (default a quarter of ``num_sims``; 0: never) the chains are
+    continued and thinned, the interval doubling up to the fit's longest, as the fit's
+    own adaptive sample. The result's ``interval`` and ``effective_size`` are the
+    sample's (printed under the table), and a warning (also in ``estimate_check``)
+    says when the effective size stays small or when the simulated statistics' mean is
+    more than 3 Monte Carlo standard errors from the observed statistics (which it
+    equals at the MLE)."""
     info = getattr(fit, "network_fit", None)
     if info is None:
         raise TypeError("gof_ergm: expected the result of fit_ergm")
     rng_key = as_key(jax.random.PRNGKey(1) if rng_key is None else rng_key, "gof_ergm")
     num_sims = check_count("gof_ergm", "num_sims", num_sims)
     net = info.network
-    simulator = info.simulator
-    if simulator is None:  # a dyad-independent fit: its dyads are independent Bernoulli
-        limit = info.control.sampling.dyad_draws_limit
-        if num_dyads(net.num_nodes, net.directed) > limit:
-            raise NotImplementedError(
-                f"gof_ergm: the goodness of fit of a dyad-independent fit draws every dyad "
-                f"of each simulated network, {num_dyads(net.num_nodes, net.directed)} here: "
-                f"not supported above SamplingControl.dyad_draws_limit = {limit} dyads")
-        X = np.asarray(change_statistics(
-            np.zeros(num_dyads(net.num_nodes, net.directed), np.float32), info.statistics,
-            network=net), np.float64)
-        p = 1 / (1 + np.exp(-(X @ fit.estimates)))
-        draws = np.asarray(jax.random.uniform(rng_key, (num_sims, len(p)))) < p
-        _, i, j = pair_tables(net.num_nodes, net.directed)
-        simulated = [np.stack([i[row], j[row]], 1) for row in draws]
-        stats = (draws @ X)[None]
+    if info.simulator is None:  # a dyad-independent fit: its dyads are independent
+        simulated, stats = simulate_independent(
+            net, info.statistics, fit.estimates, num_sims, rng_key,
+            info.control.sampling.dyad_draws_limit)
+        step = None
     else:
         step = info.interval if interval is None else check_count("gof_ergm", "interval",
                                                                    interval)
-        simulated, stats = simulate_at_estimate(simulator, fit.estimates, info.final_state,
-                                                num_sims, step, info.burnin, rng_key)
+        target = gof_effective_size(effective_size, num_sims)
+        try:
+            draws = simulate_at_estimate(info.simulator, fit.estimates, info.final_state,
+                                         num_sims, step, info.burnin, rng_key,
+                                         effective_size=target or None,
+                                         max_interval=info.max_interval, guard=info.guard)
+        except ChainsRanAwayError as error:
+            raise outside_sample_error(f"gof_ergm: {error}", error.last_draws,
+                                       info.observed, fit.names) from error
+        simulated, stats, step = draws.networks, draws.statistics, draws.interval
     result = goodness_of_fit(info.edges, simulated, net.num_nodes, net.directed,
                              model_names=list(fit.names),
                              observed_model_statistics=info.observed,
                              simulated_model_statistics=stats.reshape(-1, len(fit.names))[
                                  :len(simulated)])
-    if simulator is None:
+    if step is None:
         return result
     check = check_estimate_sample(stats, info.observed, fit.names)
     if check.message:
         warnings.warn(f"gof_ergm: {check.message}", RuntimeWarning, stacklevel=2)
     return dataclasses.replace(result, effective_size=check.effective_size,
-                               estimate_check=check.message)
-
-
-def _num_chains(simulator):
-    return len(simulator.networks())
+                               estimate_check=check.message, interval=step)

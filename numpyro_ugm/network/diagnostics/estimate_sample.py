@@ -116,8 +116,9 @@ def simulate_at_estimate(simulator, theta: np.ndarray, final_state: tuple | None
     ``burnin`` steps at θ̂ (none when the chains are already at this θ), then one draw
     per chain every ``interval`` steps (the interval the fit's effective-size check
     reached). With ``effective_size``, while the draws' multivariate effective size
-    falls short the chains are continued and thinned, the interval doubling up to
-    ``max_interval``, as the fit's own adaptive sample
+    falls short (a sample that reaches it is kept as drawn) the chains are continued
+    and thinned, the interval doubling up to ``max_interval``, as the fit's own
+    adaptive sample
     (:func:`~numpyro_ugm.network.sampling.simulation.lengthen_sample`; ``guard``, a
     :class:`~numpyro_ugm.network.sampling.guard.DensityGuard`, stops chains that run
     away), and topped up to ``num_sims`` at the interval reached.
@@ -148,13 +149,17 @@ def simulate_at_estimate(simulator, theta: np.ndarray, final_state: tuple | None
 
     stats, networks = draw(interval, first_burnin=burnin)
     stats = np.asarray(stats, np.float64)
-    current, ess = {"interval": int(interval), "burnin": int(burnin)}, None
+    current = {"interval": int(interval), "burnin": int(burnin)}
     longest = max(max_interval or interval, interval)
     check = None if guard is None else (lambda s, e: guard.check(
         simulator.networks(), s, e, effective_size, current["interval"], theta))
-    # each pass ends at the target or doubles the interval (at most log2 of the span)
+    # a sample effective enough is kept as drawn; each pass ends at the target or
+    # doubles the interval (at most log2 of the span)
+    ess = None if effective_size is None else multivariate_effective_size(stats)
     passes = 0 if effective_size is None else int(math.log2(longest / interval)) + 2
     for _ in range(passes):
+        if ess >= effective_size or 2 * current["interval"] > longest:
+            break
         stats, networks, _ = lengthen_sample(draw, stats, draws, effective_size, longest,
                                              current, payload=networks, check=check)
         if stats.shape[1] < draws:  # the non-stationary start was cut: top up
@@ -164,8 +169,6 @@ def simulate_at_estimate(simulator, theta: np.ndarray, final_state: tuple | None
         # again while they fall short of the target
         stats, networks = stats[:, -draws:], networks[-draws:]
         ess = multivariate_effective_size(stats)
-        if ess >= effective_size or 2 * current["interval"] > longest:
-            break
     by_chain = [net for chain in zip(*networks) for net in chain]
     keep = np.arange(stats.shape[0] * stats.shape[1]).reshape(stats.shape[:2]) < num_sims
     return EstimateDraws([net for net, k in zip(by_chain, keep.ravel()) if k],

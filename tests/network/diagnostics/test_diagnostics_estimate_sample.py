@@ -121,10 +121,15 @@ def test_the_draws_at_the_estimate_lengthen_their_interval_until_effective():
     np.testing.assert_array_equal([net[0, 0] for net in draws.networks], by_chain)
     assert [int(net[0, 1]) for net in draws.networks] == [c for c in range(4)
                                                           for _ in range(50)][:198]
-    # without a target the interval stays
+    # without a target the interval stays; a sample effective enough is kept as drawn
     fixed = simulate_at_estimate(_AR1Chains(), np.zeros(1), None, 198, 1, 0,
                                  jax.random.PRNGKey(0))
     assert fixed.interval == 1 and fixed.effective_size is None
+    apart = [simulate_at_estimate(_AR1Chains(), np.zeros(1), None, 198, 64, 0,
+                                  jax.random.PRNGKey(0), effective_size=target,
+                                  max_interval=1024) for target in (None, 50)]
+    assert apart[1].interval == 64 and apart[1].effective_size >= 50
+    np.testing.assert_array_equal(apart[0].statistics, apart[1].statistics)
 
 
 def test_gof_lengthens_a_short_interval_and_reports_it():

@@ -99,6 +99,18 @@ class SamplingControl:
         None: a fixed interval. Needs ``samplesize >= 2 effective_size``.
     max_interval : int, optional
         The longest interval the adaptive sample reaches (default 1024 intervals).
+    density_guard : float or None
+        ergm's ``MCMLE.density.guard`` (e³ ≈ 20.1): when a sample falls short of
+        ``effective_size`` and a chain holds more than max(``density_guard_min``,
+        ``density_guard`` × the observed ties) ties, the chains ran away to dense
+        graphs (a degenerate θ) and the fit stops with
+        :class:`~numpyro_ugm.network.ErgmDegeneracyError` instead of doubling its
+        interval towards ``max_interval`` (faux.mesa.high ``edges + triangle + kstar(2)
+        + gwesp(0.5, fixed=TRUE) + isolates``: an error after about 30 s instead of
+        hours); None: no guard.
+    density_guard_min : int
+        ergm's ``MCMLE.density.guard.min`` (10,000): the guard never fires below this
+        many ties (nor on networks of fewer dyads).
     max_degree : int, optional
         Degree capacity of the sparse sampler's neighbour lists.
     triadic : float, optional
@@ -128,6 +140,8 @@ class SamplingControl:
     burnin: int | None = None
     effective_size: float | None = 64
     max_interval: int | None = None
+    density_guard: float | None = math.exp(3)
+    density_guard_min: int = 10000
     max_degree: int | None = None
     triadic: float | None = None
     threads: int | None = None
@@ -146,6 +160,10 @@ class SamplingControl:
         for name in ("interval", "max_interval", "max_degree", "threads"):
             put(self, name, _count(owner, name, getattr(self, name), optional=True))
         put(self, "burnin", _count(owner, "burnin", self.burnin, minimum=0, optional=True))
+        put(self, "density_guard", _number(owner, "density_guard", self.density_guard,
+                                           low=1.0, optional=True))
+        put(self, "density_guard_min", _count(owner, "density_guard_min",
+                                              self.density_guard_min, minimum=0))
         put(self, "effective_size", _number(owner, "effective_size", self.effective_size,
                                             optional=True))
         if self.triadic is not None:

@@ -41,16 +41,18 @@ import numpy as np
 
 from ..runtime.checks import as_key, check_count
 from .control import ErgmControl
-from .diagnostics.degeneracy import check_fit_degeneracy
-from .diagnostics.estimate_sample import check_estimate_sample, simulate_at_estimate
+from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
+from .diagnostics.estimate_sample import (check_estimate_sample, gof_effective_size,
+                                          simulate_at_estimate, simulate_independent)
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
-from .estimation.dyad_independent import dyad_independent_mle, newton_mle
-from .estimation.identifiability import check_dyadic_columns
+from .estimation.dyad_independent import dyad_independent_mle, dyadic_reference, newton_mle
+from .estimation.identifiability import check_dyadic_columns, check_sampled_identifiable
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
 from .graphs import check_edge_list, graph_edge_list, num_dyads, pair_tables
 from .sampling.chains import init_network_chains
+from .sampling.guard import ChainsRanAwayError, DensityGuard, density_guard
 from .sampling.simulation import (NetworkSimulator, adaptive_simulate, dense_simulator,
                                   sparse_simulator)
 from .summary import ErgmFit, dyad_independent_fit, exact_fit, fit_at, mcmle_fit
@@ -67,9 +69,10 @@ __all__ = ["fit_ergm", "gof_ergm", "NetworkFit"]
 class NetworkFit:
     """What :func:`fit_ergm` keeps besides the :class:`ErgmFit` numbers: the network,
     its ties, formula and observed statistics, the simulator with the interval and
-    burn-in its effective-size check reached, the control, and the chains at the end of
+    burn-in its effective-size check reached, the control, the chains at the end of
     the final sample at θ̂ (``final_state``, before the log-likelihood's bridges moved
-    them; for :func:`gof_ergm`)."""
+    them), the longest interval and the density guard of its adaptive sample (for
+    :func:`gof_ergm`)."""
 
     network: Network
     edges: np.ndarray
@@ -80,6 +83,8 @@ class NetworkFit:
     burnin: int = 0
     control: ErgmControl = dataclasses.field(default_factory=ErgmControl)
     final_state: tuple | None = None
+    max_interval: int = 0
+    guard: DensityGuard | None = None
 
 
 class _Design(NamedTuple):
@@ -106,7 +111,8 @@ class _Chains(NamedTuple):
     """The chains of a Monte Carlo fit: the simulator, ``simulate(theta, rng_key)`` for
     the MCMLE and the final sample, the adapted interval and burn-in (``current``),
     ``rewind``, the bridges' ``bridge_simulate`` and ``final["state"]``, the chains at
-    the end of the final sample (before any bridge)."""
+    the end of the final sample (before any bridge), the longest interval and the
+    density guard."""
 
     simulator: NetworkSimulator
     simulate: Any
@@ -114,6 +120,8 @@ class _Chains(NamedTuple):
     rewind: Any
     bridge_simulate: Any
     final: dict
+    max_interval: int
+    guard: DensityGuard | None
 
 
 def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
@@ -171,21 +179,27 @@ def fit_ergm(network: Any, formula: Any = "edges", *, edges: Any = None,
     rng_key = _default_key(rng_key)
     start, reference = _start(design, control, rng_key, log_likelihood)
     chains = _run_chains(design, control, sampler, verbose)
-    if control.estimator is None:
-        fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
-                        num_dyads=design.num_dyads, names=design.names,
-                        control=control.mcmle, log_likelihood=log_likelihood,
-                        bridge_simulate=chains.bridge_simulate, bridge_reference=reference,
-                        rewind=chains.rewind, verbose=verbose)
-    else:
-        fit = _fit_with_estimator(design, control, start, chains, reference, rng_key,
-                                  log_likelihood)
+    try:
+        if control.estimator is None:
+            fit = mcmle_fit(chains.simulate, design.observed, start, rng_key,
+                            num_dyads=design.num_dyads, names=design.names,
+                            control=control.mcmle, log_likelihood=log_likelihood,
+                            bridge_simulate=chains.bridge_simulate,
+                            bridge_reference=reference, rewind=chains.rewind,
+                            verbose=verbose)
+        else:
+            fit = _fit_with_estimator(design, control, start, chains, reference, rng_key,
+                                      log_likelihood)
+    except ChainsRanAwayError as error:  # the final sample's or a bridge's chains
+        raise outside_sample_error(f"fit_ergm: {error}", error.last_draws,
+                                   design.observed, design.names) from error
     if fit.final_statistics is not None:
         check_fit_degeneracy(fit.final_statistics, design.observed, design.names)
     return dataclasses.replace(fit, network_fit=NetworkFit(
         design.net, design.ties, formula, design.observed, chains.simulator,
         chains.current["interval"], chains.current["burnin"], control,
-        chains.final.get("state", chains.simulator.snapshot())))
+        chains.final.get("state", chains.simulator.snapshot()), chains.max_interval,
+        chains.guard))
 
 
 def _check_control(control):
@@ -278,9 +292,11 @@ def _start(design, control, rng_key, log_likelihood):
     if design.size is None:  # the MPLE: a logistic regression of y on X (as mple())
         X = design.X
         start = init if init is not None else dyad_independent_mle(X, X.T @ design.y).theta
-        return start, _dyad_independent_reference(design.terms, X, design.observed)
+        return start, dyadic_reference(design.terms, X, design.observed)
     sample = sample_dyads(design.net, design.terms, design.ties, design.observed,
                           design.size, _numpy_rng(rng_key))
+    check_sampled_identifiable("fit_ergm", design.net, design.terms,
+                               sample.change_statistics, design.names)
     start = init if init is not None else sampled_mple(sample).theta
     reference = (sampled_reference(design.net, design.terms, sample) if log_likelihood
                  else None)
@@ -332,9 +348,11 @@ def _run_chains(design, control, sampler, verbose):
     max_interval = (1024 * interval if sampling.max_interval is None
                     else max(interval, sampling.max_interval))
     draws = sampling.draws_per_chain
+    guard = density_guard(sampling.density_guard, sampling.density_guard_min,
+                          len(design.ties), design.num_dyads)
     simulate, current, rewind = adaptive_simulate(simulator, draws, interval, burnin,
                                                   sampling.effective_size, max_interval,
-                                                  bool(verbose))
+                                                  bool(verbose), guard)
     bridge_draws = max(-(-control.mcmle.bridge_draws // sampling.num_chains), 2)
 
     def bridge_simulate(theta, rng_key):  # bridge_draws per bridge, in one call
@@ -347,7 +365,8 @@ def _run_chains(design, control, sampler, verbose):
         final.setdefault("state", simulator.snapshot())
         return bridge_simulate(theta, rng_key)
 
-    return _Chains(simulator, simulate, current, rewind, bridge_simulate_after_final, final)
+    return _Chains(simulator, simulate, current, rewind, bridge_simulate_after_final, final,
+                   max_interval, guard)
 
 
 def _fit_with_estimator(design, control, start, chains, reference, rng_key,
@@ -391,8 +410,9 @@ def _large_dyad_independent_fit(net, terms, ties, observed, names, size, rng_key
     """The exact MLE of a dyad-independent model of a large network: Newton on sums over
     every dyad (:func:`~numpyro_ugm.network.estimation.sparse_statistics.dyadic_sums`, a
     pass of O(N) work each), started at the MLE of a case-control sample of dyads."""
-    start = sampled_mple(sample_dyads(net, terms, ties, observed, size,
-                                      _numpy_rng(rng_key))).theta
+    sample = sample_dyads(net, terms, ties, observed, size, _numpy_rng(rng_key))
+    check_sampled_identifiable("fit_ergm", net, terms, sample.change_statistics, names)
+    start = sampled_mple(sample).theta
     first = dyadic_sums(net, terms, start, True)  # also Σ abs(x_d), the tolerance's scale
 
     def sums(theta, full):
@@ -415,25 +435,8 @@ def _native_design(net, terms, ties, program):
             native_statistics(program, empty, ties, net.num_nodes, net.directed))
 
 
-def _dyad_independent_reference(terms, X, observed):
-    """(θ_ref, log Z(θ_ref)): the dyad-independent terms at their exact MLE (the other
-    coefficients 0), where the bridge sampling of the log-likelihood starts, as ergm's;
-    None when no term is dyad independent (the path then starts at θ = 0). ``X`` (N, k)
-    the change statistics of every dyad."""
-    columns = np.cumsum([0] + [t.size for t in terms])
-    keep = np.concatenate([np.arange(columns[k], columns[k + 1]) for k, t in enumerate(terms)
-                           if t.dependence == "dyadic"] or [np.zeros(0, int)])
-    if keep.size == 0:
-        return None
-    X = X[:, keep]
-    fit = dyad_independent_mle(X, observed[keep])
-    theta = np.zeros(len(observed))
-    theta[keep] = fit.theta
-    return theta, float(np.sum(np.logaddexp(0.0, X @ fit.theta)))
-
-
 def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
-             rng_key: Any = None) -> GoodnessOfFit:
+             effective_size: float | None = None, rng_key: Any = None) -> GoodnessOfFit:
     """Goodness of fit of :func:`fit_ergm`'s result, as statnet's ``gof(fit)``:
     ``num_sims`` networks simulated from the estimate, their degree, edgewise shared
     partner and geodesic distance distributions and model statistics against the
@@ -441,50 +444,48 @@ def gof_ergm(fit: ErgmFit, num_sims: int = 100, *, interval: int | None = None,
     A dyad-independent fit draws its dyads one by one, up to the fit's
     ``control.sampling.dyad_draws_limit``. A Monte Carlo fit's chains start from the
     end of its final sample at θ̂, burn in at θ̂ and draw ``interval`` steps apart
-    (default: the interval the fit's effective-size check reached); the result's
-    ``effective_size`` is the sample's, and a warning (also in ``estimate_check``) says
-    when it is small or when the simulated statistics' mean is more than 3 Monte Carlo
-    standard errors from the observed statistics (which it equals at the MLE)."""
+    (default: the interval the fit's effective-size check reached); while the
+    simulated model statistics' multivariate effective size is below
+    ``effective_size`` (default a quarter of ``num_sims``; 0: never) the chains are
+    continued and thinned, the interval doubling up to the fit's longest, as the fit's
+    own adaptive sample. The result's ``interval`` and ``effective_size`` are the
+    sample's (printed under the table), and a warning (also in ``estimate_check``)
+    says when the effective size stays small or when the simulated statistics' mean is
+    more than 3 Monte Carlo standard errors from the observed statistics (which it
+    equals at the MLE)."""
     info = getattr(fit, "network_fit", None)
     if info is None:
         raise TypeError("gof_ergm: expected the result of fit_ergm")
     rng_key = as_key(jax.random.PRNGKey(1) if rng_key is None else rng_key, "gof_ergm")
     num_sims = check_count("gof_ergm", "num_sims", num_sims)
     net = info.network
-    simulator = info.simulator
-    if simulator is None:  # a dyad-independent fit: its dyads are independent Bernoulli
-        limit = info.control.sampling.dyad_draws_limit
-        if num_dyads(net.num_nodes, net.directed) > limit:
-            raise NotImplementedError(
-                f"gof_ergm: the goodness of fit of a dyad-independent fit draws every dyad "
-                f"of each simulated network, {num_dyads(net.num_nodes, net.directed)} here: "
-                f"not supported above SamplingControl.dyad_draws_limit = {limit} dyads")
-        X = np.asarray(change_statistics(
-            np.zeros(num_dyads(net.num_nodes, net.directed), np.float32), info.statistics,
-            network=net), np.float64)
-        p = 1 / (1 + np.exp(-(X @ fit.estimates)))
-        draws = np.asarray(jax.random.uniform(rng_key, (num_sims, len(p)))) < p
-        _, i, j = pair_tables(net.num_nodes, net.directed)
-        simulated = [np.stack([i[row], j[row]], 1) for row in draws]
-        stats = (draws @ X)[None]
+    if info.simulator is None:  # a dyad-independent fit: its dyads are independent
+        simulated, stats = simulate_independent(
+            net, info.statistics, fit.estimates, num_sims, rng_key,
+            info.control.sampling.dyad_draws_limit)
+        step = None
     else:
         step = info.interval if interval is None else check_count("gof_ergm", "interval",
                                                                    interval)
-        simulated, stats = simulate_at_estimate(simulator, fit.estimates, info.final_state,
-                                                num_sims, step, info.burnin, rng_key)
+        target = gof_effective_size(effective_size, num_sims)
+        try:
+            draws = simulate_at_estimate(info.simulator, fit.estimates, info.final_state,
+                                         num_sims, step, info.burnin, rng_key,
+                                         effective_size=target or None,
+                                         max_interval=info.max_interval, guard=info.guard)
+        except ChainsRanAwayError as error:
+            raise outside_sample_error(f"gof_ergm: {error}", error.last_draws,
+                                       info.observed, fit.names) from error
+        simulated, stats, step = draws.networks, draws.statistics, draws.interval
     result = goodness_of_fit(info.edges, simulated, net.num_nodes, net.directed,
                              model_names=list(fit.names),
                              observed_model_statistics=info.observed,
                              simulated_model_statistics=stats.reshape(-1, len(fit.names))[
                                  :len(simulated)])
-    if simulator is None:
+    if step is None:
         return result
     check = check_estimate_sample(stats, info.observed, fit.names)
     if check.message:
         warnings.warn(f"gof_ergm: {check.message}", RuntimeWarning, stacklevel=2)
     return dataclasses.replace(result, effective_size=check.effective_size,
-                               estimate_check=check.message)
-
-
-def _num_chains(simulator):
-    return len(simulator.networks())
+                               estimate_check=check.message, interval=step)

@@ -20,6 +20,9 @@ def test_the_defaults_are_statnets():
     assert sampling.draws_per_chain == 256  # ergm's MCMC.samplesize over 4 chains
     assert sampling.interval is None and sampling.burnin is None
     assert sampling.effective_size == 64
+    # ergm's MCMLE.density.guard and MCMLE.density.guard.min
+    assert sampling.density_guard == pytest.approx(math.exp(3))
+    assert sampling.density_guard_min == 10000
     assert (sampling.dense_limit, sampling.sparse_limit, sampling.dyad_draws_limit) == (
         500, 2 ** 17, 2 ** 21)
     mcmle_control = MCMLEControl()
@@ -57,6 +60,8 @@ def test_the_controls_are_frozen_and_replace_checks_again():
     ("max_degree", 0, ValueError), ("triadic", 1.0, ValueError), ("threads", 0, ValueError),
     ("native", "yes", TypeError), ("dense_limit", 0, ValueError),
     ("sparse_limit", True, ValueError), ("dyad_draws_limit", -5, ValueError),
+    ("density_guard", 1.0, ValueError), ("density_guard", "e3", TypeError),
+    ("density_guard_min", -1, ValueError),
 ])
 def test_every_sampling_setting_is_checked(setting, value, error):
     with pytest.raises(error, match=setting if setting != "samplesize" else "multiple"):

@@ -25,7 +25,7 @@ from ..graphs import as_edge_data
 from .goodness_of_fit import check_level
 
 __all__ = ["ErgmDegeneracyError", "DegeneracyWarning", "check_sample_degeneracy",
-           "terms_outside_sample", "check_fit_degeneracy", "FitDegeneracy", "TermRange",
+           "terms_outside_sample", "outside_sample_error", "check_fit_degeneracy", "FitDegeneracy", "TermRange",
            "check_particle_degeneracy", "ParticleDegeneracy", "as_sampled_statistics"]
 
 
@@ -107,6 +107,14 @@ def terms_outside_sample(stats: np.ndarray, observed: np.ndarray,
     return [names[i] for i in order], [
         f"{names[i]}: observed {observed[i]:g} is {z[i]:.1f} sd from the sampled mean "
         f"{flat[:, i].mean():g}" for i in order]
+
+
+def outside_sample_error(reason: str, stats: np.ndarray, observed: np.ndarray,
+                         names: Sequence[str]) -> ErgmDegeneracyError:
+    """The :class:`ErgmDegeneracyError` of ``reason``, naming the terms whose observed
+    value the sample ``stats`` (C, D, k) misses (:func:`terms_outside_sample`)."""
+    bad, details = terms_outside_sample(stats, observed, names)
+    return ErgmDegeneracyError(f"{reason}; terms {bad} ({'; '.join(details)}).", bad)
 
 
 # --- a fit whose samples miss the observed network ----------------------------------------

@@ -228,9 +228,11 @@ class GoodnessOfFit:
     num_simulations: int
     partner_type: str = field(default="OTP")
     #: the multivariate effective size of the simulated model statistics (None: not
-    #: checked, e.g. independent draws) and the check's warning ("" when none)
+    #: checked, e.g. independent draws), the check's warning ("" when none) and the
+    #: steps between the draws of each chain (None: independent draws)
     effective_size: float | None = None
     estimate_check: str = ""
+    interval: int | None = None
 
     def __getitem__(self, name: str) -> GofStatistic:
         if name not in self.statistics:
@@ -245,7 +247,9 @@ class GoodnessOfFit:
         text = "\n\n".join(self.statistics[s].table() for s in names)
         if self.effective_size is not None:
             text += (f"\n\nEffective sample size of the simulated model statistics: "
-                     f"{self.effective_size:.1f} of {self.num_simulations}")
+                     f"{self.effective_size:.1f} of {self.num_simulations}"
+                     + ("" if self.interval is None
+                        else f" (draws {self.interval} steps apart)"))
         if self.estimate_check:
             text += f"\nWarning: {self.estimate_check}"
         return text

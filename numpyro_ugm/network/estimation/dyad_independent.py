@@ -18,7 +18,7 @@ from ...runtime.checks import check_count
 from .samples import as_vector
 
 __all__ = ["dyad_independent_log_likelihood", "dyad_independent_mle", "newton_mle", "as_design",
-           "DyadIndependentMLE"]
+           "DyadIndependentMLE", "dyadic_reference"]
 
 
 #: columns whose largest change statistic exceeds this are fitted rescaled
@@ -213,3 +213,20 @@ def newton_mle(sums: Callable, observed: ArrayLike, scale: ArrayLike, *,
     cov = np.linalg.pinv(second + penalty * np.eye(k), hermitian=True)
     return DyadIndependentMLE(theta, cov, np.sqrt(np.diag(cov)), float(theta @ observed - total),
                               converged, iteration)
+
+
+def dyadic_reference(terms, X: np.ndarray, observed: np.ndarray) -> tuple | None:
+    """(θ_ref, log Z(θ_ref)): the dyad-independent terms at their exact MLE (the other
+    coefficients 0), where the bridge sampling of the log-likelihood starts, as ergm's;
+    None when no term is dyad independent (the path then starts at θ = 0). ``X`` (N, k)
+    the change statistics of every dyad."""
+    columns = np.cumsum([0] + [t.size for t in terms])
+    keep = np.concatenate([np.arange(columns[k], columns[k + 1]) for k, t in enumerate(terms)
+                           if t.dependence == "dyadic"] or [np.zeros(0, int)])
+    if keep.size == 0:
+        return None
+    X = X[:, keep]
+    fit = dyad_independent_mle(X, observed[keep])
+    theta = np.zeros(len(observed))
+    theta[keep] = fit.theta
+    return theta, float(np.sum(np.logaddexp(0.0, X @ fit.theta)))

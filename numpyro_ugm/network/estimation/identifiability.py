@@ -6,6 +6,9 @@ statistics sit at their smallest or largest attainable values, where the MLE is 
 For dyadic terms the change statistics x_d of dyad d do not depend on the rest of the
 network, so s(y) = Σ_d y_d x_d: statistic j ranges over [Σ_d min(0, x_dj),
 Σ_d max(0, x_dj)], and θ and θ + v give the same model for every v with X v = 0.
+Networks too large for the (N, k) design X (the edge-list path) are checked on a sample
+of their dyads, and a deficient sample on XᵀX over every dyad
+(:func:`check_sampled_identifiable`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,20 @@ import numpy as np
 
 from ..diagnostics.degeneracy import ErgmDegeneracyError
 from .dyad_independent import DyadIndependentMLE, dyad_independent_mle
+from .sparse_statistics import dyadic_sums
 
-__all__ = ["dependent_terms", "check_identifiable", "Boundary", "find_boundary",
+__all__ = ["dependent_terms", "gram_dependent_terms", "check_identifiable",
+           "check_sampled_identifiable", "Boundary", "find_boundary",
            "boundary_mle", "boundary_message", "check_dyadic_columns"]
 
 
 #: the largest change statistic a Monte Carlo fit accepts (float32 sums of statistics)
 MAX_SAMPLED = 1e15
+
+#: :func:`gram_dependent_terms` calls a column dependent when the smallest eigenvalue of
+#: the unit-diagonal Gram matrix, per column, is at most this (1 − ρ² of two covariates
+#: correlated at ρ = 0.999999 is 2e-6; exactly dependent columns leave rounding, ~1e-15)
+GRAM_TOLERANCE = 1e-10
 
 
 def _distinct_rows(x):
@@ -60,6 +70,33 @@ def dependent_terms(change_statistics: np.ndarray, names: Sequence[str]) -> list
     return out
 
 
+def gram_dependent_terms(gram: np.ndarray, names: Sequence[str]) -> list[str]:
+    """:func:`dependent_terms` from the Gram matrix XᵀX (k, k) of the change statistics
+    over every dyad (rank X = rank XᵀX): with XᵀX scaled to a unit diagonal, coefficient
+    j is dependent when the leading (j + 1) block's smallest eigenvalue is at most
+    :data:`GRAM_TOLERANCE` (a zero column on its own)."""
+    gram = np.asarray(gram, np.float64)
+    size = np.sqrt(np.maximum(np.diag(gram), 0.0))
+    unit = gram / np.outer(np.where(size > 0, size, 1.0), np.where(size > 0, size, 1.0))
+    out, kept = [], []
+    for j in range(len(names)):
+        block = unit[np.ix_(kept + [j], kept + [j])]
+        if size[j] == 0 or np.linalg.eigvalsh(block)[0] <= GRAM_TOLERANCE * len(block):
+            out.append(names[j])
+        else:
+            kept.append(j)
+    return out
+
+
+def _refuse(owner, dependent, names):
+    """ValueError naming the coefficients that are combinations of others."""
+    raise ValueError(
+        f"{owner}: the model is not identifiable: the statistic(s) {dependent} are "
+        f"linear combinations of the terms before them in {list(names)} (their change "
+        "statistics are, at every dyad), so no data can tell their coefficients apart; "
+        "drop them (or the term they repeat, e.g. a nodefactor's base level)")
+
+
 def check_identifiable(owner: str, change_statistics: np.ndarray,
                        names: Sequence[str]) -> None:
     """Raise ValueError naming the coefficients that are combinations of others (a
@@ -67,11 +104,31 @@ def check_identifiable(owner: str, change_statistics: np.ndarray,
     ``nodefactor(..., base=0)`` beside ``edges``)."""
     dependent = dependent_terms(change_statistics, names)
     if dependent:
-        raise ValueError(
-            f"{owner}: the model is not identifiable: the statistic(s) {dependent} are "
-            f"linear combinations of the terms before them in {list(names)} (their change "
-            "statistics are, at every dyad), so no data can tell their coefficients apart; "
-            "drop them (or the term they repeat, e.g. a nodefactor's base level)")
+        _refuse(owner, dependent, names)
+
+
+def check_sampled_identifiable(owner: str, net, terms, sample_statistics: np.ndarray,
+                               names: Sequence[str]) -> None:
+    """:func:`check_identifiable` of the dyadic terms of a large network (the edge-list
+    path, no (N, k) design) at a bounded cost: the rank of their change statistics on a
+    sample of dyads ``sample_statistics`` (b, k) (every tie and a uniform sample of
+    non-ties: the sampled MPLE's) proves a full rank; a sample of deficient rank (it
+    may have missed the rare dyads that tell two terms apart) is confirmed or cleared
+    by the Gram matrix XᵀX over every dyad
+    (:func:`~numpyro_ugm.network.estimation.sparse_statistics.dyadic_sums`, one pass of
+    O(N) work, O(n) memory). ``terms`` resolved, ``names`` their k coefficients."""
+    columns = [t.dependence == "dyadic" for t in terms for _ in t.names]
+    dyadic = [n for n, d in zip(names, columns) if d]
+    if not dyadic:
+        return
+    x = np.asarray(sample_statistics, np.float64)[:, np.asarray(columns)]
+    if not dependent_terms(x, dyadic):
+        return
+    dyadic_terms = [t for t in terms if t.dependence == "dyadic"]
+    gram = 4.0 * dyadic_sums(net, dyadic_terms, np.zeros(len(dyadic)), True)[2]
+    dependent = gram_dependent_terms(gram, dyadic)
+    if dependent:
+        _refuse(owner, dependent, dyadic)
 
 
 class Boundary(NamedTuple):

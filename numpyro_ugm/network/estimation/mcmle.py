@@ -26,8 +26,9 @@ from jax.typing import ArrayLike
 from ...runtime.checks import as_key
 from ..control import MCMLEControl
 from ..diagnostics.degeneracy import (ErgmDegeneracyError, check_sample_degeneracy,
-                                      terms_outside_sample)
+                                      outside_sample_error)
 from .hotelling import hotelling_t2, tsq_sf
+from ..sampling.guard import ChainsRanAwayError
 from ..sampling.moments import sample_moments
 from .samples import as_names, as_vector, check_simulate, sample_statistics
 from .step import geyer_thompson_step, hull_step_length, lognormal_step
@@ -169,9 +170,9 @@ class _History:
         """Record the last iteration (``row``; θ not updated, so the record keeps its
         shapes) and raise ErgmDegeneracyError, the terms the last sample misses named."""
         self.add(row, theta)
-        bad, details = terms_outside_sample(self.last_statistics, self.observed, self.names)
-        text = f"{reason}; terms {bad} ({'; '.join(details)})."
-        raise ErgmDegeneracyError(text, bad, self.result(text, False, repeats))
+        error = outside_sample_error(reason, self.last_statistics, self.observed, self.names)
+        error.record = self.result(str(error), False, repeats)
+        raise error
 
 
 def _summarize(stats, observed, control, trust):
@@ -318,8 +319,10 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
     ------
     ErgmDegeneracyError
         A sampled term with zero variance, linearly dependent terms, a stalled step
-        length, or ``max_rejections`` rejected steps in a row; ``terms`` names them,
-        ``record`` holds the iterations so far.
+        length, ``max_rejections`` rejected steps in a row, or chains that ran away to
+        dense graphs (``simulate`` raised
+        :class:`~numpyro_ugm.network.sampling.guard.ChainsRanAwayError`, the density
+        guard); ``terms`` names them, ``record`` holds the iterations so far.
     """
     owner = "mcmle"
     check_simulate(owner, simulate)
@@ -336,9 +339,8 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
     for iteration in range(1, control.max_iterations + 1):
         rng_key, subkey = jax.random.split(rng_key)
         gain_of, loses = trust.tests(theta)
-        stats = sample_statistics(simulate, theta, subkey, repeats, k, owner,
-                                  stop=loses if stop_early else None)
-        history.last_statistics = stats
+        stats = _sample(simulate, theta, subkey, repeats, history,
+                        loses if stop_early else None)
         gain = float("nan") if gain_of is None else gain_of(stats)
         if loses is not None and gain < -control.max_loss:  # the trust region rejects θ
             theta = _step_back(theta, stats, gain, trust, history, repeats, control, rewind)
@@ -364,6 +366,20 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
             return history.result(verdict.message, True, repeats)
     return history.result(f"reached max_iterations = {control.max_iterations}", False,
                           repeats)
+
+
+def _sample(simulate, theta, rng_key, repeats, history, stop):
+    """The sample at θ (``repeats`` calls), kept as the history's last; chains that ran
+    away (the sampler's density guard) end the fit with ErgmDegeneracyError."""
+    try:
+        stats = sample_statistics(simulate, theta, rng_key, repeats, history.k, "mcmle",
+                                  stop=stop)
+    except ChainsRanAwayError as error:
+        history.last_statistics = error.last_draws
+        history.give_up(f"mcmle: {error}", _rejected_row(error.statistics, float("nan"),
+                                                         history.k), theta, repeats)
+    history.last_statistics = stats
+    return stats
 
 
 def _step_back(theta, stats, gain, trust, history, repeats, control, rewind):

@@ -35,11 +35,13 @@ from ..graphs import pair_tables
 from .chains import (DegreeOverflowError, default_max_degree, init_network_chains,
                              network_edges)
 from .compiled import native_run
+from .guard import DensityGuard
 from ..terms.compiled import native_chains, native_program
 from .tnt import network_mh_step, simulate_statistics
 
 __all__ = ["NetworkSimulator", "dense_simulator", "sparse_simulator", "native_sampler",
-           "adaptive_simulate", "change_function", "triadic_weight", "chain_groups"]
+           "adaptive_simulate", "lengthen_sample", "change_function", "triadic_weight",
+           "chain_groups"]
 
 
 class NetworkSimulator:
@@ -335,20 +337,71 @@ def _key_words(rng_key):
     return [int(w) for w in np.asarray(rng_key, np.uint32).ravel()[-2:]]
 
 
+def lengthen_sample(draw, stats: np.ndarray, num_draws: int, effective_size: float,
+                    max_interval: int, current: dict, *, payload: list | None = None,
+                    stop=None, check=None, report=None) -> tuple:
+    """Continue a sample until its multivariate effective size reaches
+    ``effective_size``, ergm 4's adaptive sampling (``MCMC.effectiveSize``), the loop of
+    :func:`adaptive_simulate` and of the goodness of fit's draws at θ̂.
+
+    Drop the start that the Geweke test finds not yet stationary
+    (:func:`~numpyro_ugm.network.sampling.moments.stationary_start`, at most half);
+    while the chains still move, or the rest's effective size falls short, draw
+    ``num_draws`` more per chain (``draw(interval) -> (stats (C, num_draws, k), payload
+    list or None)``, continuing the chains), thinning by 2 and doubling
+    ``current["interval"]`` and ``current["burnin"]`` whenever a chain holds
+    ``2 num_draws`` draws, up to ``max_interval``. ``payload`` (one entry per draw, e.g.
+    the networks) is cut and thinned with the draws; ``stop(stats)`` ends it as soon as
+    it is true, ``check(stats, ess)`` may raise before each longer draw (the density
+    guard), ``report(message)`` hears each doubling.
+
+    Returns
+    -------
+    (stats, payload, effective size)
+        The effective size is 0 when the chains were still moving at the end.
+    """
+    report = report or (lambda message: None)
+    while True:
+        cut = stationary_start(stats)
+        if cut:
+            stats = stats[:, cut:]
+            payload = None if payload is None else payload[cut:]
+        ess = 0.0 if cut is None else multivariate_effective_size(stats)
+        if ess >= effective_size or (stop is not None and stop(stats)):
+            return stats, payload, ess
+        if check is not None:
+            check(stats, ess)
+        if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
+            report(f"interval {current['interval']} (the largest): effective sample "
+                   f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
+            return stats, payload, ess
+        more, extra = draw(current["interval"])
+        stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
+        payload = None if payload is None else payload + extra
+        if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:
+            stats = stats[:, 1::2]
+            payload = None if payload is None else payload[1::2]
+            current["interval"] *= 2
+            current["burnin"] *= 2
+            report(("chains not stationary" if cut is None else
+                    f"effective sample size {ess:.1f} < {effective_size:g}")
+                   + f": interval {current['interval']}, burn-in {current['burnin']}")
+
+
 def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int,
                       burnin: int, effective_size: float | None, max_interval: int,
-                      verbose: bool = False):
+                      verbose: bool = False, guard: DensityGuard | None = None):
     """``simulate(theta, rng_key)`` for
     :func:`~numpyro_ugm.network.estimation.mcmle.mcmle`, ergm 4's
     adaptive sampling (``MCMC.effectiveSize``): after the burn-in at the new θ, draw
-    ``num_draws`` per chain; drop the start that the Geweke test finds not yet
-    stationary (:func:`~numpyro_ugm.network.sampling.moments.stationary_start`, at
-    most half); while the chains still move, or the rest's multivariate effective size is
-    below ``effective_size``, continue them for ``num_draws`` more draws, thinning by 2
-    (and doubling the interval) whenever a chain holds ``2 num_draws`` draws, up to
-    ``max_interval``; ``stop(stats)`` (the MCMLE's trust region) ends it as soon as it is
-    true of the draws so far (at a new θ first of the burn-in, drawn as a sample of
-    ``num_draws`` draws). Also returns the interval and burn-in reached (shared: later
+    ``num_draws`` per chain and continue them, thinned, with a doubling interval up to
+    ``max_interval`` until the sample's multivariate effective size reaches
+    ``effective_size`` (:func:`lengthen_sample`); ``stop(stats)`` (the MCMLE's trust
+    region) ends it as soon as it is true of the draws so far (at a new θ first of the
+    burn-in, drawn as a sample of ``num_draws`` draws); before each longer draw the
+    ``guard`` (:class:`~numpyro_ugm.network.sampling.guard.DensityGuard`) raises
+    :class:`~numpyro_ugm.network.sampling.guard.ChainsRanAwayError` when a chain ran
+    away to a dense graph. Also returns the interval and burn-in reached (shared: later
     samples start there) and ``rewind()``, which returns the chains and the interval to
     where they were before the last change of θ."""
     current = {"interval": interval, "burnin": burnin}
@@ -377,27 +430,19 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
                                               burnin), np.float64)
         if effective_size is None:
             return stats
-        while True:
-            cut = stationary_start(stats)
-            if cut:
-                stats = stats[:, cut:]
-            ess = 0.0 if cut is None else multivariate_effective_size(stats)
-            if ess >= effective_size or (stop is not None and stop(stats)):
-                return stats
-            if 2 * current["interval"] > max_interval and stats.shape[1] >= num_draws:
-                report(f"interval {current['interval']} (the largest): effective sample "
-                       f"size {ess:.1f}" + (", chains not stationary" if cut is None else ""))
-                return stats
-            rng_key, sub = jax.random.split(rng_key)
-            more = simulator.simulate(theta, sub, num_draws, current["interval"], 0)
-            stats = np.concatenate([stats, np.asarray(more, np.float64)], axis=1)
-            if stats.shape[1] >= 2 * num_draws and 2 * current["interval"] <= max_interval:
-                stats = stats[:, 1::2]
-                current["interval"] *= 2
-                current["burnin"] *= 2
-                report(("chains not stationary" if cut is None else
-                        f"effective sample size {ess:.1f} < {effective_size:g}")
-                       + f": interval {current['interval']}, burn-in {current['burnin']}")
+        keys = {"now": rng_key}
+
+        def draw(step):
+            keys["now"], sub = jax.random.split(keys["now"])
+            return simulator.simulate(theta, sub, num_draws, step, 0), None
+
+        def check(stats, ess):
+            if guard is not None:
+                guard.check(simulator.networks(), stats, ess, effective_size,
+                            current["interval"], theta)
+
+        return lengthen_sample(draw, stats, num_draws, effective_size, max_interval,
+                               current, stop=stop, check=check, report=report)[0]
 
     def rewind():
         simulator.rewind()

@@ -74,3 +74,80 @@ def test_gof_of_a_monte_carlo_fit_samples_at_the_estimate():
     assert np.all(np.abs(simulated.mean(0) - expected) < 4 * error), (
         simulated.mean(0), expected, error)
     assert "Effective sample size" in gof.table()
+
+
+class _AR1Chains:
+    """A stand-in simulator: 4 persistent AR(1) chains (lag-one correlation 0.95 per
+    step) of one statistic; each chain's network is one tie labelled with the chain's
+    current value and draw number, so a network can be matched to its statistic."""
+
+    def __init__(self):
+        self.x, self.rng, self.drawn = np.zeros(4), np.random.default_rng(0), 0
+        self.calls = []
+
+    def restore(self, state):
+        pass
+
+    def simulate(self, theta, key, num_draws, interval, burnin):
+        self.calls.append((num_draws, interval, burnin))
+        out = []
+        for _ in range(num_draws):
+            for _ in range(interval + burnin):
+                self.x = 0.95 * self.x + np.sqrt(1 - 0.95 ** 2) * self.rng.normal(size=4)
+            burnin = 0
+            out.append(self.x.copy())
+        return np.stack(out, 1)[..., None]
+
+    def networks(self):
+        return [np.array([[v, c]]) for c, v in enumerate(self.x)]
+
+
+def test_the_draws_at_the_estimate_lengthen_their_interval_until_effective():
+    """Draws 1 step apart (effective size about n · 0.05 / 1.95) are continued and
+    thinned, the interval doubling, until the effective size reaches the target; every
+    network stays paired with its statistic through the cut and the thinning, and the
+    count is topped up to num_sims."""
+    from numpyro_ugm.network.diagnostics.estimate_sample import simulate_at_estimate
+    from numpyro_ugm.network.sampling.moments import multivariate_effective_size
+
+    chains = _AR1Chains()
+    draws = simulate_at_estimate(chains, np.zeros(1), None, 198, 1, 0,
+                                 jax.random.PRNGKey(0), effective_size=50,
+                                 max_interval=1024)
+    assert draws.interval >= 16 and draws.effective_size >= 50
+    assert draws.statistics.shape == (4, 50, 1) and len(draws.networks) == 198
+    assert multivariate_effective_size(draws.statistics) == draws.effective_size
+    by_chain = draws.statistics[..., 0].ravel()[:198]  # chain by chain, as the networks
+    np.testing.assert_array_equal([net[0, 0] for net in draws.networks], by_chain)
+    assert [int(net[0, 1]) for net in draws.networks] == [c for c in range(4)
+                                                          for _ in range(50)][:198]
+    # without a target the interval stays; a sample effective enough is kept as drawn
+    fixed = simulate_at_estimate(_AR1Chains(), np.zeros(1), None, 198, 1, 0,
+                                 jax.random.PRNGKey(0))
+    assert fixed.interval == 1 and fixed.effective_size is None
+    apart = [simulate_at_estimate(_AR1Chains(), np.zeros(1), None, 198, 64, 0,
+                                  jax.random.PRNGKey(0), effective_size=target,
+                                  max_interval=1024) for target in (None, 50)]
+    assert apart[1].interval == 64 and apart[1].effective_size >= 50
+    np.testing.assert_array_equal(apart[0].statistics, apart[1].statistics)
+
+
+def test_gof_lengthens_a_short_interval_and_reports_it():
+    """gof_ergm(fit, 200, interval=1): one Gibbs sweep between draws gave an effective
+    size far below a quarter of the draws and a warning; now the interval doubles until
+    it is reached, and the table says how far apart the draws are. effective_size=0
+    keeps the interval given."""
+    graph = nx.Graph([(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (4, 5)])
+    fit = fit_ergm(graph, "edges + triangle", rng_key=jax.random.PRNGKey(0),
+                   log_likelihood=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no "too correlated" warning
+        gof = gof_ergm(fit, 200, interval=1, rng_key=jax.random.PRNGKey(3))
+    assert gof.interval > 1 and gof.effective_size >= 50
+    assert f"(draws {gof.interval} steps apart)" in gof.table()
+    with pytest.warns(RuntimeWarning, match="too correlated"):
+        kept = gof_ergm(fit, 200, interval=1, effective_size=0,
+                        rng_key=jax.random.PRNGKey(3))
+    assert kept.interval == 1 and kept.effective_size < 50
+    with pytest.raises(ValueError, match="effective_size"):
+        gof_ergm(fit, 200, effective_size=-1)

@@ -128,3 +128,89 @@ def test_gibbs_on_a_huge_network_is_refused_before_any_memory_is_spent():
     with pytest.raises(ValueError, match="sampler='sparse'"):
         fit_ergm(g, "edges + triangle",
                  control=ErgmControl(SamplingControl(sampler="gibbs")))
+
+
+# --- the large sparse path (no (N, k) design) ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def large_sparse_graph():
+    """1,000 nodes (499,500 dyads, above SamplingControl.sparse_limit = 2^17: the
+    edge-list path), 2,505 ties, a numeric, a constant and a 3-level attribute."""
+    g = nx.gnp_random_graph(1000, 0.005, seed=4)
+    rng = np.random.default_rng(0)
+    for v in g.nodes:
+        g.nodes[v]["x"], g.nodes[v]["c"], g.nodes[v]["g"] = float(rng.normal()), 2.0, "abc"[v % 3]
+    return g
+
+
+@pytest.mark.parametrize("formula, dependent", [
+    ("edges + kstar(1)", "kstar1"),  # dyad independent: Newton on every dyad's sums
+    ("edges + kstar(1) + triangle", "kstar1")])  # the Monte Carlo fit: refused first
+def test_the_large_sparse_path_checks_identifiability_too(large_sparse_graph, formula,
+                                                          dependent):
+    """Before: edges + kstar(1) fitted [-0.8989, -2.1957] (−0.8989 − 2 · 2.1957 = −5.29 is
+    logit of the density, any split as good); with triangle the chains ran 9 s before
+    an ErgmDegeneracyError blamed the sample."""
+    with pytest.raises(ValueError, match=f"not identifiable.*{dependent}"):
+        fit_ergm(large_sparse_graph, formula, log_likelihood=False)
+
+
+def _large_design(graph, formula, size, seed):
+    from numpyro_ugm.network.estimation.sampled_mple import sample_dyads
+    from numpyro_ugm.network.estimation.sparse_statistics import sparse_statistics
+    from numpyro_ugm.network.graphs import graph_edge_list
+    from numpyro_ugm.network.terms.structural import DEFAULT_DECAY, resolve_terms, term_names
+    from numpyro_ugm.network.terms.term import as_network
+
+    net, ties = as_network(graph), graph_edge_list(graph)
+    terms = resolve_terms(formula, net, DEFAULT_DECAY)
+    sample = sample_dyads(net, terms, ties, sparse_statistics(net, terms, ties), size,
+                          np.random.default_rng(seed))
+    return net, terms, term_names(terms), sample
+
+
+def test_a_valid_formula_passes_from_its_sample_alone(large_sparse_graph, monkeypatch):
+    """Full rank on the sample proves full rank: no pass over every dyad."""
+    from numpyro_ugm.network.estimation import identifiability
+
+    net, terms, names, sample = _large_design(
+        large_sparse_graph, "edges + nodecov('x') + nodematch('g')", 20000, 0)
+    def every_dyad(*args, **kwargs):
+        raise AssertionError("a sample of full rank needs no pass over every dyad")
+
+    monkeypatch.setattr(identifiability, "dyadic_sums", every_dyad)
+    identifiability.check_sampled_identifiable("t", net, terms, sample.change_statistics,
+                                               names)
+
+
+def test_a_sample_that_missed_the_rare_dyads_is_cleared_by_every_dyad():
+    """Node 0, alone in level 'b' and without ties: its 999 dyads are the only ones
+    where nodefactor.g.b is not 0; 10 sampled non-ties miss them, so the sample's
+    column is 0 (deficient), but XᵀX over every dyad has full rank: no error. The Gram
+    matrix against X built densely (every dyad's change statistics)."""
+    from numpyro_ugm.network import change_statistics
+    from numpyro_ugm.network.estimation.identifiability import (
+        check_sampled_identifiable, dependent_terms, gram_dependent_terms)
+    from numpyro_ugm.network.estimation.sparse_statistics import dyadic_sums
+    from numpyro_ugm.network.terms.term import as_network
+
+    g = nx.gnp_random_graph(1000, 0.005, seed=4)
+    g.remove_edges_from(list(g.edges(0)))
+    for v in g.nodes:
+        g.nodes[v]["g"] = "b" if v == 0 else "a"
+    formula = "edges + nodefactor('g')"
+    net, terms, names, sample = _large_design(g, formula, 10, 1)
+    assert np.all(sample.change_statistics[:, 1] == 0)
+    assert dependent_terms(sample.change_statistics, names) == ["nodefactor.g.b"]
+    check_sampled_identifiable("t", net, terms, sample.change_statistics, names)
+    # the Gram matrix of a smaller network against its dense design
+    small = g.subgraph(range(60)).copy()
+    small_net = as_network(small)
+    X = np.asarray(change_statistics(np.zeros(60 * 59 // 2, np.float32), formula,
+                                     network=small_net), np.float64)
+    gram = 4.0 * dyadic_sums(small_net, [t for t in terms], np.zeros(2), True)[2]
+    np.testing.assert_allclose(gram, X.T @ X, rtol=1e-12)
+    assert gram_dependent_terms(gram, names) == []
+    assert gram_dependent_terms(np.array([[4.0, 8.0], [8.0, 16.0]]), ["edges", "kstar1"]) \
+        == ["kstar1"]

@@ -1,7 +1,7 @@
 """The code of the README and of the docs' tutorials and how-to guides runs, so that the
 pages cannot drift from the package.
 
-Every fenced ````python`` block of a page runs, in page order, in one namespace per page
+Every fenced code block marked ``python`` of a page runs, in page order, in one namespace per page
 (as a reader who pastes them one after the other would run them), in a fresh temporary
 directory. A page steers its test with HTML comments, which the rendered page hides:
 
@@ -31,7 +31,8 @@ DOCS = ROOT / "docs"
 PAGES = ([ROOT / "README.md", DOCS / "index.md"] + sorted((DOCS / "tutorials").glob("*.md"))
          + sorted((DOCS / "howto").glob("*.md")))
 #: every page whose ``ugm.NAME`` references are resolved
-ALL_PAGES = [ROOT / "README.md"] + sorted(DOCS.rglob("*.md"))
+ALL_PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md")
+                                          if "_build" not in p.parts)
 
 FENCE = re.compile(r"^```(\S*)\s*$")
 REPLACE = re.compile(r"<!--\s*doc-test:\s*replace\s+(.+?)\s+->\s+(.+?)\s*-->")

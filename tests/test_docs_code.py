@@ -1,5 +1,5 @@
-"""The code of the README and of the docs' tutorials and how-to guides runs, so that the
-pages cannot drift from the package.
+"""The code of the README and of the docs' pages (getting started, tutorials, how-to guides,
+explanations) runs, so that the pages cannot drift from the package.
 
 Every fenced code block marked ``python`` of a page runs, in page order, in one namespace per page
 (as a reader who pastes them one after the other would run them), in a fresh temporary
@@ -15,7 +15,7 @@ A block whose first line is ``# doc-test: skip (why)`` is not run (MNIST-sized, 
 several processes); the reason is required and shown to the reader.
 
 Besides, every name that a page of ``docs/`` or the README writes after ``ugm.`` or
-``numpyro_ugm.`` must exist in the package (the explanation pages do not run).
+``numpyro_ugm.`` must exist in the package (prose names code too).
 """
 
 import importlib
@@ -26,10 +26,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-#: pages whose code blocks run: the README, the getting-started page, the tutorials and
-#: the how-to guides
-PAGES = ([ROOT / "README.md", DOCS / "index.md"] + sorted((DOCS / "tutorials").glob("*.md"))
-         + sorted((DOCS / "howto").glob("*.md")))
+#: pages whose code blocks run: the README, the getting-started page, the tutorials, the
+#: how-to guides and the explanations
+PAGES = ([ROOT / "README.md", DOCS / "index.md"]
+         + [page for part in ("tutorials", "howto", "explanation")
+            for page in sorted((DOCS / part).glob("*.md"))])
 #: every page whose ``ugm.NAME`` references are resolved
 ALL_PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md")
                                           if "_build" not in p.parts)

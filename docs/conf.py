@@ -17,6 +17,6 @@ autodoc_default_options = {"members": True, "undoc-members": False}
 myst_heading_anchors = 3
 # ref.python: shape words in type fields ("(num_chains, num_samples, k)") are read as
 # references, and some name two attributes; they are not references
-suppress_warnings = ["myst.header", "myst.xref_missing", "ref.python"]
+suppress_warnings = ["myst.header", "ref.python"]
 html_theme = "alabaster"
 napoleon_use_ivar = True

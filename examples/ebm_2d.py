@@ -19,7 +19,7 @@ Setup:
   ``--unbounded``, PCD ran away — test log-likelihoods from −243 to −5·10⁸ — with
   Langevin chains on all three sets, MALA on two moons and rings, HMC on rings: chains
   stuck where the energy is steep push it further down; SMC, which draws fresh particles
-  at every update, did not. See docs/ebm.md.)
+  at every update, did not. See benchmarks/results/ebm_2d.md.)
 * learners (``ugm.MLE`` with Adam, its learning rate decayed from 1e-2 to 1e-4 on a
   cosine over the run, minibatches of 200, the same steps and initial network for every
   learner): PCD with 256 persistent chains and 5 kernel

@@ -54,7 +54,7 @@ learned model: the image at E[v | h] after 1000 Gibbs sweeps from the base);
 
 Run: ``python examples/gbrbm_mnist.py`` (9 to 16 minutes on 2 shared CPU cores),
 ``--quick`` for a short check (under a minute; 2 under load). Results:
-``docs/gbrbm_mnist.md``.
+``benchmarks/results/gbrbm_mnist.md``.
 """
 
 import argparse

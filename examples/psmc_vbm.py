@@ -30,7 +30,7 @@ The paper's parallel tempering and tempered transition columns are not run here.
 extra columns: PCD-10 (the paper's H, whatever H is measured here) and "PSMC keep=1"
 (PSMC carrying all its particles over, without the uniform re-draws). ``--gradient sum``
 ascends the gradient of the summed log-likelihood instead (eta_t times 200), another
-reading of the paper's learning rates; it diverges (see docs/reproductions.md).
+reading of the paper's learning rates; it diverges (see benchmarks/results/psmc_vbm.md).
 
 Every log-likelihood is exact (enumeration of the 2^10 states). Outputs: the table on
 stdout, ``outputs/psmc_vbm.json`` and ``outputs/psmc_vbm.png`` (per scheme: (a) exact

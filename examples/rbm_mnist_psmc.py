@@ -15,7 +15,7 @@ cannot afford it):
 * learning rate eta_t = 1/(100 + t), t the update count, applied to the gradient of the
   log-likelihood *summed* over the mini-batch* (``--gradient sum``; the paper does not say;
   ``--gradient mean`` applies it to the batch mean, which learns 200x slower and makes
-  PSMC take one beta per update: see docs/reproductions.md);
+  PSMC take one beta per update: see benchmarks/results/psmc_rbm_mnist.md);
 * SMC and PSMC with ESS threshold sigma* = 0.9, one Gibbs sweep per beta; PSMC carries half
   of its particles over and re-draws the other half uniformly;
 * H = PSMC's mean number of betas per update over its whole run (measured first, as the

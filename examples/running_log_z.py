@@ -1,6 +1,6 @@
 """How far the weighted estimators' running log Z (and so the running log-likelihood of
 the diagnostics) can be trusted along a learning run, and whether the learner's warnings
-catch it when it cannot (the table of docs/production.md).
+catch it when it cannot (the table of benchmarks/results/running_log_z.md).
 
 Setup: VBM-15 as in the PF paper (couplings W_ij ~ N(0, 1), 500 training cases drawn
 exactly), 50 particles, each estimator with its defaults, 6,000 full-batch steps of SGD

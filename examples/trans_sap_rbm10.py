@@ -25,7 +25,7 @@ log-likelihood; one seed (``--seeds``).
 
 Ours (*) also: the paper does not say whether its rates multiply the gradient of the
 batch's mean or summed log-likelihood: ``--gradient mean`` (default) or ``sum`` (100×
-larger steps); see docs/reproductions.md for both.
+larger steps); see benchmarks/results/trans_sap_rbm10.md for both.
 
 Outputs: a table on stdout, ``outputs/trans_sap_rbm10_<gradient>.json`` (curves, TT
 acceptance, timings) and ``outputs/trans_sap_rbm10_<gradient>.png`` (training

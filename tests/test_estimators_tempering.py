@@ -98,7 +98,7 @@ def test_temper_log_z_variance_is_of_the_order_of_the_spread():
     """The reported variance of the summed increments against their spread over the 16
     independent runs. It understates (particles that share an ancestor stay correlated
     after one Gibbs sweep): measured over 400 runs of 500 particles, spread / reported
-    was 1.6 annealing and 2.7 bridging (docs/production.md); a variance of 0, or one
+    was 1.6 annealing and 2.7 bridging (benchmarks/results/running_log_z.md); a variance of 0, or one
     10x off, fails."""
     _, (anneal, bridge, *_), _ = tempering_runs()
     for name, run in (("anneal", anneal), ("bridge", bridge)):

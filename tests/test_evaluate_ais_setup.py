@@ -96,7 +96,7 @@ def test_default_schedule_is_salakhutdinov_and_murrays_at_any_length():
 
 def test_an_inverted_bracket_warns():
     """A lower estimate above the upper one by more than the tolerance means a biased
-    direction (seen on the RBM 784×500 with CD-25, docs/reproductions.md): it warns as
+    direction (seen on the RBM 784×500 with CD-25, benchmarks/results/psmc_rbm_mnist.md): it warns as
     a wide bracket does, and a bracket within the tolerance does not."""
     inverted = ais.AISLikelihoodResult(-93.5, 0.6, 10.0, 0.6, np.zeros(4), -91.2, 0.2,
                                        -93.5, 0.6)

@@ -64,11 +64,8 @@ class MCMCMLE(ReweightingEstimator):
     p(·; θ_t) unchanged), resampling first when their ESS is below
     ``resample_threshold``·S. Where the chains cannot mix, equal weights would lose the
     mass the weights had moved between the chains' modes, and resampling at every
-    round would pile the sample onto copies that the steps do not separate. On VBM-15
-    under Adam 0.01 the averaged iterates of the paper's rounds end 0.07–0.08 nats short
-    of exact-gradient ascent, with the weights carried 0.008–0.014; resampling at every
-    round ended 0.09 and 0.13 short at SGD 0.1 in two of four runs, carrying the
-    weights down to an ESS of S/2 0.09 in one (the docs' "Choosing an estimator" page).
+    round would pile the sample onto copies that the steps do not separate (measured:
+    ``benchmarks/results/estimator_map.md``, "Under Adam").
 
     The first sample comes from tempering uniform draws to p(·; θ_0) (which also gives
     log Z(θ_0)) followed by ``num_mcmc_steps`` steps; ``log_z`` is then carried from
@@ -86,9 +83,8 @@ class MCMCMLE(ReweightingEstimator):
         about PCD-1's cost with 10 sweeps per round). The ESS cannot see mass that moved
         to configurations no particle holds, and the gradient test is not met while the
         importance-sampled objective keeps rising, so at large learning rates the cap
-        ends most rounds: on the PF paper's VBM-15 with SGD 0.1/(1 + t/1000), L = 100
-        (the paper's) ends 1.9 nats short of exact-gradient ascent, L = 20 0.064, L = 10
-        0.004 (the docs' "Choosing an estimator" page).
+        ends most rounds, and a long one (the paper's 100) lets learning run far from
+        the sample (measured: ``benchmarks/results/estimator_map.md``).
     restart_threshold : float in [0, 1)
         Keyword only. Start a new round early when the ESS falls below this fraction
         of S.

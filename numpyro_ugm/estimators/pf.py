@@ -115,9 +115,7 @@ class PF(ReweightingEstimator):
     The ESS cannot see mass that moved to configurations no particle holds: weights that
     stay even while the parameters travel leave PF estimating the negative phase from a
     few stale configurations, and learning drifts or diverges without a sign in the ESS
-    (on the paper's VBM-15 at rate 0.1, skipping every other rejuvenation already costs
-    more than PCD-1; see the docs' "Choosing an estimator" page). PF guards against it
-    twice:
+    (measured: ``benchmarks/results/estimator_map.md``). PF guards against it twice:
 
     * it moves its particles after every update by default (``rejuvenate_every=1``),
       resampling them only when the ESS is low: a move keeps the weights, which stay
@@ -132,10 +130,8 @@ class PF(ReweightingEstimator):
       distribution, as at its start) when the running log Z falls below a lower bound
       that the training cases and particles give
       (:func:`~numpyro_ugm.estimators.reweighting.log_z_below_bound`). This is what turns the
-      paper's PF from diverging (375 nats short on VBM-15 at rate 0.1) into learning
-      (0.02–0.15 nats short of the exact gradient); under Adam 0.01 on VBM-15, PF
-      without the check reported a running log-likelihood of +30 nats a case while the
-      exact one fell to −12.
+      paper's PF from diverging into learning, and what keeps its running
+      log-likelihood from rising while the exact one falls.
 
     Parameters
     ----------

@@ -82,7 +82,7 @@ class PSMC(TemperingEstimator):
     ``redraw="uniform-heuristic"`` is the paper's scheme: uniform draws join the kept
     particles at the start of the bridge as if they were distributed as p(·; θ_{t−1}).
     It biases the negative phase toward the uniform distribution and the running
-    ``log_z`` (measured in the docs' "Choosing an estimator" page); with
+    ``log_z`` (measured: ``benchmarks/results/estimator_map.md``); with
     ``keep_fraction=1`` both schemes are the plain SMC bridge. The initial particles
     and log Z(θ_0) come from tempering uniform draws to p(·; θ_0).
 

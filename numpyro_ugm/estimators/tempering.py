@@ -38,7 +38,7 @@ class TemperResult(NamedTuple):
         variances of the steps' normalizers, Σ_s w_s² − 1/S (w: a step's normalized
         incremental weights), and the genealogy estimate of
         :func:`genealogy_log_z_var`. Both understate the spread when the moves mix
-        slowly (measured in the docs' "Checkpoints, failures and scale-out" page).
+        slowly (measured: ``benchmarks/results/running_log_z.md``).
     num_betas : number of tempering steps taken (β values after β_0 = 0)
     acceptance : mean kernel acceptance over the path
     betas : (max_betas,) array or None

@@ -4,8 +4,7 @@ Under a constant learning rate (Adam 0.01, say) the parameters never settle: eac
 update moves them by about the rate, driven by the noise of the negative phase, and
 the last iterate is wherever the last step left them. The mean of the iterates from
 some step on averages that noise away (its bias, e.g. that of a stale importance
-sample, stays): on VBM-15 under Adam 0.01 it takes PF from up to 0.35 nats short of
-exact-gradient ascent to within 0.01 (the docs' "Choosing an estimator" page).
+sample, stays). Measured: ``benchmarks/results/estimator_map.md``, "Under Adam".
 
 :func:`averaged` wraps any optimizer; its state carries the running mean of the
 parameters (unconstrained) after every update from step ``start`` on, so checkpoints,

@@ -92,7 +92,7 @@ def gaussian_rbm(num_visible: int, num_hidden: int, *, init_scale: float = 0.01)
     """Gaussian–Bernoulli RBM with unit variances: real visible units v, binary hidden
     units h, f(v, h) = −½ |v − b|² + vᵀ W h + cᵀ h. v | h is Gaussian, drawn exactly by
     Gibbs; h is summed out of the free energy. For learned variances write the factor
-    with v / σ (docs: the GB-RBM page).
+    with v / σ (``examples/gbrbm_mnist.py``).
 
     Parameters
     ----------

@@ -101,9 +101,9 @@ def lognormal_step(stats, target):
     """Δθ maximizing Δθ·(target − s̄) − ½ Δθᵀ Σ Δθ (s̄, Σ: the sample's mean and
     covariance): the log-likelihood ratio when Δθ·s is normal, ergm's ``"lognormal"``
     metric, i.e. the Newton step Σ⁻¹ (target − s̄) (least squares where Σ is singular).
-    Unlike :func:`geyer_thompson_step` it does not extrapolate the sample's tail: on
-    faux.magnolia.high the Geyer–Thompson step from the MPLE took gwesp to 2.11, where
-    the chains run away, this one to 1.85 (ergmx's MLE: 1.80)."""
+    Unlike :func:`geyer_thompson_step` it does not extrapolate the sample's tail, where
+    the chains of a large network run away (``benchmarks/results/ergm_statnet.md``,
+    faux.magnolia.high)."""
     flat = stats.reshape(-1, stats.shape[-1])
     mean = flat.mean(axis=0)
     cov = np.atleast_2d(np.cov(flat, rowvar=False, bias=True))

@@ -3,12 +3,12 @@ machine code with numba, for models whose terms are all built in: the same propo
 (tie / no tie, triadic), the same Metropolis–Hastings ratio, the same change
 statistics, one chain after another in a plain loop.
 
-Why a second implementation. XLA runs the JAX sampler's step as ~40 kernels with
-gathers and scatters between them: 1.4–3 µs per proposal per core, whatever the number
-of chains (measured: faux.mesa.high, edges + nodematch + gwesp, 4 and 16 chains alike),
-against ~0.3 µs for ergmx's Rust sampler. Here one proposal is a few hundred
-instructions (0.2–0.35 µs: on a par with ergmx per core). The JAX sampler stays for
-terms users write themselves (a ``change_fn`` of a view) and under ``jit``.
+Why a second implementation. XLA runs the JAX sampler's step as some forty kernels
+with gathers and scatters between them, a fixed cost per proposal whatever the number
+of chains; here one proposal is a few hundred instructions, on a par per core with
+ergmx's Rust sampler (measured: ``benchmarks/results/ergm_statnet.md``). The JAX
+sampler stays for terms users write themselves (a ``change_fn`` of a view) and under
+``jit``.
 
 The terms reach this module as data, packed by
 :func:`~numpyro_ugm.network.terms.compiled.native_program`, whose change
@@ -19,9 +19,8 @@ numba and JAX side by side, checked pair by pair); the triadic rate and the togg
 tie are written inline in the kernel, paired by comments with
 :func:`~numpyro_ugm.network.sampling.proposals.triadic_rate` and
 :func:`~numpyro_ugm.network.sampling.chains.toggle_writes`: as functions of their own
-(numba-inlined or not) they cost 8 % (triadic = 0.5) and 4 % (triadic = 0) of the
-proposals per second (faux.magnolia.high, edges + gwesp, 16 chains, median of 9
-interleaved runs). test_chains.py checks the kernel's toggles against the JAX ones one
+(numba-inlined or not) they cost proposals per second (measured:
+``benchmarks/results/ergm_statnet.md``). test_chains.py checks the kernel's toggles against the JAX ones one
 proposal at a time; the triadic rate is checked by the distribution tests.
 
 Random numbers: xoshiro256** per chain, seeded from the JAX key and the chain's index

@@ -174,7 +174,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         variable.
     max_configurations : int or None
         The largest enumeration allowed, in configurations (default
-        ``MAX_CONFIGURATIONS``, 2**26: about a minute on one CPU core; ``None``: no
+        ``MAX_CONFIGURATIONS``, 2**26: seconds to a minute on a CPU; ``None``: no
         limit). It runs as one computation that Ctrl-C cannot interrupt, so a larger
         one is an error naming its size (and more than 2**24 warns); a configuration
         with n > 16 real variables integrated out counts (n / 16)² times (their Hessian).

@@ -16,15 +16,17 @@ __all__ = ["MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS", "INTEGRATED_SCALE", "wor
 
 #: Default ``max_configurations`` of the exact functions: an enumeration of more (counted
 #: by :func:`work`) is refused. It runs as one computation that Ctrl-C cannot interrupt;
-#: at about 0.3-1 µs per configuration of a small model on one CPU core (2**22 in 1-3 s
-#: measured), 2**26 take about a minute and 2**30 a quarter of an hour.
+#: a configuration of a small model (20-22 spins, an RBM 22 × 22, a GB-RBM 4 × 22) took
+#: 60-130 ns on two idle CPU cores and 250-950 ns on busy ones (2**22 in 0.3-0.6 s,
+#: resp. 1-3 s), so 2**26 take seconds to a minute and 2**30 minutes (755 s reported).
 MAX_CONFIGURATIONS = 2 ** 26
-#: An enumeration of more than this many configurations (seconds or more), up to the
-#: limit, warns with its size.
+#: An enumeration of more than this many configurations (from about a second), up to
+#: the limit, warns with its size.
 WARN_CONFIGURATIONS = 2 ** 24
-#: A configuration whose real sites (n variables) are integrated out costs about
-#: (n / INTEGRATED_SCALE)² of one without (its n × n Hessian: measured 12-20 µs for a
-#: GB-RBM with 64 visibles, ~1 µs with 4 to 16, ~1.3 ms with 784), so counts that often.
+#: A configuration whose real sites (n variables) are integrated out costs more, about
+#: (n / INTEGRATED_SCALE)² times one without (its n × n Hessian and Cholesky factor:
+#: measured 0.2 µs at n = 16, 0.6-20 µs at 64, 4-40 µs at 256, 1.3-8 ms at 784), so it
+#: counts that often: a rough estimate, of the right order from n = 16 to 784.
 INTEGRATED_SCALE = 16
 
 
@@ -60,7 +62,7 @@ def check_work(plan, what: str, max_configurations, repeats: int) -> None:
         raise ValueError(
             f"{what}: exact enumeration would take {size}, more than max_configurations="
             f"{limit} (2^{math.log2(limit):.1f}); it would run as one computation that "
-            "Ctrl-C cannot interrupt (about 0.3-1 µs per configuration on one CPU core). "
+            "Ctrl-C cannot interrupt (about 0.1-1 µs per configuration on a CPU). "
             "Estimate it instead with annealed importance sampling (ugm.ais.log_partition, "
             "ugm.ais.log_likelihood; with reverse_from=, a bracket), or pass "
             f"max_configurations={math.ceil(cost)} or more to enumerate anyway")

@@ -121,3 +121,49 @@ def test_chains_of_a_real_site_that_diverge_stop_learning_naming_the_site():
         ugm.MLE(gaussian, ugm.PCD(16), optax.sgd(5.0)).run(
             jax.random.PRNGKey(0), 5, data, progress_bar=False)
     assert float(error.value.state.params["a"]) > 0
+
+
+def test_learning_from_an_unnormalizable_start_is_refused_before_the_first_update(tmp_path):
+    """Issue 46 item 16. Before: MLE started from a 3-variable GMRF whose precision
+    I − 0.6(J − I) has smallest eigenvalue −0.2 (numpy's eigvalsh below), or from
+    f = +0.1 x⁴, and its first updates averaged chains of an improper density (the
+    runs went on: the chain-spread check stops some ~10 updates later, others drift
+    off silently). Now init refuses the start, naming the site, the parameters and
+    what to do; normalizable starts (the same models at a positive definite precision,
+    −0.1 x⁴) pass, and restore does not judge its template's default values."""
+    from numpyro_ugm.runtime import checkpoint
+
+    Q = np.eye(3) - 0.6 * (np.ones((3, 3)) - np.eye(3))
+    assert np.linalg.eigvalsh(Q).min() == pytest.approx(-0.2)
+
+    def gmrf(start=np.eye(3)):
+        x = numpyro.sample("x", ugm.Real(3))
+        P = numpyro.param("P", jnp.asarray(start, jnp.float32))
+        numpyro.factor("q", -0.5 * x @ P @ x)
+
+    def quartic(c=0.1):
+        x = numpyro.sample("x", ugm.Real(1))
+        numpyro.factor("f", numpyro.param("c", c) * jnp.sum(x ** 4))
+
+    rng, key = np.random.default_rng(0), jax.random.PRNGKey(0)
+    data = {"x": rng.normal(size=(50, 3))}
+    fit = ugm.MLE(gmrf, ugm.PCD(8), optax.sgd(0.01))
+    site = r"^learning: chains of the real site\(s\) 'x' would have diverged"
+    with pytest.raises(FloatingPointError, match=site + r".*eigenvalue -0.2.*at the "
+                       r"parameters 'P' from init_params\. Pass init_params"):
+        fit.init(key, data, init_params={"P": Q})
+    assert fit.last_state is None  # nothing was built, no update ran
+    with pytest.raises(FloatingPointError, match=site):
+        fit.run(key, 5, data, init_params={"P": Q}, progress_bar=False)
+    with pytest.raises(FloatingPointError, match=site):
+        ugm.posterior.SGMCMC(gmrf, ugm.PCD(8), 1e-4).init(key, data, init_params={"P": Q})
+    with pytest.raises(FloatingPointError, match=site + r".*'c' from the model's initial"):
+        ugm.MLE(quartic, ugm.PCD(8), optax.sgd(0.01)).init(key, {"x": data["x"][:, :1]})
+    ugm.MLE(quartic, ugm.PCD(8), optax.sgd(0.01)).init(key, {"x": data["x"][:, :1]}, -0.1)
+    # a model whose default start is improper: learned from a proper one, restored
+    fit = ugm.MLE(gmrf, ugm.PCD(8), optax.sgd(0.01))
+    fit.run(key, 2, data, Q, init_params={"P": np.eye(3, dtype=np.float32)}, progress_bar=False,
+            checkpoint_every=2, checkpoint_dir=tmp_path)
+    state, _ = ugm.MLE(gmrf, ugm.PCD(8), optax.sgd(0.01)).restore(
+        checkpoint.latest(tmp_path), data, Q)
+    assert np.linalg.eigvalsh(np.asarray(state.params["P"])).min() > 0.5

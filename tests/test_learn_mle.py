@@ -203,3 +203,32 @@ def test_every_estimator_learns_a_gaussian_mrf_to_the_inverse_sample_covariance(
     p = np.asarray(learner.get_params(result.state, averaged=True)["P"])
     error = np.abs((p + p.T) / 2 - mle).max()
     assert error < 0.05, error
+
+
+def test_a_failed_update_keeps_the_last_good_state_as_run_does():
+    """Issue 46 item 18, the step API. Before: ``update``'s NonFiniteError carried the
+    state it was given, whose precision (made by the update before, SGD at rate 0.5 on
+    data of variance 9) had smallest eigenvalue −1.13, where the chains diverged; now
+    it carries that update's input (step − 1, a positive definite precision), as
+    ``run`` does, and a retry from it at a smaller rate steps on."""
+    data = {"x": np.random.default_rng(0).normal(size=(200, 3)) * 3.0}
+
+    def smallest_eigenvalue(learner, state):
+        p = np.asarray(learner.get_params(state)["P"], np.float64)
+        return np.linalg.eigvalsh((p + p.T) / 2).min()
+
+    fit = ugm.MLE(_full_precision_gaussian, ugm.PCD(16), optax.sgd(0.5))
+    states = [fit.init(jax.random.PRNGKey(0), data, 3)]
+    with pytest.raises(ugm.NonFiniteError, match="diverged") as error:
+        for _ in range(10):
+            states.append(fit.update(states[-1])[0])
+    e = error.value
+    assert smallest_eigenvalue(fit, states[-1]) < 0 < smallest_eigenvalue(fit, e.state)
+    assert int(e.state.step) == e.step - 1 == int(states[-2].step)
+    np.testing.assert_array_equal(e.state.params["P"], states[-2].params["P"])
+    assert fit.last_state is e.state and int(e.state.failed_at) == e.step
+    retry = ugm.MLE(_full_precision_gaussian, ugm.PCD(16), optax.sgd(0.005))
+    retry.init(jax.random.PRNGKey(0), data, 3)
+    state, _ = retry.update(e.state)
+    assert int(state.failed_at) == -1 and int(state.step) == e.step
+    assert smallest_eigenvalue(retry, state) > 0

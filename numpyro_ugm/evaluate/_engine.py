@@ -30,12 +30,13 @@ from ..runtime.compile_cache import cached
 from ..conditionals import scatter, sum_out
 from ..model.target import Target
 from ._gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
+from ._size import check_work
 
 __all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "MAX_HESSIAN_FLOATS",
-           "make_plan", "check_size", "sum_out_mode", "log_sum", "weighted_mean", "log_z",
-           "log_prob_observed", "log_prob_per_input", "cached_jit", "fill", "configurations",
-           "chunks", "chunk_states", "config_log_weight", "config_budget", "first_divergent",
-           "index_dtype", "float_dtype"]
+           "make_plan", "check_size", "check_enumeration", "sum_out_mode", "log_sum",
+           "weighted_mean", "log_z", "log_prob_observed", "log_prob_per_input", "cached_jit",
+           "fill", "configurations", "chunks", "chunk_states", "config_log_weight",
+           "config_budget", "first_divergent", "index_dtype", "float_dtype"]
 
 #: Default number of configurations evaluated together.
 DEFAULT_CHUNK_SIZE = 2 ** 14
@@ -200,9 +201,13 @@ def _build_plan(target, sites, mode):
                 integrated_size(domains, integrated))
 
 
-def check_size(plan: Plan, chunk_size: int, what: str) -> None:
+def check_size(plan: Plan, chunk_size: int, what: str,
+               max_configurations: int | None = None, repeats: int = 1) -> None:
     """Raise when ``plan`` has more configurations than an index can count (or when
-    ``chunk_size`` is not a positive integer), naming ``what``."""
+    ``chunk_size`` is not a positive integer), naming ``what``; with
+    ``max_configurations`` (the host-side check of a public function, on every call),
+    also when its work (``repeats`` enumerations: one per example) exceeds it, and warn
+    when that is large (:func:`~numpyro_ugm.evaluate._size.check_work`)."""
     limit = int(jnp.iinfo(index_dtype()).max)
     chunk = min(check_count(what, "chunk_size", chunk_size), plan.num_configurations)
     if plan.num_configurations + chunk > limit:
@@ -213,6 +218,22 @@ def check_size(plan: Plan, chunk_size: int, what: str) -> None:
             f"{what}: exact enumeration would need {plan.num_configurations:.3e} "
             f"configurations of {num_enum} variables{summed}, more than this version can "
             f"index ({limit}); use annealed importance sampling for models this large")
+    if max_configurations is not None:
+        check_work(plan, what, max_configurations, repeats)
+
+
+def check_enumeration(target: Target, chunk_size: int, what: str, max_configurations: int,
+                      num_examples: int | None = None, per_example: bool = False,
+                      sum_out: bool | str = "auto") -> None:
+    """:func:`check_size` of every enumeration an exact call on ``target`` runs: its log Z
+    (once, or once per example with ``per_example``: a CRF's inputs) and, with
+    ``num_examples``, its latent sites' per example."""
+    repeats = num_examples if per_example else 1
+    check_size(make_plan(target, tuple(target.state_sites), sum_out), chunk_size, what,
+               max_configurations, repeats)
+    if num_examples is not None and target.latent_sites:
+        check_size(make_plan(target, target.latent_sites), chunk_size,
+                   f"{what} (its latent sites)", max_configurations, num_examples)
 
 
 # --- the sums ----------------------------------------------------------------------------

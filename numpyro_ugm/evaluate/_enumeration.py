@@ -54,15 +54,17 @@ from ..model.diagnose import non_finite_error
 from ..model.ugm import UGM
 from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
-                     configurations, first_divergent, float_dtype, log_prob_observed,
-                     log_prob_per_input, log_z, make_plan, sum_out_mode, weighted_mean)
+                     check_enumeration, configurations, first_divergent, float_dtype,
+                     log_prob_observed, log_prob_per_input, log_z, make_plan, sum_out_mode,
+                     weighted_mean)
 from ._gaussian import conditional_moments, flat_values, normalizability_error
 from ._padding import first, mean_of_first, pad_examples, padded_length
 from ._prepare import observed_problem
+from ._size import MAX_CONFIGURATIONS
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "DEFAULT_CHUNK_SIZE",
-           "MIN_SUM_OUT_REDUCTION"]
+           "MIN_SUM_OUT_REDUCTION", "MAX_CONFIGURATIONS"]
 
 
 def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
@@ -136,10 +138,11 @@ def _checked(owner, values, log_zs, params, target, chunk_size):
     return _finite(owner, values, params, allow_minus_inf=True)
 
 
-def _log_partition(target, params, chunk_size, sum_out="auto"):
+def _log_partition(target, params, chunk_size, sum_out="auto",
+                   max_configurations=MAX_CONFIGURATIONS):
     """The checked log Z of ``target``, by its compiled enumeration."""
     plan = make_plan(target, tuple(target.state_sites), sum_out)
-    check_size(plan, chunk_size, "log_partition")
+    check_size(plan, chunk_size, "log_partition", max_configurations)
     fn = cached_jit(target, ("log_partition", int(chunk_size), sum_out_mode(sum_out)),
                     lambda: lambda p: log_z(target, p, chunk_size, sum_out))
     return _finite("log_partition", fn(params), params, target=target,
@@ -147,7 +150,8 @@ def _log_partition(target, params, chunk_size, sum_out="auto"):
 
 
 def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                  sum_out: bool | str = "auto") -> jax.Array:
+                  sum_out: bool | str = "auto",
+                  max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
     """Exact log-partition function log Z(θ) = log Σ_x exp f(x; θ).
 
     Enumerates the configurations of the state sites chunk by chunk (memory bounded by
@@ -168,6 +172,12 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         found (multilinear models); ``"auto"`` (default): do so only when it divides the
         enumeration by at least ``MIN_SUM_OUT_REDUCTION`` (4); ``False``: enumerate every
         variable.
+    max_configurations : int or None
+        The largest enumeration allowed, in configurations (default
+        ``MAX_CONFIGURATIONS``, 2**26: seconds to a minute on a CPU; ``None``: no
+        limit). It runs as one computation that Ctrl-C cannot interrupt, so a larger
+        one is an error naming its size (and more than 2**24 warns); a configuration
+        with n > 16 real variables integrated out counts (n / 16)² times (their Hessian).
 
     Returns
     -------
@@ -180,7 +190,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         Parameters that are not the model's (see
         :meth:`ParamSpace.check <numpyro_ugm.model.params.ParamSpace.check>`).
     ValueError
-        If the enumeration is too large to index.
+        If the enumeration is larger than ``max_configurations`` or too large to index.
 
     Examples
     --------
@@ -189,7 +199,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     """
     chunk_size = check_count("log_partition", "chunk_size", chunk_size)
     m.param_space.check(params)
-    return _log_partition(m.target(), params, chunk_size, sum_out)
+    return _log_partition(m.target(), params, chunk_size, sum_out, max_configurations)
 
 
 def _log_probs(target, params, x, inputs, num, chunk_size):
@@ -222,7 +232,8 @@ def _log_probs(target, params, x, inputs, num, chunk_size):
 
 
 def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
-             chunk_size: int = DEFAULT_CHUNK_SIZE) -> jax.Array:
+             chunk_size: int = DEFAULT_CHUNK_SIZE,
+             max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
     """Per-example log p(x_n; θ), latent sites (state sites absent from ``data``)
     summed out.
 
@@ -237,7 +248,9 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and :func:`~numpyro_ugm.predict`): log p(x_n; θ, inputs_n), each
         example with its own log Z.
-    chunk_size : int
+    chunk_size, max_configurations
+        As in :func:`log_partition`; latent sites are enumerated once per example (and
+        a CRF's log Z), which counts that many times.
 
     Returns
     -------
@@ -247,12 +260,15 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     problem = observed_problem(m, params, data, inputs)
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
+    check_enumeration(target, chunk_size, "log_prob", max_configurations, num,
+                      inputs is not None)
     values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     return first(_checked("log_prob", values, log_zs, params, target, chunk_size), num)
 
 
 def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
-                   chunk_size: int = DEFAULT_CHUNK_SIZE) -> jax.Array:
+                   chunk_size: int = DEFAULT_CHUNK_SIZE,
+                   max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
     """Mean over examples of log p(x_n; θ), latent sites summed out.
 
     Latent sites (state sites absent from ``data``) are summed out in closed form when
@@ -270,7 +286,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     inputs : dict of str -> array, optional
         A CRF's per-example inputs: the mean of log p(x_n; θ, inputs_n) (see
         :func:`log_prob`).
-    chunk_size : int
+    chunk_size, max_configurations
+        As in :func:`log_prob`.
 
     Returns
     -------
@@ -280,6 +297,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     problem = observed_problem(m, params, data, inputs)
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
+    check_enumeration(target, chunk_size, "log_likelihood", max_configurations, num,
+                      inputs is not None)
     values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
         _checked("log_likelihood", values, log_zs, params, target, chunk_size)
@@ -287,7 +306,8 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
 
 
 def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
-                chunk_size: int = DEFAULT_CHUNK_SIZE) -> Any:
+                chunk_size: int = DEFAULT_CHUNK_SIZE,
+                max_configurations: int | None = MAX_CONFIGURATIONS) -> Any:
     """Exact expectation E_p[fn(x)] under the model.
 
     Every state variable is enumerated (an arbitrary ``fn`` cannot be summed in closed
@@ -300,7 +320,8 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
         As in :func:`log_partition`.
     fn : callable
         State dict (model representation, one configuration) -> pytree of arrays.
-    chunk_size : int
+    chunk_size, max_configurations
+        As in :func:`log_partition` (every variable is enumerated here).
 
     Returns
     -------
@@ -323,7 +344,7 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
             "and covariance, exact.marginals the finite sites' marginals, and averages of "
             "fn over exact.sample draws estimate any other expectation")
     plan = make_plan(target, tuple(target.state_sites), False)
-    check_size(plan, chunk_size, "expectation")
+    check_size(plan, chunk_size, "expectation", max_configurations)
     return _finite("expectation", jax.jit(lambda p: weighted_mean(
         target, p, plan, target.reference_state(), fn, chunk_size))(params), params)
 
@@ -354,7 +375,8 @@ def _marginals(target, params, chunk_size):
             if d.finite}
 
 
-def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> dict:
+def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+              max_configurations: int | None = MAX_CONFIGURATIONS) -> dict:
     """Exact one-variable marginals p(x_i = k; θ).
 
     Uses the same closed-form summation as :func:`log_partition`: a variable summed out
@@ -362,7 +384,7 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
 
     Parameters
     ----------
-    m, params, chunk_size
+    m, params, chunk_size, max_configurations
         As in :func:`log_partition`.
 
     Returns
@@ -375,6 +397,7 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> 
     chunk_size = check_count("marginals", "chunk_size", chunk_size)
     m.param_space.check(params)
     target = m.target()
+    check_enumeration(target, chunk_size, "marginals", max_configurations)
     fn = cached_jit(target, ("marginals", chunk_size),
                     lambda: lambda p: _marginals(target, p, chunk_size))
     return _finite("marginals", fn(params), params, target=target, chunk_size=chunk_size)
@@ -421,7 +444,8 @@ def _moments(target, params, chunk_size):
     return mean, second - jnp.outer(shift, shift)
 
 
-def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Moments:
+def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+            max_configurations: int | None = MAX_CONFIGURATIONS) -> Moments:
     """Exact mean and covariance of the real sites of a model that is Gaussian in them
     given the finite sites (see the module docstring).
 
@@ -432,7 +456,7 @@ def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Mo
 
     Parameters
     ----------
-    m, params, chunk_size
+    m, params, chunk_size, max_configurations
         As in :func:`log_partition`.
 
     Returns
@@ -453,6 +477,7 @@ def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Mo
     if not target.real_sites:
         raise ValueError("moments: the model has no real site (for finite sites see "
                          "exact.marginals)")
+    check_enumeration(target, chunk_size, "moments", max_configurations)
     fn = cached_jit(target, ("moments", chunk_size),
                     lambda: lambda p: _moments(target, p, chunk_size))
     mean, covariance = _finite("moments", fn(params), params, target=target,

@@ -26,17 +26,19 @@ from ..kernels.base import draw_block
 from ..model.ugm import UGM
 from ..model.target import Target
 from ..model.validation import to_data
-from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_size, chunk_states,
-                     chunks, config_budget, config_log_weight, configurations, float_dtype,
-                     index_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan)
+from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_enumeration,
+                     check_size, chunk_states, chunks, config_budget, config_log_weight,
+                     configurations, float_dtype, index_dtype, log_prob_observed,
+                     log_prob_per_input, log_z, make_plan)
 from ._enumeration import (Moments, check_integrals, expectation, log_likelihood,
                           log_partition, log_prob, marginals, moments, num_enumerated)
 from ._gaussian import draw as gaussian_draw
+from ._size import MAX_CONFIGURATIONS, WARN_CONFIGURATIONS
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "target_log_likelihood",
            "check_enumerable", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
-           "MIN_SUM_OUT_REDUCTION"]
+           "MIN_SUM_OUT_REDUCTION", "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS"]
 
 
 # --- on a target, for the learners -------------------------------------------------------
@@ -54,17 +56,23 @@ def target_log_likelihood(target: Target, params: dict, xs: dict, inputs: dict |
     return jnp.mean(log_prob_per_input(target, params, xs, inputs, chunk_size)[0])
 
 
-def check_enumerable(target: Target, chunk_size: int, owner: str) -> None:
+def check_enumerable(target: Target, chunk_size: int, owner: str,
+                     max_configurations: int | None = MAX_CONFIGURATIONS,
+                     num_examples: int | None = None, per_example: bool = False) -> None:
     """Raise ``ValueError`` (naming ``owner``) if ``target`` is too large to enumerate
-    in chunks of ``chunk_size``."""
-    check_size(make_plan(target, tuple(target.state_sites)), chunk_size, owner)
+    in chunks of ``chunk_size``, or its enumeration larger than ``max_configurations``
+    (its log Z's, once or, with ``per_example``, once per example; with
+    ``num_examples``, its latent sites' per example too); warn when it is large."""
+    check_enumeration(target, chunk_size, owner, max_configurations, num_examples,
+                      per_example)
 
 
 # --- exact sampling -----------------------------------------------------------------------
 
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
-           chunk_size: int = DEFAULT_CHUNK_SIZE) -> dict:
+           chunk_size: int = DEFAULT_CHUNK_SIZE,
+           max_configurations: int | None = MAX_CONFIGURATIONS) -> dict:
     """Independent exact draws of every state site, by enumeration.
 
     When the enumerated configurations fit in one chunk, draws come from their inverse
@@ -85,6 +93,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         Number of independent draws.
     chunk_size : int
         Largest number of configurations scored together (reduced for many samples).
+    max_configurations : int or None
+        The largest enumeration allowed (:func:`log_partition`'s).
 
     Returns
     -------
@@ -101,7 +111,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     rng_key = as_key(rng_key, "exact.sample")
     m.param_space.check(params)
     target = m.target()
-    run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size)
+    run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size,
+                                         max_configurations)
     draws, bad, impossible = run(params, rng_key)
     if int(bad) >= 0:
         check_integrals("exact.sample", target, params, chunk_size)
@@ -113,8 +124,9 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     return to_data(target.state_sites, draws)
 
 
-def sampler(m: UGM | Target, num_samples: int, *,
-            chunk_size: int = DEFAULT_CHUNK_SIZE) -> Callable[[dict, jax.Array], dict]:
+def sampler(m: UGM | Target, num_samples: int, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+            max_configurations: int | None = MAX_CONFIGURATIONS
+            ) -> Callable[[dict, jax.Array], dict]:
     """The draw of :func:`sample` as a pure function, for use inside a jitted program
     (e.g. the auxiliary draw of the exchange algorithm): ``draw(params, rng_key)`` returns
     ``num_samples`` exact draws of every state site in the **model** representation,
@@ -124,23 +136,25 @@ def sampler(m: UGM | Target, num_samples: int, *,
     Raises
     ------
     ValueError
-        If the model is too large to enumerate.
+        If the model is too large to enumerate (or larger than ``max_configurations``,
+        as in :func:`sample`).
     """
     target = m.target() if isinstance(m, UGM) else m
     run = _cached_sampler("exact.sampler", target,
                           check_count("exact.sampler", "num_samples", num_samples),
-                          chunk_size)[0]
+                          chunk_size, max_configurations)[0]
     return lambda params, rng_key: run(params, rng_key)[0]
 
 
-def _cached_sampler(owner: str, target: Target, num_samples: int, chunk_size: int):
+def _cached_sampler(owner: str, target: Target, num_samples: int, chunk_size: int,
+                    max_configurations: int | None):
     """The compiled sampler of ``target`` for ``num_samples`` draws, built once per target
     and kept in the bounded compile cache (a program per sample count)."""
     plan = make_plan(target, tuple(target.state_sites))
     chunk_size = check_count(owner, "chunk_size", chunk_size)
     if plan.num_configurations > chunk_size:  # Gumbel-max scores samples × chunk at once
         chunk_size = max(1, min(chunk_size, 2 ** 24 // num_samples))
-    check_size(plan, chunk_size, "sample")
+    check_size(plan, chunk_size, owner, max_configurations)
     key = ("exact.sample", num_samples, chunk_size, index_dtype())
     return cached(target.cache_key, key,
                   lambda: _sampler(target, plan, num_samples, chunk_size))

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from ..model.diagnose import DIVERGED, chain_spread
+from ..model.validation import check_normalizable
 from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
 
@@ -135,6 +136,27 @@ def _fixed_dtype(value):
     return jnp.asarray(value, dtype=dtype)
 
 
+def check_start(target, params: dict, given: bool) -> None:
+    """Raise ``FloatingPointError`` when the model is visibly not normalizable in its real
+    sites at the parameters learning starts from
+    (:func:`~numpyro_ugm.model.validation.check_normalizable`), naming the parameters
+    (``given``: from ``init_params``, else the model's defaults) and what to do. Without
+    it the first updates average chains of an improper density (a precision that is not
+    positive definite, a term growing like +x⁴) and learning runs on until the chains
+    diverge, or drifts off silently (issue 46)."""
+    try:
+        check_normalizable(target, params, "learning")
+    except FloatingPointError as error:
+        names = ", ".join(repr(n) for n in sorted(params)) or "none"
+        origin = "init_params" if given else "the model's initial values"
+        raise FloatingPointError(
+            f"{error} Learning would start there: at the parameters {names} from "
+            f"{origin}. Pass init_params at which the model is normalizable (e.g. a "
+            "positive definite precision, a negative coefficient of x^4), or "
+            "parametrize such terms to stay normalizable (a Cholesky factor, a "
+            "positive transform).") from None
+
+
 def _norm_and_finite(tree):
     """The global 2-norm of ``tree`` and whether all its values are finite, from one
     pass over the values in the usual case (see :func:`all_finite`)."""
@@ -171,17 +193,22 @@ class LearnerCore:
         # by op and costly to recompile
         self.init_estimator = jax.jit(estimator.init, static_argnums=1)
 
-    def init(self, rng_key, batch, init_params: Optional[dict] = None) -> LearnState:
+    def init(self, rng_key, batch, init_params: Optional[dict] = None,
+             check: bool = True) -> LearnState:
         """The initial state: parameters (``init_params`` or the model's), optimizer
         state, and the estimator's state initialized on ``batch`` (all examples, for a
         conditional model).
 
-        Not jitted as a whole; the estimator's init is (:attr:`init_estimator`).
+        With ``check``, a model with real sites that is visibly not normalizable at the
+        initial parameters is refused first (:func:`check_start`). Not jitted as a
+        whole; the estimator's init is (:attr:`init_estimator`).
         """
         param_key, est_key, key, data_key = jax.random.split(rng_key, 4)
         params = (self.param_model.init(param_key) if init_params is None
                   else dict(init_params))
         self.param_space.check(params)
+        if check:
+            check_start(self.target, params, init_params is not None)
         # dtypes fixed here, once: a Python float (``numpyro.param("J", 0.1)``) becomes an
         # array of JAX's default float dtype, so that the state a checkpoint saves and the
         # template it is restored into agree (issue 46)

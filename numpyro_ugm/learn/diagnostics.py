@@ -40,6 +40,7 @@ class History:
     def __init__(self, stored=None):
         self.pieces, self.key = [], None  # [Piece], the end state's key
         self.stored = stored
+        self.last = None  # (start, end) of the last update that succeeded
 
     def resume(self, state, step=None):
         """Continue from ``state`` (whose step is ``step``, when the caller knows it):
@@ -66,11 +67,27 @@ class History:
                 self.pieces[-1] = last.until(step)
             break
 
-    def add(self, piece: Piece, state):
-        """Record ``piece``, which led to ``state``."""
+    def add(self, piece: Piece, state, before=None):
+        """Record ``piece``, which led to ``state``; ``before``: the state the last of
+        its updates started from, when that update succeeded (see :meth:`before`)."""
         if piece.size:
             self.pieces.append(piece)
         self.key = state.rng_key  # compared by identity first (no transfer)
+        if before is not None:
+            self.last = (before, state)
+
+    def before(self, state):
+        """The state the last successful update started from, if ``state`` is the one
+        it ended at (the same object, or the same step and key); else ``state``: the
+        last good state when an update from ``state`` fails (its parameters are those
+        that update made)."""
+        if self.last is None:
+            return state
+        start, end = self.last
+        if state is end or (int(state.step) == int(end.step) and np.array_equal(
+                np.asarray(state.rng_key), np.asarray(end.rng_key))):
+            return start
+        return state
 
     def arrays(self) -> dict:
         """Everything recorded, as arrays indexed by update."""

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from ..evaluate.exact import DEFAULT_CHUNK_SIZE, check_enumerable, target_log_likelihood
+from ..evaluate.exact import (DEFAULT_CHUNK_SIZE, MAX_CONFIGURATIONS, check_enumerable,
+                              target_log_likelihood)
 from ..model.ugm import UGM
 from .fit_setup import prepare_fit, run_fit
 
@@ -54,7 +55,8 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
         num_steps: int = 500, optimizer: optax.GradientTransformation | None = None,
         rng_key: jax.Array | None = None, tol: float = 1e-6,
         chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = True,
-        inputs: dict | None = None, **model_kwargs: Any) -> ExactFitResult:
+        inputs: dict | None = None, max_configurations: int | None = MAX_CONFIGURATIONS,
+        **model_kwargs: Any) -> ExactFitResult:
     """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
 
     Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters
@@ -108,6 +110,10 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and evaluation): exact conditional maximum likelihood. A model
         function is traced with the first example's inputs.
+    max_configurations : int or None
+        The largest enumeration one evaluation of the objective may run (as in
+        :func:`ugm.exact.log_partition <numpyro_ugm.evaluate.exact.log_partition>`;
+        latent sites, and a CRF's log Z, count once per example).
     **model_kwargs
         Keyword arguments of ``model``.
 
@@ -118,7 +124,8 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     fit = prepare_fit("fit_exact", model, data, model_args, model_kwargs, params, num_steps,
                       rng_key, inputs, tol)
     target, space = fit.problem.target, fit.problem.param_model.space
-    check_enumerable(target, chunk_size, "fit_exact")
+    check_enumerable(target, chunk_size, "fit_exact", max_configurations,
+                     fit.problem.num_examples, inputs is not None)
     out = run_fit("fit_exact", fit, lambda p, xs, us: target_log_likelihood(
         target, p, xs, us, chunk_size), optimizer, tol, progress_bar, "exact fit",
         (chunk_size,))

@@ -16,6 +16,7 @@ ascends) with the optimizer (any optax transformation), and ``run``'s ``thinning
 a Langevin step as optimizer, and the parameters recorded.
 """
 
+import contextlib
 import functools
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
@@ -138,6 +139,7 @@ class MLE:
         self._setup = self.last_state = None  # a Setup after init or run
         # and the run that run() continues: (run id, directory of a restored checkpoint)
         self._history, self._run = History(), (None, None)
+        self._check_start = True  # init's check of the start (off for restore's template)
 
     def _set_up(self, data, model_args, model_kwargs, inputs, batch_size):
         previous, self._setup = self._setup, None  # none if tracing fails (setup.set_up)
@@ -149,16 +151,12 @@ class MLE:
     def core(self) -> LearnerCore:
         """The functional core (after :meth:`init`): ``core.update(state, batch)`` is
         a pure, jit-able step on a batch from :meth:`prepare`, for loops of one's own."""
-        if self._setup is None:
-            raise RuntimeError("call init() first")
-        return self._setup.core
+        return _ready(self._setup).core
 
     @property
     def ugm(self) -> UGM:
         """The traced model (observed sites set by the data given to :meth:`init`)."""
-        if self._setup is None:
-            raise RuntimeError("call init() first")
-        return self._setup.problem.model
+        return _ready(self._setup).problem.model
 
     def init(self, rng_key, data, *model_args, inputs=None, batch_size=None,
              init_params=None, **model_kwargs) -> LearnState:
@@ -178,12 +176,14 @@ class MLE:
             data's leading example axis. The model is called once per example
             (vectorized) and the estimator keeps particles per example.
         init_params : dict, optional
-            Initial parameters (constrained space); default ``m.init_params``.
+            Initial parameters (constrained space); default ``m.init_params``. Where the
+            model is visibly not normalizable, FloatingPointError (:func:`.core.check_start`).
         """
         rng_key = as_key(rng_key, "MLE.init")
         self._set_up(data, model_args, model_kwargs, inputs, batch_size)
         setup = self._setup
-        state = self._placement.run(setup.core.init)(rng_key, setup.all(), init_params)
+        state = self._placement.run(setup.core.init)(rng_key, setup.all(), init_params,
+                                                     self._check_start)
         sizes = (getattr(setup.core.estimator, "num_particles", None),
                  setup.steps.batches.num_examples if setup.inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state,
@@ -204,19 +204,18 @@ class MLE:
         :meth:`init` (required with CRF ``inputs``, whose particles belong to the
         examples). Returns the new state and that step's
         :class:`~numpyro_ugm.learn.core.StepInfo` (``info.grad_norm``,
-        ``info.estimator.ess``, ...)."""
-        setup = self._setup
-        if setup is None:
-            raise RuntimeError("call init() before update()")
+        ``info.estimator.ess``, ...). A failed step raises :class:`NonFiniteError` with the
+        last good state, as :meth:`run`: the input of the update() that made ``state``."""
+        setup = _ready(self._setup, "before update()")
         batch = _update_batch(setup, state, batch, self.prepare)
         new_state, info, (counts, values) = setup.steps.update(state, batch)
         step, failed_at = np.asarray(counts).tolist()
         values = np.asarray(values)
         recorded = {k: values[i:i + 1] for i, k in enumerate(info.names)}
         self._history.resume(state, step)
-        self._history.add(Piece(step, recorded), new_state)
-        _raise_if_failed(new_state, recorded, failed_at)
-        self.last_state = new_state
+        self._history.add(Piece(step, recorded), new_state, None if failed_at >= 0 else state)
+        self.last_state = _kept(self._history, state, new_state, failed_at)
+        _raise_if_failed(self.last_state, recorded, failed_at)
         return new_state, info
 
     def get_params(self, state: LearnState, averaged: bool = False) -> dict:
@@ -250,8 +249,9 @@ class MLE:
         ``run(..., init_state=state)``: bit-identical to a run never interrupted, its
         checkpoints holding the restored diagnostics too. After a failed step the state
         is the last good one, ready to retry (e.g. with another learning rate)."""
-        template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
-                             batch_size=batch_size, **model_kwargs)
+        with _template_only(self):  # its values are the checkpoint's
+            template = self.init(jax.random.PRNGKey(0), data, *model_args, inputs=inputs,
+                                 batch_size=batch_size, **model_kwargs)
         state, diagnostics = checkpoint.load(path, template, checkpoint_meta(self.ugm, template))
         check_restored(path, self.get_params(state), self.core.param_space)
         state = state._replace(failed_at=-jnp.ones((), jnp.int32))  # may retry a failure
@@ -275,7 +275,8 @@ class MLE:
         progress_bar : bool
             Show a tqdm bar (the run then goes in chunks; results are identical).
         init_state : LearnState, optional
-            Continue from this state (e.g. ``result.state`` of an earlier run).
+            Continue from this state (e.g. ``result.state`` of an earlier run, or
+            ``error.state`` of a failed one: retried).
         checkpoint_every : int, optional
             Save the state, with the diagnostics of every step so far (earlier runs,
             updates and restored checkpoints of this state's history included), every
@@ -316,7 +317,7 @@ class MLE:
                               batch_size=batch_size, init_params=init_params, **model_kwargs)
         else:
             self._set_up(data, model_args, model_kwargs, inputs, batch_size)
-            state = init_state
+            state = _retried(init_state)
         self._history.resume(state)
         start, setup = int(state.step), self._setup
         self._run = self._run if self._run[0] else (new_run_id(), None)
@@ -397,6 +398,40 @@ def _check_checkpoints(checkpoint_every, checkpoint_dir, thinning) -> Optional[i
         raise ValueError(f"MLE.run: checkpoint_every ({every}) must be a multiple of "
                          f"thinning ({thinning})")
     return every // thinning
+
+
+def _ready(setup, when="first"):
+    """``setup`` (a learner's), after checking that :meth:`MLE.init` made it."""
+    if setup is None:
+        raise RuntimeError(f"call init() {when}")
+    return setup
+
+
+@contextlib.contextmanager
+def _template_only(learner):
+    """``learner.init`` without its check of the starting parameters (a template whose
+    values :meth:`MLE.restore` replaces by a checkpoint's)."""
+    learner._check_start = False
+    try:
+        yield
+    finally:
+        learner._check_start = True
+
+
+def _retried(state):
+    """``state`` ready for another update: a state kept after a failure (``failed_at``
+    set: ``error.state``) is tried again, not returned unchanged."""
+    return state._replace(failed_at=-jnp.ones_like(state.failed_at))
+
+
+def _kept(history, state, new_state, failed_at):
+    """What the learner keeps after :meth:`MLE.update` from ``state``: ``new_state``,
+    or after a failure the last good state (:meth:`History.before
+    <numpyro_ugm.learn.diagnostics.History.before>`) with the failure noted, as
+    :meth:`MLE.run` keeps."""
+    if failed_at < 0:
+        return new_state
+    return history.before(state)._replace(failed_at=new_state.failed_at)
 
 
 def _failed(carry) -> bool:

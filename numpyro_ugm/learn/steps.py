@@ -32,9 +32,10 @@ class Steps:
     Attributes
     ----------
     update : callable
-        ``(state, batch) -> (state, info, (steps, values))``, jitted: one update, and what
-        the host reads after it packed in two arrays (one transfer each): the steps of
-        ``state`` and of the new state's ``failed_at``, and the diagnostics' values.
+        ``(state, batch) -> (state, info, (steps, values))``, jitted: one update (tried
+        even when ``state.failed_at`` is set: a retry), and what the host reads after it
+        packed in two arrays (one transfer each): the steps of ``state`` and of the new
+        state's ``failed_at``, and the diagnostics' values.
     scan : callable
         ``(carry, data, inputs, length, capacity, thinning, record) -> (carry, rows)``,
         jitted (the last three static): see :meth:`run`.
@@ -132,6 +133,9 @@ class Steps:
         return fill_rows(one, carry, length, capacity)
 
     def _update_and_summary(self, state, batch):
+        # every call is an attempt: a state kept after a failed update (its failed_at
+        # set) is retried, not returned unchanged (MLE.update)
+        state = state._replace(failed_at=-jnp.ones_like(state.failed_at))
         new_state, info = self.core.update(state, batch)
         values = jnp.stack(list(info.diagnostics().values()))
         return new_state, info, (jnp.stack([state.step, new_state.failed_at]), values)

@@ -46,7 +46,8 @@ from .diagnostics.estimate_sample import (check_estimate_sample, gof_effective_s
                                           simulate_at_estimate, simulate_independent)
 from .diagnostics.goodness_of_fit import GoodnessOfFit, goodness_of_fit
 from .estimation.dyad_independent import dyad_independent_mle, dyadic_reference, newton_mle
-from .estimation.identifiability import check_dyadic_columns, check_sampled_identifiable
+from .estimation.identifiability import (check_dyadic_columns, check_mple_exists,
+                                         check_sampled_identifiable)
 from .estimation.sampled_mple import mple_samplesize as mple_samplesize_rule
 from .estimation.sampled_mple import sample_dyads, sampled_mple, sampled_reference
 from .estimation.sparse_statistics import dyadic_sums, sparse_statistics
@@ -291,6 +292,8 @@ def _start(design, control, rng_key, log_likelihood):
     init = None if control.init is None else np.asarray(control.init, np.float64)
     if design.size is None:  # the MPLE: a logistic regression of y on X (as mple())
         X = design.X
+        if init is None:  # an MPLE at infinity is no start (separated dyads)
+            check_mple_exists("fit_ergm", X, design.y, design.names)
         start = init if init is not None else dyad_independent_mle(X, X.T @ design.y).theta
         return start, dyadic_reference(design.terms, X, design.observed)
     sample = sample_dyads(design.net, design.terms, design.ties, design.observed,

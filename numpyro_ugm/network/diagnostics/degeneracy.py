@@ -88,7 +88,11 @@ def check_sample_degeneracy(owner: str, stats: np.ndarray, names: Sequence[str],
                 f"{owner}: the sampled statistics of {involved} are linearly dependent "
                 f"(their correlation matrix is singular, smallest eigenvalue "
                 f"{values[0]:.2e}) at theta = {np.round(theta, 4).tolist()}: the model is "
-                f"not identifiable from this sample; drop one of these terms.", involved)
+                f"not identifiable from this sample; drop one of these terms. Or, if the "
+                f"terms are identifiable, the observed statistics may lie on the boundary "
+                f"of the convex hull of the attainable statistics, where the sample of a "
+                f"theta on its way to infinity concentrates (the MLE does not exist; "
+                f"network.mple(...) then reports converged=False).", involved)
 
 
 def terms_outside_sample(stats: np.ndarray, observed: np.ndarray,

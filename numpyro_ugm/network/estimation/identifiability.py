@@ -1,7 +1,8 @@
 """What a dyad-independent design says before any fit: whether its coefficients are
 identifiable (:func:`check_identifiable`, the design's rank), and which of its
 statistics sit at their smallest or largest attainable values, where the MLE is at
-−∞ or +∞ (:func:`boundary_mle`, as R's ergm reports them).
+−∞ or +∞ (:func:`boundary_mle`, as R's ergm reports them); and, for any terms, whether
+the pseudo-likelihood has a maximum (:func:`find_separation`, a linear program).
 
 For dyadic terms the change statistics x_d of dyad d do not depend on the rest of the
 network, so s(y) = Σ_d y_d x_d: statistic j ranges over [Σ_d min(0, x_dj),
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from scipy import optimize
 
 from ..diagnostics.degeneracy import ErgmDegeneracyError
 from .dyad_independent import DyadIndependentMLE, dyad_independent_mle
@@ -25,7 +27,8 @@ from .sparse_statistics import dyadic_sums
 
 __all__ = ["dependent_terms", "gram_dependent_terms", "check_identifiable",
            "check_sampled_identifiable", "Boundary", "find_boundary",
-           "boundary_mle", "boundary_message", "check_dyadic_columns"]
+           "boundary_mle", "boundary_message", "check_dyadic_columns", "find_separation",
+           "separation_message", "check_mple_exists"]
 
 
 #: the largest change statistic a Monte Carlo fit accepts (float32 sums of statistics)
@@ -242,3 +245,58 @@ def check_dyadic_columns(owner: str, change_statistics: np.ndarray, observed: np
             f"{owner}: {boundary_message(side, columns)}; with dependent terms this "
             "package does not fit the rest on the dyads left: drop these terms or fit "
             "the model without them", bad)
+
+
+def find_separation(change_statistics: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """A direction v along which the pseudo-likelihood rises for ever, or None when its
+    maximum exists: the ties' and non-ties' change statistics are (quasi-)separated,
+    v·x_d ≥ 0 at every tie and ≤ 0 at every non-tie with X v ≠ 0 (Albert & Anderson
+    1984). The linear program maximizes Σ_d (2 y_d − 1) v·x_d under those constraints
+    and −1 ≤ v ≤ 1 (columns scaled to a largest entry of 1); a positive maximum is the
+    certificate. v is returned in the original units, scaled to a largest entry of 1."""
+    x = np.asarray(change_statistics, np.float64)
+    sign = 2.0 * np.asarray(y, np.float64).reshape(-1) - 1.0
+    size = np.max(np.abs(x), axis=0) if len(x) else np.ones(x.shape[1])
+    size = np.where(size > 0, size, 1.0)
+    rows = _distinct_rows(sign[:, None] * (x / size))
+    result = optimize.linprog(-rows.sum(axis=0) if len(rows) else np.zeros(x.shape[1]),
+                              A_ub=-rows, b_ub=np.zeros(len(rows)),
+                              bounds=[(-1.0, 1.0)] * x.shape[1], method="highs")
+    # distinct rows: the objective counts each kind of dyad once, enough for its sign
+    if result.status != 0 or -result.fun <= 1e-9 * max(1.0, np.abs(rows).sum()):
+        return None
+    v = result.x / size
+    return v / np.max(np.abs(v))
+
+
+def separation_message(direction: np.ndarray, names: Sequence[str]) -> str:
+    """What a separation :func:`find_separation` found means, naming the terms."""
+    v = np.asarray(direction, np.float64)
+    tiny = 1e-9 * np.max(np.abs(v))
+    combination = " ".join(f"{'+' if c > 0 else '-'} "
+                           + ("" if abs(c) == 1 else f"{abs(c):.4g}·") + n
+                           for n, c in zip(names, v) if abs(c) > tiny).lstrip("+ ")
+    ways = "; ".join(f"{[n for n, c in zip(names, v) if side * c > tiny]} → {end}"
+                     for side, end in ((1, "+∞"), (-1, "−∞"))
+                     if np.any(side * v > tiny))
+    return (f"the maximum pseudo-likelihood estimate does not exist: the change statistics "
+            f"separate the observed ties from the non-ties, so the pseudo-likelihood "
+            f"rises for ever along the direction {ways} (no single toggle "
+            f"of a dyad raises {combination}); where no network at all has a larger "
+            f"{combination}, the observed statistics lie on the boundary of the convex "
+            f"hull of the attainable statistics and the MLE does not exist either (it is "
+            f"at infinity along the same direction)")
+
+
+def check_mple_exists(owner: str, change_statistics: np.ndarray, y: np.ndarray,
+                      names: Sequence[str]) -> None:
+    """Before a Monte Carlo fit started at the MPLE: raise
+    :class:`~numpyro_ugm.network.diagnostics.degeneracy.ErgmDegeneracyError` naming the
+    terms when the MPLE is at infinity (:func:`find_separation`)."""
+    direction = find_separation(change_statistics, y)
+    if direction is not None:
+        bad = [n for n, c in zip(names, direction) if abs(c) > 1e-9]
+        raise ErgmDegeneracyError(
+            f"{owner}: {separation_message(direction, names)}. Drop or replace one of "
+            f"the terms {bad} (e.g. a curved term such as gwdegree for kstar), or give "
+            "ErgmControl(init=...) to start elsewhere", bad)

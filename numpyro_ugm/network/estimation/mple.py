@@ -7,6 +7,7 @@ for any model but stops at float32's gradient floor); it returns the same
 :class:`~numpyro_ugm.learn.pseudo_fit.PseudoFitResult`.
 """
 
+import warnings
 from typing import Any
 
 import jax.numpy as jnp
@@ -14,16 +15,12 @@ import numpy as np
 
 from ...learn.pseudo_fit import PseudoFitResult
 from .dyad_independent import dyad_independent_mle
-from ..terms.structural import DEFAULT_DECAY, change_statistics
+from .identifiability import find_separation, separation_message
+from ..terms.structural import DEFAULT_DECAY, change_statistics, term_names
 from ..terms.term import Network, as_network
-from ..graphs import as_edge_data, num_nodes_of
+from ..graphs import as_edge_data, is_networkx, num_nodes_of
 
 __all__ = ["mple"]
-
-
-def _is_graph(obj):
-    """Whether ``obj`` looks like a networkx graph (nodes, edges and adjacency)."""
-    return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj")
 
 
 def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
@@ -61,10 +58,12 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
     PseudoFitResult
         ``params`` (``{"theta": array}``), ``pseudo_log_likelihood`` (per network),
         ``objective``, ``grad_norm``, ``num_steps``, ``converged``. When the
-        pseudo-likelihood has no maximum (a term whose change statistics separate the
-        observed ties from the non-ties), ``converged`` is False and θ diverges.
+        pseudo-likelihood has no maximum (without ``prior_scale``: the change statistics
+        separate the observed ties from the non-ties, found by a linear program,
+        :func:`~numpyro_ugm.network.estimation.identifiability.find_separation`),
+        ``converged`` is False, θ diverges and a RuntimeWarning names the terms.
     """
-    if network is None and _is_graph(data):
+    if network is None and is_networkx(data):
         network = data
     net = as_network(network) if network is not None else None
     directed = net.directed if net is not None else None
@@ -78,7 +77,14 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
     # the logistic regression of y on X is the dyad-independent MLE with s_obs = Xᵀy
     fit = dyad_independent_mle(X, X.T @ y, max_iterations=num_steps, tol=tol,
                                prior_scale=prior_scale)
-    theta = fit.theta
+    theta, converged = fit.theta, fit.converged
+    # a penalized maximum always exists
+    direction = find_separation(X, y) if prior_scale is None else None
+    if direction is not None:
+        converged = False
+        names = term_names(statistics, net, decay)
+        warnings.warn(f"mple: {separation_message(direction, names)}", RuntimeWarning,
+                      stacklevel=2)
     num_networks = max(1, len(as_edge_data(data, directed)["y"]))
     penalty = 0.0 if prior_scale is None else 0.5 * float(theta @ theta) / prior_scale ** 2
     p = 1.0 / (1.0 + np.exp(-(X @ theta)))
@@ -86,4 +92,4 @@ def mple(data: Any, statistics=("edges", "triangles"), *, network: Any = None,
     return PseudoFitResult({"theta": jnp.asarray(theta, jnp.result_type(float))},
                            jnp.asarray(fit.log_likelihood / num_networks),
                            jnp.asarray((fit.log_likelihood - penalty) / num_networks),
-                           jnp.asarray(np.linalg.norm(grad)), fit.iterations, fit.converged)
+                           jnp.asarray(np.linalg.norm(grad)), fit.iterations, converged)

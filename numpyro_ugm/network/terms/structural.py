@@ -33,7 +33,7 @@ from .covariates import COVARIATE_ROWS
 from .term import (CompiledOp, Network, Op, Term, TermRow, TermSpec, as_network,
                    format_number, integer_argument, parse_terms, spec_arguments)
 from .views import all_dyads_view, block_view
-from ..graphs import adjacency, num_nodes_of
+from ..graphs import adjacency, graph_to_edges, is_networkx, num_nodes_of
 
 __all__ = ["STATISTICS", "TERMS", "TABLE", "DEFAULT_DECAY", "ergm_statistics", "change_statistics",
            "resolve_terms", "statistics_of", "change_statistics_of", "term_names",
@@ -340,8 +340,15 @@ def parse_statistics(statistics, decay: float = DEFAULT_DECAY, num_nodes: int = 
     return resolve_terms(statistics, Network(num_nodes, directed), decay)
 
 
-def term_names(terms: Sequence[Term]) -> list[str]:
-    """The coefficient names of ``terms``, in order."""
+def term_names(terms, network=None, decay: float = DEFAULT_DECAY) -> list[str]:
+    """The coefficient names of ``terms``, in order: resolved
+    :class:`~numpyro_ugm.network.terms.term.Term` s, or statistics in any form of
+    :func:`resolve_terms` (names, a statnet formula, ...), resolved on ``network``
+    (default a plain undirected network of 3 nodes; covariate terms need the network
+    that holds their attributes)."""
+    if isinstance(terms, str) or not all(isinstance(t, Term) for t in terms):
+        terms = resolve_terms(terms, Network(3, False) if network is None else network,
+                              decay)
     return [name for t in terms for name in t.names]
 
 
@@ -364,11 +371,20 @@ def change_statistics_of(y: jax.Array, net: Network, terms: Sequence[Term],
     return jnp.concatenate([t.change(view) for t in terms], axis=-1)
 
 
-def _edge_array(edges, directed):
-    y = jnp.asarray(edges)
+def _edge_array(edges, network, directed):
+    """(y (..., E) floating, its Network): a networkx graph (or a list of them) converted
+    by :func:`~numpyro_ugm.network.graph_to_edges`, and the network of its attributes
+    when ``network`` is not given."""
+    graphs = is_networkx(edges) or (isinstance(edges, (list, tuple)) and len(edges) > 0
+                                    and is_networkx(edges[0]))
+    if network is None and graphs:
+        network = edges if is_networkx(edges) else edges[0]
+    net = as_network(network) if network is not None else None
+    directed = net.directed if net else directed
+    y = jnp.asarray(graph_to_edges(edges, directed=directed) if graphs else edges)
     if not jnp.issubdtype(y.dtype, jnp.floating):
         y = y.astype(jnp.result_type(float))
-    return y, num_nodes_of(y.shape[-1], directed)
+    return y, net or Network(num_nodes_of(y.shape[-1], directed), directed)
 
 
 def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
@@ -378,9 +394,10 @@ def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
 
     Parameters
     ----------
-    edges : array (..., E)
-        Dyad indicators (0/1), as :func:`~numpyro_ugm.network.graph_to_edges` gives them;
-        any leading axes.
+    edges : array (..., E), or networkx graph(s)
+        Dyad indicators (0/1), as :func:`~numpyro_ugm.network.graph_to_edges` gives them,
+        any leading axes; or graphs, converted by it (and, without ``network``, the
+        first graph gives the node attributes and whether ties are directed).
     statistics : terms
         As in :func:`~numpyro_ugm.models.ergm` (names, (name, argument) pairs,
         :func:`~numpyro_ugm.network.term` or a statnet formula).
@@ -396,9 +413,7 @@ def ergm_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     jax.Array (..., k)
         One column per coefficient (floating point).
     """
-    net = as_network(network) if network is not None else None
-    y, n = _edge_array(edges, net.directed if net else directed)
-    net = net or Network(n, directed)
+    y, net = _edge_array(edges, network, directed)
     return _compiled("statistics", statistics, decay, net)(y)
 
 
@@ -414,8 +429,8 @@ def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
 
     Parameters
     ----------
-    edges : array (..., E)
-        Dyad indicators (0/1).
+    edges : array (..., E), or networkx graph(s)
+        Dyad indicators (0/1), or graphs (as in :func:`ergm_statistics`).
     statistics, decay, network, directed
         As in :func:`ergm_statistics`.
 
@@ -423,9 +438,7 @@ def change_statistics(edges: ArrayLike, statistics=("edges", "triangles"), *,
     -------
     jax.Array (..., E, k)
     """
-    net = as_network(network) if network is not None else None
-    y, n = _edge_array(edges, net.directed if net else directed)
-    net = net or Network(n, directed)
+    y, net = _edge_array(edges, network, directed)
     flat = y.reshape((-1, y.shape[-1]))
     out = _compiled("change", statistics, decay, net)(flat)
     return out.reshape(y.shape + (out.shape[-1],))

@@ -214,3 +214,17 @@ def test_a_sample_that_missed_the_rare_dyads_is_cleared_by_every_dyad():
     assert gram_dependent_terms(gram, names) == []
     assert gram_dependent_terms(np.array([[4.0, 8.0], [8.0, 16.0]]), ["edges", "kstar1"]) \
         == ["kstar1"]
+
+
+def test_a_monte_carlo_fit_refuses_an_mple_at_infinity_naming_the_hull_boundary():
+    # issue 46 F5: the MCMLE started at the diverged MPLE and blamed "linearly dependent"
+    # terms; the observed kstar2 is at its bound given the edges (15, the fewest two-stars
+    # of any 9-edge graph on 7 nodes: test_estimation_mple.py enumerates them)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(7))
+    graph.add_edges_from([(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4, 5), (5, 6), (3, 5),
+                          (1, 6)])
+    with pytest.raises(ErgmDegeneracyError, match="boundary of the convex hull") as error:
+        fit_ergm(graph, "edges + kstar(2)")
+    assert "linearly dependent" not in str(error.value)
+    assert error.value.terms == ["edges", "kstar2"]

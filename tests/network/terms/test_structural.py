@@ -10,6 +10,7 @@ statistics of every row: test_terms_compiled.py.)"""
 import itertools
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 from helpers.network import brute_statistics
@@ -152,3 +153,30 @@ def test_a_row_needs_its_compiled_form_and_an_example():
         TermRow("mine", "both", build, ("kstar",), ("mine",))
     with pytest.raises(ValueError, match="networks must be"):
         TermRow("mine", "bipartite", build, ("add",), ("mine",))
+
+
+def test_statistics_of_a_networkx_graph_equal_those_of_its_edge_data():
+    # issue 46 F6: a graph (as fit_ergm and mple take) was a ValueError about edge counts
+    graph = nx.karate_club_graph()
+    y = graph_to_edges(graph)
+    formula = ["edges", "kstar2", "triangles"]
+    np.testing.assert_array_equal(ergm_statistics(graph, formula),
+                                  ergm_statistics(y, formula))
+    np.testing.assert_array_equal(ergm_statistics(graph, formula),
+                                  [graph.number_of_edges(),
+                                   sum(math.comb(d, 2) for _, d in graph.degree()),
+                                   sum(nx.triangles(graph).values()) // 3])
+    np.testing.assert_array_equal(change_statistics(graph, formula),
+                                  change_statistics(y, formula))
+    directed = nx.DiGraph([(0, 1), (1, 2), (2, 0), (0, 2)])
+    np.testing.assert_array_equal(ergm_statistics(directed, ["edges", "mutual"]), [4, 1])
+
+
+def test_term_names_resolves_names_and_formulas():
+    # issue 46 F6: names (not Term objects) were an AttributeError
+    assert term_names(["edges"]) == ["edges"]
+    assert term_names("edges + kstar(2) + gwesp(0.5, fixed=TRUE)") == [
+        "edges", "kstar2", "gwesp.fixed.0.5"]
+    net = Network(4, False, {"g": np.array(["a", "b", "a", "b"])})
+    assert term_names(["nodematch('g')"], net) == term_names(resolve_terms(
+        ["nodematch('g')"], net))

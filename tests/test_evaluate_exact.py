@@ -11,7 +11,7 @@ import numpy as np
 import numpyro
 import optax
 import pytest
-from helpers.models import potts_chain, spins3
+from helpers.models import chain3, potts_chain, spins3
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
@@ -179,3 +179,35 @@ def test_fits_compile_once_per_model(rbm, count_traces):
         for k in again.params:
             np.testing.assert_allclose(again.params[k], fresh.params[k], rtol=1e-6,
                                        atol=1e-6)
+
+
+def test_evaluation_takes_a_model_function_without_arguments_and_refuses_one_that_needs_them():
+    """``exact.log_partition(ugm.models.vbm, params)`` (a model function where a UGM is
+    due) raised ``AttributeError: 'function' object has no attribute 'param_space'``; every
+    evaluation entry point now traces a model function without arguments (as the ones
+    that take data did) and, for one that needs them, says to pass ``ugm.UGM(model,
+    *model_args)``, naming itself and the function."""
+    m, params, log_z, data = spins3()
+    fn = chain3  # takes no arguments
+    np.testing.assert_allclose(exact.log_partition(fn, params), log_z, rtol=1e-6)
+    np.testing.assert_allclose(exact.marginals(fn, params)["x"],
+                               exact.marginals(m, params)["x"], rtol=1e-6)
+    vbm = ugm.UGM(ugm.models.vbm, 3)
+    p = vbm.init_params(jax.random.PRNGKey(0))
+    x = {"x": np.ones((2, 3), np.int8)}
+    message = (r"takes a traced model, ugm.UGM\(model, \*model_args\), or a model function "
+               r"without arguments; tracing vbm\(\) without arguments failed \(.*num_units"
+               r".*\): pass ugm.UGM\(vbm, ...\)")
+    for owner, call in (("exact.log_partition", lambda: exact.log_partition(ugm.models.vbm, p)),
+                        ("exact.log_likelihood",
+                         lambda: exact.log_likelihood(ugm.models.vbm, p, x)),
+                        ("exact.sample", lambda: exact.sample(ugm.models.vbm, p,
+                                                              jax.random.PRNGKey(0), 2)),
+                        ("ais.log_partition", lambda: ugm.ais.log_partition(
+                            ugm.models.vbm, p, jax.random.PRNGKey(0))),
+                        ("pseudo_log_likelihood",
+                         lambda: ugm.pseudo_log_likelihood(ugm.models.vbm, p, x))):
+        with pytest.raises(TypeError, match=f"^{owner}: {message}"):
+            call()
+    with pytest.raises(TypeError, match=r"^exact.moments: the model must be a ugm.UGM"):
+        exact.moments("vbm", p)

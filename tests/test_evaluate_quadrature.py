@@ -123,3 +123,30 @@ def test_gradient_kernels_match_the_quadrature_moments_of_a_double_well(kernel):
     assert np.max(np.abs(z(truth))) < 4.0, z(truth)
     wrong = {**truth, "a": jnp.asarray(2.5)}
     assert np.max(np.abs(z(wrong))) > 6.0, z(wrong)
+
+
+def tilted_well():
+    """f = −x⁴/4 + x² − x/2, a site declared without loc/scale (issue 46, F4)."""
+    x = numpyro.sample("x", ugm.Real())
+    numpyro.factor("e", -x ** 4 / 4 + x ** 2 - x / 2)
+
+
+def test_log_prob_of_a_point_does_not_depend_on_the_batch():
+    """log p(0.3) of the tilted double well is f(0.3) − log Z whatever other points come
+    with it (log Z = 2.2251590 by scipy's quad, here recomputed): the default box was the
+    base Normal fitted to the batch, ±8 s.d. of [0.3, 1.0, 1.1, 0.9] cut off the left
+    well, and log_prob(0.3) was −2.0538 (true −2.2872) with an error estimate of 0.94 and
+    no warning. A box that cuts off mass now warns."""
+    f = lambda x: -x ** 4 / 4 + x ** 2 - x / 2  # noqa: E731
+    log_z = np.log(integrate.quad(lambda x: np.exp(f(x)), -np.inf, np.inf,
+                                  epsabs=1e-13, epsrel=1e-12)[0])
+    assert abs(log_z - 2.2251590) < 1e-6
+    for batch in ([0.3, 1.0], [0.3, -2.0], [0.3, 1.0, 1.1, 0.9], [0.3]):
+        lp = ugm.quadrature.log_prob(tilted_well, {}, {"x": np.array(batch)})
+        assert lp.error < 1e-6
+        np.testing.assert_allclose(lp.value, f(np.array(batch)) - log_z, atol=1e-6)
+    assert abs(f(0.3) - log_z - -2.2872) < 1e-4
+    with pytest.warns(RuntimeWarning, match=r"^quadrature.log_prob: the error estimate "
+                      r"of log Z is [0-9.e-]+ nats \(above 0.001\).*give bounds="):
+        ugm.quadrature.log_likelihood(tilted_well, {}, {"x": np.array([0.3])},
+                                      bounds=(-1.0, 3.0))

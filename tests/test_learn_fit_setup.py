@@ -2,6 +2,8 @@
 step count, data and starting point, errors naming the fit, and the problem whose target
 observes the data's sites (the others latent)."""
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -43,3 +45,35 @@ def test_fits_check_their_tolerance():
         for tol in (float("nan"), -1.0, "small"):
             with pytest.raises(ValueError, match=f"^{owner}: tol must be a number >= 0"):
                 fit(m, data, params=params, num_steps=3, tol=tol)
+
+
+def _gaussian_data(seed, dim=4, num_examples=200):
+    """x ~ N(0, Θ⁻¹), Θ = AAᵀ/4 + I, A ~ N(0, 1) (issue 46's graphical-lasso case)."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(dim, dim))
+    cov = np.linalg.inv(a @ a.T / 4 + np.eye(dim))
+    return rng.multivariate_normal(np.zeros(dim), cov, size=num_examples).astype(np.float32)
+
+
+def test_an_unconverged_fit_warns_and_a_converged_one_does_not():
+    """The graphical-lasso MAP of 4 variables (L1 prior, non-smooth): L-BFGS stalls at a
+    kink after a few steps, short of the 500 asked, with a gradient norm ~0.2; the fit
+    warns, naming the gradient norm, the steps and the kink (it returned
+    ``converged=False`` without a word). The same model without the penalty (smooth)
+    converges and does not warn; a fit cut short by ``num_steps`` says to raise it."""
+    x = _gaussian_data(0)
+    with pytest.warns(RuntimeWarning, match=r"^fit_exact: not converged: the gradient "
+                      r"norm of the objective is [0-9.e-]+ \(tol 1e-06\) after \d+ of the "
+                      r"500 steps asked; the line search found no better point.*kink"):
+        fit = ugm.fit_exact(ugm.models.sparse_gmrf, {"x": x}, 4, 0.1, 200,
+                            progress_bar=False)
+    assert not fit.converged and fit.num_steps < 500 and fit.grad_norm > 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = ugm.fit_exact(ugm.models.sparse_gmrf, {"x": x}, 4, progress_bar=False)
+    assert fit.converged
+    m, params, _, data = spins3()
+    with pytest.warns(RuntimeWarning, match=r"^fit_pseudo_likelihood: not converged.* "
+                      r"after 1 of the 1 steps asked; raise num_steps"):
+        assert not ugm.fit_pseudo_likelihood(m, data, params=params, num_steps=1,
+                                             progress_bar=False).converged

@@ -232,3 +232,14 @@ def test_a_failed_update_keeps_the_last_good_state_as_run_does():
     state, _ = retry.update(e.state)
     assert int(state.failed_at) == -1 and int(state.step) == e.step
     assert smallest_eigenvalue(retry, state) > 0
+
+
+def test_data_given_as_an_array_names_the_expected_dict_and_the_state_sites():
+    """``MLE.run(key, n, array, ...)`` (an array, not ``{"x": array}``) raised
+    ``AttributeError: 'numpy.ndarray' object has no attribute 'items'``; it now says
+    which form is expected and names the model's state sites."""
+    learner = ugm.MLE(ugm.models.vbm, ugm.PCD(8), optax.adam(1e-2))
+    with pytest.raises(TypeError, match=r"^data must be a dict of site name -> array, "
+                       r"\{\"site\": array\} .*state sites: \['x'\]\), got ndarray"):
+        learner.run(jax.random.PRNGKey(0), 3, np.zeros((10, 4), np.int8), 4,
+                    progress_bar=False)

@@ -59,7 +59,7 @@ from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, che
                      weighted_mean)
 from ._gaussian import conditional_moments, flat_values, normalizability_error
 from ._padding import first, mean_of_first, pad_examples, padded_length
-from ._prepare import observed_problem
+from ._prepare import model_of, observed_problem
 from ._size import MAX_CONFIGURATIONS
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
@@ -84,7 +84,7 @@ def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
         Flat indices per site of the variables summed out (``None``: the whole site; a
         real site is always integrated out whole).
     """
-    target = m.target()
+    target = model_of("exact.num_enumerated", m).target()
     plan = make_plan(target, tuple(target.state_sites), sum_out)
     return plan.num_configurations, {**plan.summed, **dict.fromkeys(plan.integrated)}
 
@@ -198,6 +198,7 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     >>> exact.log_partition(m, m.init_params(jax.random.PRNGKey(0)))  # 2**10 terms
     """
     chunk_size = check_count("log_partition", "chunk_size", chunk_size)
+    m = model_of("exact.log_partition", m)
     m.param_space.check(params)
     return _log_partition(m.target(), params, chunk_size, sum_out, max_configurations)
 
@@ -257,7 +258,7 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
     array (num_examples,)
     """
     chunk_size = check_count("log_prob", "chunk_size", chunk_size)
-    problem = observed_problem(m, params, data, inputs)
+    problem = observed_problem("exact.log_prob", m, params, data, inputs)
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
     check_enumeration(target, chunk_size, "log_prob", max_configurations, num,
@@ -294,7 +295,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     scalar
     """
     chunk_size = check_count("log_likelihood", "chunk_size", chunk_size)
-    problem = observed_problem(m, params, data, inputs)
+    problem = observed_problem("exact.log_likelihood", m, params, data, inputs)
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
     check_enumeration(target, chunk_size, "log_likelihood", max_configurations, num,
@@ -335,6 +336,7 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
         over them: see :func:`moments`, or average ``fn`` over :func:`exact.sample
         <numpyro_ugm.evaluate.exact.sample>` draws).
     """
+    m = model_of("exact.expectation", m)
     m.param_space.check(params)
     target = m.target()
     if target.real_sites:
@@ -395,6 +397,7 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         0..K-1). Real sites (integrated out) are left out: see :func:`moments`.
     """
     chunk_size = check_count("marginals", "chunk_size", chunk_size)
+    m = model_of("exact.marginals", m)
     m.param_space.check(params)
     target = m.target()
     check_enumeration(target, chunk_size, "marginals", max_configurations)
@@ -472,6 +475,7 @@ def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         positive definite), naming the real sites.
     """
     chunk_size = check_count("moments", "chunk_size", chunk_size)
+    m = model_of("exact.moments", m)
     m.param_space.check(params)
     target = m.target()
     if not target.real_sites:

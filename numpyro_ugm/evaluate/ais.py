@@ -52,7 +52,7 @@ from ._ais_setup import (Setup, base_draws, base_log_prob, base_rate_log_probs, 
                         reverse_kernel, schedule, setup, start_states, warn_if_degenerate,
                         warn_if_wide)
 from ._padding import first, pad_examples, padded_length
-from ._prepare import observed_problem
+from ._prepare import model_of, observed_problem
 
 __all__ = ["log_partition", "log_likelihood", "AISResult", "AISLikelihoodResult",
            "default_betas", "base_rate_log_probs", "DEFAULT_TOLERANCE", "RAISE_CAVEAT",
@@ -231,6 +231,7 @@ def log_partition(m: UGM, params: dict, rng_key: jax.Array, num_chains: int = 10
     num_chains = check_count("ais", "num_chains", num_chains, 2)
     rng_key = as_key(rng_key, "ais")
     tolerance = check_tolerance(tolerance)
+    m = model_of("ais.log_partition", m)
     m.param_space.check(params)
     target = m.target()
     check_normalizable(target, params, "ais.log_partition")
@@ -319,7 +320,7 @@ def log_likelihood(m: UGM, params: dict, data: dict, rng_key: jax.Array,
         num_reverse = check_count("ais", "num_reverse", num_reverse, 2)
     if inputs is not None and mesh is not None:
         raise ValueError("ais.log_likelihood: a mesh is not supported with inputs")
-    problem = observed_problem(m, params, data, inputs)
+    problem = observed_problem("ais.log_likelihood", m, params, data, inputs)
     target, model_data, inputs, num_cases = (problem.target, problem.data,
                                              problem.inputs, problem.num_examples)
     if inputs is None:

@@ -33,6 +33,7 @@ from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_enumerati
 from ._enumeration import (Moments, check_integrals, expectation, log_likelihood,
                           log_partition, log_prob, marginals, moments, num_enumerated)
 from ._gaussian import draw as gaussian_draw
+from ._prepare import model_of
 from ._size import MAX_CONFIGURATIONS, WARN_CONFIGURATIONS
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
@@ -109,6 +110,7 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     """
     num_samples = check_count("exact.sample", "num_samples", num_samples)
     rng_key = as_key(rng_key, "exact.sample")
+    m = model_of("exact.sample", m)
     m.param_space.check(params)
     target = m.target()
     run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size,
@@ -139,7 +141,7 @@ def sampler(m: UGM | Target, num_samples: int, *, chunk_size: int = DEFAULT_CHUN
         If the model is too large to enumerate (or larger than ``max_configurations``,
         as in :func:`sample`).
     """
-    target = m.target() if isinstance(m, UGM) else m
+    target = m if isinstance(m, Target) else model_of("exact.sampler", m).target()
     run = _cached_sampler("exact.sampler", target,
                           check_count("exact.sampler", "num_samples", num_samples),
                           chunk_size, max_configurations)[0]

@@ -78,7 +78,7 @@ def pseudo_log_likelihood(m: UGM, params: dict, data: dict, *,
         Data of any number of examples up to a power of two share one compiled program
         (the example axis is padded, the padding masked out).
     """
-    problem = observed_problem(m, params, data, inputs)
+    problem = observed_problem("pseudo_log_likelihood", m, params, data, inputs)
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
     length = padded_length(num)

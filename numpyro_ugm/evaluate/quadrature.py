@@ -10,9 +10,9 @@ estimators and samplers are checked against.
 
 The integrals use the tensor-product trapezoid rule on a box, ``num_points`` points per
 coordinate (odd), given by ``bounds`` or by default the base Normal's mean ± ``width``
-standard deviations per coordinate (the model's ``loc``/``scale``; for
-:func:`log_likelihood` and :func:`log_prob` fitted to the data when the model gives none,
-as the learners fit them). For a density that vanishes smoothly towards the box's edges
+standard deviations per coordinate (the model's ``loc``/``scale``, standard when it gives
+none; never fitted to the data: :func:`log_prob` of a point does not depend on the other
+points passed). For a density that vanishes smoothly towards the box's edges
 the rule converges faster than any power of the spacing. Every result carries an
 ``error``: the difference from the same rule on every other point (twice the spacing),
 plus an estimate of the probability outside the box (the density on each face times its
@@ -29,6 +29,8 @@ log-potential and state sites.
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,19 +38,23 @@ import numpy as np
 from ..runtime.checks import check_count
 from ..runtime.compile_cache import cached
 from ..model.diagnose import non_finite_error
-from ..model.ugm import UGM
+from ..model.ugm import UGM, as_ugm
 from ..model.problem import Problem, build_problem
 from ..model.target import Target
 from ..model.validation import check_normalizable, validate_data
 
 __all__ = ["Quadrature", "GridDensity", "log_partition", "density", "expectation",
-           "log_prob", "log_likelihood", "box", "DEFAULT_NUM_POINTS", "DEFAULT_WIDTH"]
+           "log_prob", "log_likelihood", "box", "DEFAULT_NUM_POINTS", "DEFAULT_WIDTH",
+           "ERROR_WARNING"]
 
 #: points per coordinate by default, for one and for two coordinates
 DEFAULT_NUM_POINTS = {1: 4001, 2: 401}
 #: default half-width of the box, in standard deviations of the base Normal
 DEFAULT_WIDTH = 8.0
 _BATCH = 8192  # grid points evaluated together (bounds memory for large energies)
+#: the largest ``error`` (nats) of log Z that :func:`log_prob` and :func:`log_likelihood`
+#: report without a warning
+ERROR_WARNING = 1e-3
 
 
 class Quadrature(NamedTuple):
@@ -345,6 +351,17 @@ def expectation(model: Callable | UGM, params: dict, fn: Callable[[dict], Any],
     return Quadrature(value, error)
 
 
+def _warn_inaccurate(owner: str, error: float) -> None:
+    """Warn when log Z's error estimate exceeds :data:`ERROR_WARNING` nats: every
+    log-probability is then off by up to that much."""
+    if not error <= ERROR_WARNING:
+        warnings.warn(f"quadrature.{owner}: the error estimate of log Z is {error:.3g} "
+                      f"nats (above {ERROR_WARNING:g}): the box misses probability or the "
+                      f"grid is too coarse; give bounds= covering the density (see "
+                      f"quadrature.density) or more num_points", RuntimeWarning,
+                      stacklevel=3)
+
+
 def log_prob(model: Callable | UGM, params: dict, data: dict, *model_args: Any,
              bounds: Optional[Sequence] = None, num_points: Optional[int] = None,
              width: float = DEFAULT_WIDTH, **model_kwargs: Any) -> Quadrature:
@@ -355,22 +372,28 @@ def log_prob(model: Callable | UGM, params: dict, data: dict, *model_args: Any,
     data : dict of str -> array
         Every state site, leading example axis (the data representation).
     model, params, bounds, num_points, width
-        As in :func:`log_partition`; the default box is centred on the data when the
-        model's real sites give no ``loc``/``scale`` (the base fitted to the data, as the
-        learners do).
+        As in :func:`log_partition` (log Z is the model's: the default box does not
+        depend on the data).
 
     Returns
     -------
     Quadrature
         ``value`` an array ``(N,)``; ``error`` that of log Z.
+
+    Warns
+    -----
+    RuntimeWarning
+        If log Z's ``error`` exceeds :data:`ERROR_WARNING` nats.
     """
-    problem = build_problem(model, data, model_args, model_kwargs)
+    m = as_ugm(model, *model_args, **model_kwargs)
+    problem = build_problem(m, data)
     target, x = problem.target, problem.data
     if target.latent_sites:  # the error of a missing site
         validate_data(target.state_sites, data, allow_missing=False)
-    if bounds is None:
-        bounds = box(target, width)
-    log_z = _integrate("log_prob", problem, params, bounds, width, num_points).log_z
+    # log Z of the model alone (its base unfitted: the box does not depend on the data)
+    log_z = _integrate("log_prob", build_problem(m), params, bounds, width,
+                       num_points).log_z
+    _warn_inaccurate("log_prob", log_z.error)
     f = cached(target.cache_key, ("quadrature.log_prob",), lambda: jax.jit(jax.vmap(
         target.log_potential, in_axes=(None, 0))))(params, x)
     return Quadrature(np.asarray(f, np.float64) - log_z.value, log_z.error)

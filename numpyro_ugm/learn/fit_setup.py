@@ -6,16 +6,18 @@ starting point; :func:`run_fit` maximizes the fit's per-example objective plus
 log p(θ) / N with :func:`numpyro_ugm.runtime.runloop.minimize`."""
 
 from collections.abc import Callable
+import warnings
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 
 from ..runtime.checks import as_key, check_count
 from ..runtime.compile_cache import cached
 from ..model.problem import ParamModel, Problem, build_problem
 from ..runtime.runloop import MinimizeResult, minimize
 
-__all__ = ["FitSetup", "prepare_fit", "run_fit"]
+__all__ = ["FitSetup", "prepare_fit", "run_fit", "warn_unconverged"]
 
 
 class FitSetup(NamedTuple):
@@ -79,6 +81,11 @@ def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: flo
     under the target's key, ``owner``, ``static`` (what else ``value`` depends on) and
     the optimizer (no padding: the padded examples would be computed at every step).
 
+    Warns
+    -----
+    RuntimeWarning
+        If the fit ends unconverged (:func:`warn_unconverged`).
+
     Raises
     ------
     TypeError
@@ -91,7 +98,36 @@ def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: flo
     args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
     key = (owner, tuple(problem.data), *static, optimizer, problem.num_examples,
            None if problem.inputs is None else tuple(sorted(problem.inputs)))
-    return minimize(penalized_loss(problem.param_model, value),
-                    problem.param_model.space.to_unconstrained(fit.params), optimizer,
-                    fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
-                    cached=lambda build: cached(problem.target.cache_key, key, build))
+    out = minimize(penalized_loss(problem.param_model, value),
+                   problem.param_model.space.to_unconstrained(fit.params), optimizer,
+                   fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
+                   cached=lambda build: cached(problem.target.cache_key, key, build))
+    warn_unconverged(owner, out, fit.num_steps, tol)
+    return out
+
+
+def warn_unconverged(owner: str, out: MinimizeResult, num_steps: int, tol: float) -> None:
+    """Warn (``RuntimeWarning``) when a fit ended unconverged, saying where it stopped
+    and what to do: more ``num_steps`` when it ran them all; when it stopped early, that
+    the line search found no better point (a non-smooth prior such as the graphical
+    lasso's L1 penalty stalls L-BFGS at a kink) or that the objective became non-finite."""
+    if out.converged:
+        return
+    where = (f"{owner}: not converged: the gradient norm of the objective is "
+             f"{float(out.grad_norm):.3g} (tol {tol:g}) after {out.num_steps} of the "
+             f"{num_steps} steps asked")
+    values = out.trace["value"][:out.num_steps + 1]
+    if out.num_steps >= num_steps:
+        why = ("; raise num_steps (or, when the maximum likelihood estimate does not "
+               "exist, e.g. data that never show some configuration, add a prior)")
+    elif not np.all(np.isfinite(values)):
+        why = ("; the objective became non-finite at the next step and the last finite "
+               "parameters are returned: start elsewhere (params=) or use a smaller step")
+    else:
+        why = ("; the line search found no better point: with a non-smooth prior (e.g. "
+               "the L1 penalty of ugm.models.sparse_gmrf) L-BFGS stalls at a kink, and the "
+               "result is near the optimum, not at it (compare the objective with a "
+               "dedicated solver, e.g. scikit-learn's graphical_lasso); otherwise try "
+               "another optimizer (optimizer=)")
+    warnings.warn(where + why + "; the result's converged is False", RuntimeWarning,
+                  stacklevel=4)

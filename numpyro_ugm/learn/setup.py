@@ -79,6 +79,8 @@ def set_up(previous: Optional[Setup], model, estimator, optimizer, core_class,
            batch_size) -> Setup:
     """The learner set up for ``data`` (checked and taken every time), reusing the core
     and steps of ``previous`` when what they depend on is unchanged."""
+    if not isinstance(data, dict):  # the error of build_problem, naming the state sites
+        build_problem(model, data, model_args, model_kwargs, inputs)
     checked = check_settings(data, model_args, model_kwargs, inputs, batch_size)
     if previous is not None and same_key(checked.key, previous.key):
         core, problem, steps = previous.core, previous.problem, previous.steps

@@ -99,10 +99,11 @@ def build_problem(model: Callable | UGM, data: dict | None = None, model_args: t
         example, or a model function that cannot be traced with the first example's
         inputs.
     """
-    if data is not None and not isinstance(data, dict):
-        raise TypeError(f"data must be a dict of site name -> array, got "
-                        f"{type(data).__name__}")
     m = _traced(model, model_args, dict(model_kwargs or {}), inputs)
+    if data is not None and not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of site name -> array, {{\"site\": array}} "
+                        f"with a leading example axis (this model's state sites: "
+                        f"{list(m.target().state_sites)}), got {type(data).__name__}")
     x = num_examples = None
     if data is not None:
         x = validate_data(m.target().state_sites, data)

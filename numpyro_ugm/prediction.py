@@ -9,6 +9,9 @@ jitted as one computation:
   estimate is Rao-Blackwellized: each draw contributes the conditional probabilities
   p(x_i | x_−i) of every variable (read off one gradient of f), not an indicator, which
   has lower variance and the same expectation under the chain's stationary law.
+  The chains are checked as ``ugm.sample`` checks them: the split R-hat of every
+  variable's estimate over the chains (:attr:`Prediction.r_hat`), with a warning when
+  it exceeds :data:`~numpyro_ugm.sampling.R_HAT_LIMIT` (chains stuck in different modes).
 * ``"map"`` — simulated annealing towards the MAP labeling argmax_x f(x; θ, u): the kernel
   runs on β·f with β rising geometrically from ``beta_min`` to ``beta_max``; the best
   configuration visited by any chain (by f at β = 1) is returned. It is a heuristic:
@@ -31,7 +34,9 @@ from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, init_chains, refresh_chains, step_chains
 from .model.ugm import UGM
 from .model.problem import build_problem
+from .runtime.distributed import warn
 from .runtime.runloop import capacity
+from .sampling import MIN_DRAWS_FOR_R_HAT, R_HAT_LIMIT
 
 __all__ = ["predict", "Prediction"]
 
@@ -58,11 +63,18 @@ class Prediction(NamedTuple):
     log_potential : array ``(N,)``
         f(labels; θ, inputs) — the unnormalized log-probability of the predicted labeling
         (for ``"map"``, the best value found).
+    r_hat : dict of str -> array ``(N, *site_shape)`` or None
+        ``"marginal"``: the split R-hat over the chains of each variable's estimate (the
+        chains' halves as sequences; 1 for a variable every chain agrees on, ``inf``
+        where chains that do not move disagree, NaN below
+        :data:`~numpyro_ugm.sampling.MIN_DRAWS_FOR_R_HAT` draws per chain).
+        ``"map"``: None.
     """
 
     labels: dict
     marginals: dict
     log_potential: jax.Array
+    r_hat: dict | None = None
 
 
 def _labels_to_model(domain, labels, dtype):
@@ -111,7 +123,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
         states = jax.lax.fori_loop(
             0, num_warmup, lambda i, s: moved(s, jax.random.fold_in(warm_key, i), f), states)
         dtype = jnp.result_type(float)
-        acc0 = {s: jnp.zeros((d.num_variables, d.num_values), dtype)
+        acc0 = {s: jnp.zeros((5, num_chains, d.num_variables, d.num_values), dtype)
                 for s, d in domains.items()}
 
         def body(i, carry):
@@ -119,15 +131,17 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
             states = moved(states, jax.random.fold_in(run_key, i), f)
             probs = jax.vmap(lambda x: _probabilities(f, x, domains, rao_blackwell))(
                 states.position)
-            acc = {s: acc[s] + jnp.sum(probs[s], 0).astype(dtype) for s in domains}
-            return states, acc
+            return states, {s: _accumulated(acc[s], probs[s].astype(dtype), i, num_samples)
+                            for s in domains}
 
         states, acc = jax.lax.fori_loop(0, num_samples, body, (states, acc0))
-        marginals = {s: (acc[s] / (num_chains * num_samples)).reshape(
+        marginals = {s: (jnp.sum(acc[s][0], 0) / (num_chains * num_samples)).reshape(
             tuple(d.shape_) + (d.num_values,)) for s, d in domains.items()}
+        r_hat = {s: _split_r_hat(acc[s], num_samples // 2).reshape(tuple(d.shape_))
+                 for s, d in domains.items()}
         best = {s: _labels_to_model(d, jnp.argmax(marginals[s], -1), dtype)
                 for s, d in domains.items()}
-        return _checked(t, params, states, best, f(best), marginals)
+        return _checked(t, params, states, best, f(best), marginals) + (r_hat,)
 
     def map_one(t, params, key, num_samples, num_warmup, betas):
         f = t.logdensity_fn(params)
@@ -152,7 +166,7 @@ def _build(target, method, kernel, num_chains, rao_blackwell, steps):
                                                       (states, position, values))
         winner = jnp.argmax(best_values)
         best = jax.tree.map(lambda a: a[winner], best)
-        return _checked(t, params, states, best, best_values[winner], None)
+        return _checked(t, params, states, best, best_values[winner], None) + (None,)
 
     one = marginal_one if method == "marginal" else map_one
 
@@ -278,8 +292,8 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
         np.geomspace(beta_min, beta_max, num_samples),
         np.ones(steps - num_samples)]).astype(dtype))
     keys = rng_key if inputs is None else jax.random.split(rng_key, num_examples)
-    best, marginals, values, ok, positions = run(params, keys, inputs, num_samples,
-                                                 settings["num_warmup"], betas)
+    best, marginals, values, ok, positions, r_hat = run(params, keys, inputs, num_samples,
+                                                        settings["num_warmup"], betas)
 
     def where(index):
         what = ("the prediction" if index[-1] == num_chains
@@ -288,4 +302,55 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
 
     check_finite(target, "predict", params, ok, positions, where, inputs)
     labels = {s: d.from_model(best[s]) for s, d in target.state_sites.items()}
-    return Prediction(labels, marginals, values)
+    if r_hat is not None:
+        r_hat = {s: np.asarray(v, np.float64) if num_samples >= MIN_DRAWS_FOR_R_HAT
+                 else np.full(np.shape(v), np.nan) for s, v in r_hat.items()}
+        _warn_if_chains_disagree(r_hat, inputs is not None)
+    return Prediction(labels, marginals, values, r_hat)
+
+
+def _accumulated(acc, probs, i, num_samples):
+    """``acc`` (5, chains, V, K) after draw ``i`` of the chains' probabilities ``probs``
+    (chains, V, K): [0] their sum over all draws; [1], [2] the sums over the first and
+    the second half of the draws (``num_samples // 2`` each; a last odd draw is left
+    out) and [3], [4] the sums of their squares, for :func:`_split_r_hat`."""
+    half = num_samples // 2
+    second = (i >= half).astype(jnp.int32)
+    kept = jnp.where(i < 2 * half, probs, 0)
+    return (acc.at[0].add(probs).at[1 + second].add(kept)
+            .at[3 + second].add(kept * kept))
+
+
+def _split_r_hat(acc, half):
+    """Split R-hat (V,) of the estimates accumulated by :func:`_accumulated`: the 2 ×
+    chains half-chains as sequences of ``half`` draws, the largest over the values.
+    Sequences that all stay constant give 1 if they agree, ``inf`` if they do not."""
+    n = jnp.asarray(half, acc.dtype)
+    means = acc[1:3] / n                                          # (2, chains, V, K)
+    within = jnp.maximum(acc[3:5] / n - means ** 2, 0) * n / jnp.maximum(n - 1, 1)
+    means = means.reshape((-1,) + means.shape[2:])
+    within = jnp.mean(within.reshape(means.shape), 0)
+    between = jnp.var(means, 0, ddof=1)                           # B / n
+    tiny = 1e-10
+    r = jnp.sqrt(((n - 1) / n * within + between) / jnp.maximum(within, tiny))
+    r = jnp.where(within > tiny, r, jnp.where(between > tiny, jnp.inf, 1.0))
+    return jnp.max(r, -1)
+
+
+def _warn_if_chains_disagree(r_hat: dict, batched: bool):
+    """The warning of :func:`predict` when a variable's split R-hat exceeds
+    :data:`~numpyro_ugm.sampling.R_HAT_LIMIT`, naming the site and the example."""
+    for site, r in r_hat.items():
+        if not np.nanmax(r, initial=-np.inf) > R_HAT_LIMIT:
+            continue
+        where = ""
+        if batched:
+            per_example = np.nanmax(r.reshape(len(r), -1), 1)
+            bad = np.flatnonzero(per_example > R_HAT_LIMIT)
+            where = (f" (example {int(np.nanargmax(per_example))} of {len(r)}; "
+                     f"{len(bad)} example(s) above the limit)")
+        warn(f"predict: split R-hat {np.nanmax(r):.3g} > {R_HAT_LIMIT} at site {site!r}"
+             f"{where}: the chains disagree, so the marginals (and the labels that maximize "
+             "them) are not yet those of the model; use more draws (num_samples), a longer "
+             "warm-up, more chains, or a kernel that moves between modes "
+             "(ugm.kernels.parallel_tempering())", RuntimeWarning, stacklevel=3)

@@ -28,13 +28,20 @@ from .runtime.runloop import capacity
 from .runtime.sharding import shard_particles, use_mesh
 from .model.target import Target
 
-__all__ = ["sample", "SampleDiagnostics", "R_HAT_LIMIT", "ACCEPTANCE_FLOOR", "MIN_DRAWS_FOR_R_HAT"]
+__all__ = ["sample", "SampleDiagnostics", "R_HAT_LIMIT", "ACCEPTANCE_FLOOR", "MIN_DRAWS_FOR_R_HAT",
+           "MIN_ADAPTIVE_WARMUP"]
 
 #: ``sample`` warns when a variable's split R-hat over the chains exceeds this.
 R_HAT_LIMIT = 1.1
 
 #: ``sample`` warns when a chain's mean acceptance over its kept steps is below this.
 ACCEPTANCE_FLOOR = 0.01
+
+#: the fewest warm-up steps ``sample`` runs by default for a kernel that adapts its step
+#: size (a gradient kernel: ``mala``, ``hmc``, ``rwm``, the default for real sites whose
+#: potential is not quadratic): the adaptation moves log ε by ``adaptation_rate`` (0.05)
+#: × (acceptance − target) per step, so it needs some hundreds of steps to settle
+MIN_ADAPTIVE_WARMUP = 500
 
 #: fewer draws per chain than this give no split R-hat or effective size (NaN): the
 #: estimates of a few draws are noise, and a warning from them would be too
@@ -71,7 +78,8 @@ class SampleDiagnostics(NamedTuple):
 
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
-           num_chains: int = 1, num_warmup: int = 0, thinning: int = 1, kernel: Any = None,
+           num_chains: int = 1, num_warmup: int | None = None, thinning: int = 1,
+           kernel: Any = None,
            init_state: dict | None = None, mesh: jax.sharding.Mesh | None = None,
            return_diagnostics: bool = False):
     """Draw samples of every state site by MCMC.
@@ -87,9 +95,15 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_chains : int
         Independent chains, run in parallel (vmapped), started from the base
         distribution (uniform on finite sites, the base Normal of real ones).
-    num_warmup : int
+    num_warmup : int, optional
         Kernel steps discarded at the start of each chain; a gradient kernel adapts its
-        step size during them only.
+        step size during them only. Default: none for a kernel that adapts nothing
+        (block Gibbs, Metropolis); for one that adapts its step size (a gradient kernel,
+        also the default's move of real sites whose potential is not quadratic)
+        ``max(MIN_ADAPTIVE_WARMUP, num_samples * thinning)`` steps. Until issue 46 the
+        default was 0 for every kernel: a gradient kernel then kept its initial step size
+        (0.1) and its starting point (random-walk chains of a double well accepted 95 % of
+        their moves and put the mean 8 standard errors off, silently).
     thinning : int
         Kernel steps between kept samples.
     kernel : KernelSpec, optional
@@ -115,7 +129,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     Warns
     -----
     RuntimeWarning
-        When the chains disagree — a variable's split R-hat above :data:`R_HAT_LIMIT`
+        When ``num_warmup=0`` is given with a kernel that adapts its step size (it then
+        never adapts). When the chains disagree — a variable's split R-hat above :data:`R_HAT_LIMIT`
         (chains stuck where they started, or in different modes) — or a chain's mean
         acceptance is below :data:`ACCEPTANCE_FLOOR` (it hardly moves): the draws are
         then not a sample of the model. The message names the site, the worst R-hat and
@@ -144,16 +159,35 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     num_samples = check_count("sample", "num_samples", num_samples)
     num_chains = check_count("sample", "num_chains", num_chains)
     thinning = check_count("sample", "thinning", thinning)
-    num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
+    if num_warmup is not None:
+        num_warmup = check_count("sample", "num_warmup", num_warmup, minimum=0)
     rng_key = as_key(rng_key, "sample")
     problem = build_problem(m)
     problem.param_model.space.check(params)
     check_normalizable(problem.target, params, "sample")
-    draws, diagnostics = _sample(problem.target, params, rng_key, as_spec(kernel, gibbs()),
-                                 num_samples, num_chains, num_warmup, thinning, init_state,
-                                 mesh, with_diagnostics=True)
+    spec = as_spec(kernel, gibbs())
+    num_warmup = _warmup(bound_kernel(spec, problem.target).tuning is not None, num_warmup,
+                         num_samples * thinning)
+    draws, diagnostics = _sample(problem.target, params, rng_key, spec, num_samples,
+                                 num_chains, num_warmup, thinning, init_state, mesh,
+                                 with_diagnostics=True)
     _warn_if_unconverged(diagnostics)
     return (draws, diagnostics) if return_diagnostics else draws
+
+
+def _warmup(adapts: bool, num_warmup: int | None, kept_steps: int) -> int:
+    """The warm-up of :func:`sample`: ``num_warmup`` if given (with a warning when it is 0
+    and the kernel adapts its step size), else none for a kernel that adapts nothing and
+    ``max(MIN_ADAPTIVE_WARMUP, kept_steps)`` for one that does."""
+    if num_warmup is None:
+        return max(MIN_ADAPTIVE_WARMUP, kept_steps) if adapts else 0
+    if adapts and num_warmup == 0:
+        warn("sample: the kernel adapts its step size during the warm-up only, and "
+             "num_warmup=0: it keeps its initial step size and the chains their starting "
+             "points; leave num_warmup unset (a warm-up of max(MIN_ADAPTIVE_WARMUP, "
+             "num_samples * thinning) steps), give num_warmup > 0, or pass a kernel with "
+             "adapt=False and a step size of your own", RuntimeWarning, stacklevel=3)
+    return num_warmup
 
 
 def _diagnostics(draws: dict, acceptance: np.ndarray) -> SampleDiagnostics:

@@ -30,7 +30,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from numpyro.infer import NUTS, Gibbs
+from numpyro.infer import MCMC, NUTS, Gibbs
 from helpers.models import potts5, potts_ring, vbm8
 from helpers.posterior import COUPLING, MU, Y, check_posterior, noisy_ising, run_mcmc
 from helpers.states import config_index, exact_log_probs, total_variation, tv_threshold
@@ -152,3 +152,27 @@ def test_a_sampler_that_ran_can_be_pickled():
     again = copy.init(jax.random.PRNGKey(0), 0, None, (4,), {})
     np.testing.assert_array_equal(copy.sample(again, (4,), {}).z["x"],
                                   sampler.sample(state, (4,), {}).z["x"])
+
+
+def _double_well():
+    x = numpyro.sample("x", ugm.Real(()))
+    numpyro.factor("f", -0.25 * x ** 4 + x ** 2 - 0.5 * x)
+
+
+def test_a_gradient_kernel_adapts_during_the_warm_up_only():
+    """Issue 46 sweep: ``UGMSampler`` ignored ``num_warmup`` ("the kernels have nothing to
+    adapt"), so a gradient kernel on a real site kept adapting its step size at every
+    draw (``adapting`` still 1 after sampling; the step size moved between draws): an
+    adaptive chain that never stops adapting is not a Markov chain of the model. It now
+    adapts during numpyro's warm-up only and keeps the step size it reached."""
+    def last_state(num_samples):
+        mcmc = MCMC(UGMSampler(_double_well, kernel=ugm.kernels.rwm()), num_warmup=300,
+                    num_samples=num_samples, progress_bar=False)
+        mcmc.run(jax.random.PRNGKey(0))
+        return mcmc.last_state
+
+    short, long = last_state(20), last_state(200)
+    assert float(short.kernel_state.adapting) == 0.0
+    assert float(short.kernel_state.step_size) == float(long.kernel_state.step_size)
+    assert float(short.kernel_state.step_size) > 1.0  # adapted from 0.1 during the warm-up
+    assert int(long.i) == 500

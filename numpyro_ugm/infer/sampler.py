@@ -30,11 +30,15 @@ class UGMSamplerState(NamedTuple):
         Acceptance rate of the last step (1 for Gibbs), for ``extra_fields``.
     rng_key : jax PRNGKey
         Key of the next step.
+    i : jax.Array
+        Steps taken (a kernel that adapts its step size adapts during the first
+        ``num_warmup`` only).
     """
 
     kernel_state: Any
     acceptance_rate: jax.Array
     rng_key: jax.Array
+    i: jax.Array
 
     @property
     def z(self):
@@ -120,6 +124,7 @@ class UGMSampler(MCMCKernel):
         self._bound = None      # the Conditioned model, kernel and parameters of init
         self._batched = False
         self._sample_fn = None
+        self._num_warmup = 0
 
     # --- properties ----------------------------------------------------------------------
     @property
@@ -147,7 +152,9 @@ class UGMSampler(MCMCKernel):
         rng_key : jax PRNGKey
             One key, or a batch of keys (``chain_method="vectorized"``).
         num_warmup : int
-            Unused (the kernels have nothing to adapt).
+            Steps during which a kernel that adapts its step size (a gradient kernel on
+            real sites) adapts it; it is frozen after them, as numpyro's own kernels
+            freeze theirs. Kernels of finite sites have nothing to adapt.
         init_params : dict or None
             Starting values of state sites, data or model representation.
         model_args, model_kwargs
@@ -168,9 +175,9 @@ class UGMSampler(MCMCKernel):
             key, init_key = jax.random.split(key)
             position = {**target.random_state(init_key), **values}
             return UGMSamplerState(kernel.init(position, logdensity),
-                                   jnp.ones((), jnp.float32), key)
+                                   jnp.ones((), jnp.float32), key, jnp.zeros((), jnp.int32))
 
-        self._batched = batched
+        self._batched, self._num_warmup = batched, int(num_warmup)
         if batched:
             self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
             return jax.vmap(one)(rng_key, start)
@@ -180,9 +187,14 @@ class UGMSampler(MCMCKernel):
     def _sample_one(self, state, model_args, model_kwargs):
         logdensity = self._bound.logdensity_fn(model_args, model_kwargs)
         key, step_key = jax.random.split(state.rng_key)
-        kernel_state, info = self._bound.kernel.step(step_key, state.kernel_state, logdensity)
+        kernel_state = state.kernel_state
+        if hasattr(kernel_state, "adapting"):  # adapt during the warm-up only
+            kernel_state = kernel_state._replace(adapting=jnp.where(
+                state.i < self._num_warmup, kernel_state.adapting, 0))
+        kernel_state, info = self._bound.kernel.step(step_key, kernel_state, logdensity)
         rate = getattr(info, "acceptance_rate", 1.0)
-        return UGMSamplerState(kernel_state, jnp.mean(jnp.asarray(rate, jnp.float32)), key)
+        return UGMSamplerState(kernel_state, jnp.mean(jnp.asarray(rate, jnp.float32)), key,
+                               state.i + 1)
 
     def sample(self, state, model_args, model_kwargs):
         """One kernel step (for Gibbs: one sweep over all blocks).

@@ -118,7 +118,7 @@ def main(repeats=50, num_steps=100):
     t["run"] /= num_steps
     rows = [("plain JAX step (hand-written)", "plain"), ("MLE.update", "update"),
             ("core step (learner.core.update)", "core"),
-            (f"plain JAX lax.scan, per step", "plain run"),
+            ("plain JAX lax.scan, per step", "plain run"),
             (f"MLE.run ({num_steps} steps), per step", "run")]
     print(f"{'implementation':<40}{'ms / PCD-1 update':>20}")
     for label, name in rows:

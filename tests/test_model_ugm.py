@@ -160,7 +160,6 @@ def test_an_improper_flat_prior_is_map_with_no_prior_term():
     empty NotImplementedError (it cannot be sampled); it is now initialized by the init
     strategy, its log prior is 0, and MAP is the MLE: for independent spins with a
     common field b, tanh(b) is the mean spin (2/3 here), so b = atanh(2/3)."""
-    from numpyro_ugm.evaluate import exact
 
     def model():
         b = numpyro.sample("b", dist.ImproperUniform(dist.constraints.real, (), ()))

@@ -29,6 +29,10 @@ from numpyro.contrib.module import eqx_module, flax_module, nnx_module  # noqa: 
 WIDTH, BOUND, ENVELOPE = 16, 10.0, 3.0
 BOX = (-4.0, 4.0)
 WAYS = ("linen", "nnx", "pytree", "equinox")
+#: the ways whose longer tests (learning, checkpoints) run by default; the others under
+#: ``-m slow`` (the pytree and equinox ways share the learner's code with these)
+FIRST, REST = ("linen", "nnx"), ("pytree", "equinox")
+LONG_WAYS = [*FIRST, *(pytest.param(w, marks=pytest.mark.slow) for w in REST)]
 
 
 # --- the network, four ways -------------------------------------------------------------
@@ -249,7 +253,8 @@ def equinox_learned(data):
     return learn("equinox", *data[:2])
 
 
-@pytest.mark.parametrize("name", ["linen", "nnx", "pytree"])
+@pytest.mark.parametrize("name", ["linen", pytest.param("nnx", marks=pytest.mark.slow),
+                                  pytest.param("pytree", marks=pytest.mark.slow)])
 def test_each_way_learns_what_equinox_learns(name, data, equinox_learned):
     """From the same weights with the same keys, the learned test log-likelihood (by
     quadrature) is equinox's, and above the fitted Normal's.
@@ -265,7 +270,7 @@ def test_each_way_learns_what_equinox_learns(name, data, equinox_learned):
     assert abs(got - equinox_learned) < 1e-4, (got, equinox_learned)
 
 
-@pytest.mark.parametrize("name", WAYS)
+@pytest.mark.parametrize("name", LONG_WAYS)
 def test_a_checkpoint_of_network_parameters_restores_and_continues(name, data, tmp_path):
     """A run of 4 updates checkpointed at 2: the restored state holds the network's
     arrays, and 2 updates from it give the 4-update run's weights."""

@@ -109,8 +109,9 @@ def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: flo
 def warn_unconverged(owner: str, out: MinimizeResult, num_steps: int, tol: float) -> None:
     """Warn (``RuntimeWarning``) when a fit ended unconverged, saying where it stopped
     and what to do: more ``num_steps`` when it ran them all; when it stopped early, that
-    the line search found no better point (a non-smooth prior such as the graphical
-    lasso's L1 penalty stalls L-BFGS at a kink) or that the objective became non-finite."""
+    the line search found no better point (a flat objective: an estimate at infinity,
+    float32's resolution, or a non-smooth prior's kink) or that the objective became
+    non-finite."""
     if out.converged:
         return
     where = (f"{owner}: not converged: the gradient norm of the objective is "
@@ -124,10 +125,12 @@ def warn_unconverged(owner: str, out: MinimizeResult, num_steps: int, tol: float
         why = ("; the objective became non-finite at the next step and the last finite "
                "parameters are returned: start elsewhere (params=) or use a smaller step")
     else:
-        why = ("; the line search found no better point: with a non-smooth prior (e.g. "
-               "the L1 penalty of ugm.models.sparse_gmrf) L-BFGS stalls at a kink, and the "
-               "result is near the optimum, not at it (compare the objective with a "
-               "dedicated solver, e.g. scikit-learn's graphical_lasso); otherwise try "
-               "another optimizer (optimizer=)")
+        why = ("; the line search found no better point the dtype can represent: the "
+               "objective is flat there, as when the maximum likelihood estimate lies at "
+               "infinity (some coupling growing without bound; add a prior) or float32 "
+               "cannot resolve it (enable float64: jax.config.update('jax_enable_x64', "
+               "True)); a non-smooth prior (e.g. the L1 penalty of "
+               "ugm.models.sparse_gmrf) stalls L-BFGS at a kink, near the optimum, not at "
+               "it (compare with a dedicated solver, e.g. scikit-learn's graphical_lasso)")
     warnings.warn(where + why + "; the result's converged is False", RuntimeWarning,
                   stacklevel=4)

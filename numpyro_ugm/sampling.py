@@ -100,10 +100,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         step size during them only. Default: none for a kernel that adapts nothing
         (block Gibbs, Metropolis); for one that adapts its step size (a gradient kernel,
         also the default's move of real sites whose potential is not quadratic)
-        ``max(MIN_ADAPTIVE_WARMUP, num_samples * thinning)`` steps. Until issue 46 the
-        default was 0 for every kernel: a gradient kernel then kept its initial step size
-        (0.1) and its starting point (random-walk chains of a double well accepted 95 % of
-        their moves and put the mean 8 standard errors off, silently).
+        ``max(MIN_ADAPTIVE_WARMUP, num_samples * thinning)`` steps (without a warm-up such
+        a kernel keeps its initial step size and its chains their starting points).
     thinning : int
         Kernel steps between kept samples.
     kernel : KernelSpec, optional

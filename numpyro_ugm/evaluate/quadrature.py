@@ -26,10 +26,9 @@ the grid is evaluated by a program compiled once per model and number of points
 log-potential and state sites.
 """
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
-
-import warnings
 
 import jax
 import jax.numpy as jnp

@@ -143,7 +143,7 @@ def check_start(target, params: dict, given: bool) -> None:
     (``given``: from ``init_params``, else the model's defaults) and what to do. Without
     it the first updates average chains of an improper density (a precision that is not
     positive definite, a term growing like +x⁴) and learning runs on until the chains
-    diverge, or drifts off silently (issue 46)."""
+    diverge, or drifts off silently."""
     try:
         check_normalizable(target, params, "learning")
     except FloatingPointError as error:

@@ -5,8 +5,8 @@ the data (:func:`~numpyro_ugm.model.problem.build_problem`, as every learner set
 starting point; :func:`run_fit` maximizes the fit's per-example objective plus
 log p(θ) / N with :func:`numpyro_ugm.runtime.runloop.minimize`."""
 
-from collections.abc import Callable
 import warnings
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax

@@ -29,11 +29,13 @@ test: $(STAMP)
 
 # each test file's time on cold compilation caches (JAX's and numba's, as on a clean clone),
 # into tests/durations.json (the order in which `make test` hands the files to its
-# workers: longest first)
+# workers: longest first), and a table of what JAX spent of it compiling, per file
 test-durations: $(STAMP)
-	rm -rf .pytest_cache/jax
+	rm -rf .pytest_cache/jax .pytest_cache/compiles.*
 	find numpyro_ugm -name '*.nbi' -delete -o -name '*.nbc' -delete
-	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile --store-durations
+	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(PY) -m pytest -q -n 2 --dist loadfile --store-durations \
+	    --compile-report .pytest_cache/compiles
+	$(PY) tests/scripts/compile_report.py .pytest_cache/compiles
 
 # the package outside its repository: the wheel installed into a fresh venv in a temporary
 # folder, where the README's quick start and a network fit from the shipped data run

@@ -46,6 +46,10 @@ DURATIONS = Path(__file__).resolve().parent / "durations.json"
 def pytest_addoption(parser):
     parser.addoption("--store-durations", action="store_true",
                      help=f"write each test file's time to {DURATIONS.name}")
+    parser.addoption("--compile-report", action="store", default=None, metavar="FILE",
+                     help="write, per test file, the seconds JAX spent tracing, lowering "
+                          "and compiling, and its compilations and cache hits, to FILE "
+                          "(one FILE.<worker> per xdist worker)")
 
 
 def pytest_configure(config):
@@ -67,7 +71,45 @@ def pytest_runtest_logreport(report):
     _SECONDS[report.location[0]] += report.duration
 
 
+#: per test file: JAX's trace, lowering and compile seconds, compilations and cache hits
+#: (``--compile-report``), attributed to the file whose test is running
+_COMPILES = collections.defaultdict(collections.Counter)
+_RUNNING = ["(collection)"]
+_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
+           "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+           "/jax/core/compile/backend_compile_duration": "compile_s",
+           "/jax/compilation_cache/cache_retrieval_time_sec": "cache_load_s"}
+
+
+def _on_duration(event, seconds, **_):
+    if event in _EVENTS:
+        _COMPILES[_RUNNING[0]][_EVENTS[event]] += seconds
+        if event == "/jax/core/compile/backend_compile_duration":
+            _COMPILES[_RUNNING[0]]["compiles"] += 1
+
+
+def _on_event(event, **_):
+    if event == "/jax/compilation_cache/cache_hits":
+        _COMPILES[_RUNNING[0]]["cache_hits"] += 1
+
+
+def pytest_sessionstart(session):
+    if session.config.getoption("compile_report"):
+        jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        jax.monitoring.register_event_listener(_on_event)
+
+
+def pytest_runtest_setup(item):
+    _RUNNING[0] = item.location[0]
+
+
 def pytest_sessionfinish(session):
+    report = session.config.getoption("compile_report")
+    if report:
+        worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
+        Path(f"{report}.{worker}").write_text(json.dumps(
+            {f: {k: round(v, 3) for k, v in c.items()} for f, c in _COMPILES.items()},
+            indent=1) + "\n")
     if session.config.getoption("store_durations") and not hasattr(session.config,
                                                                    "workerinput"):
         DURATIONS.write_text(json.dumps(

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.distributions import constraints
 from numpyro.distributions.transforms import biject_to
 
 __all__ = ["ParamSite", "ParamSpace", "TreeShape", "value_shape"]
@@ -208,6 +209,8 @@ def _check_leaf(site, value):
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise FloatingPointError(f"parameter site {name!r} holds a non-finite value "
                                  f"{value[where].item()} at index {where}")
+    if _unbounded(site.constraint):  # finite is inside: no program to compile
+        return
     with jax.ensure_compile_time_eval():
         inside = np.asarray(site.constraint.check(jnp.asarray(value)))
     if not inside.all():
@@ -216,6 +219,15 @@ def _check_leaf(site, value):
         shown = value[where].item() if inside.shape == value.shape else value
         raise ValueError(f"parameter site {name!r} holds {shown} at index {where}, "
                          f"outside its support {site.constraint}")
+
+
+def _unbounded(constraint) -> bool:
+    """Whether every finite value satisfies ``constraint`` (the reals, whatever their
+    event dimensions)."""
+    while isinstance(constraint, constraints.independent):
+        constraint = constraint.base_constraint
+    return type(constraint) in (type(constraints.real), type(constraints.real_vector),
+                                type(constraints.real_matrix))
 
 
 def _closest(name, candidates):

@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.smc import from_mcmc, solver, tempered
 from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess_solver
@@ -77,11 +78,18 @@ class TemperResult(NamedTuple):
 ACCEPTANCE_MARGIN = 0.1
 
 
-def warn_acceptance(final: float, target: float) -> None:
+def warn_acceptance(final, target) -> None:
     """The warning of :func:`temper` (a host callback) when the last step's acceptance
     ``final`` is more than :data:`ACCEPTANCE_MARGIN` from the kernel's ``target``. A
     warning filter that turns it into an error cannot raise through the compiled run:
-    the message then goes to this module's logger instead."""
+    the message then goes to this module's logger instead. The margin is checked here
+    too: under ``vmap`` the compiled check runs the callback for every run (or with the
+    whole batch), on target or not."""
+    final, target = np.asarray(final, float), np.asarray(target, float)
+    off = np.abs(final - target) > ACCEPTANCE_MARGIN
+    if not np.any(off):
+        return
+    final, target = final[off].flat[0], np.broadcast_to(target, off.shape)[off].flat[0]
     message = (
         f"temper: the gradient kernel's acceptance at the last tempering step is "
         f"{float(final):.3g}, more than {ACCEPTANCE_MARGIN} from its target "
@@ -165,11 +173,13 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         key, state, log_z, (eve, step_var), count, (acceptance, _), path, step_size = carry
         key, step_key = jax.random.split(key)
         parameters = {} if tuning is None else {"step_size": step_size[0][None]}
+        moved_at = state.tempering_param
         state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count),
                            parameters)
         rate = jnp.mean(info.update_info.acceptance_rate)
         if tuning is not None:  # the next β's moves start at the step size tuned on these
-            step_size = _next_step_size(step_size, info.update_info)
+            step_size = _next_step_size(step_size, info.update_info, moved_at,
+                                        state.tempering_param)
         eve = eve[info.ancestors]
         step_var = step_var + jnp.maximum(jnp.sum(state.weights ** 2) - 1.0 / num, 0.0)
         if record_path:
@@ -186,7 +196,7 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     if step_size is None:
         step_size = 1.0 if tuning is None else tuning.step_size
     step_size = jnp.asarray(step_size, dtype)
-    step_size = (step_size, jnp.log(step_size), jnp.zeros((), bool))
+    step_size = (step_size, jnp.log(step_size), jnp.zeros((), dtype), jnp.zeros((), bool))
     _, state, log_z, (eve, step_var), count, (acceptance, final), path, tuned = jax.lax.while_loop(
         cond, body, (rng_key, init, zero, (jnp.arange(num), zero), jnp.zeros((), jnp.int32),
                      (zero, jnp.full((), jnp.nan, dtype)), path, step_size))
@@ -215,21 +225,24 @@ class TunedMoves(NamedTuple):
 INFORMATIVE = (0.1, 0.9)
 
 
-def _next_step_size(carry: tuple, moves: TunedMoves) -> tuple:
-    """The step size the next β's moves start at, from ``moves`` (this β's).
+def _next_step_size(carry: tuple, moves: TunedMoves, moved_at, beta) -> tuple:
+    """The step size the next β's moves start at, from ``moves`` (this step's, made at
+    β = ``moved_at`` before the reweighting to ``beta``, where the next moves are made).
 
-    ``moves.step_size`` is the step size that this β's last sweep says hits the target
-    here; as β grows the target sharpens (or widens) steadily, so the next β starts at
-    that value moved on by its change since the previous β (clipped to a factor e),
-    where both were measured at an informative acceptance (:data:`INFORMATIVE`).
-    ``carry``: (next step size, log of the previous tuned one, whether it was
-    informative)."""
-    _, previous, informative = carry
+    ``moves.step_size`` is the step size that this step's last sweep says hits the
+    target at ``moved_at``; as β grows the target sharpens (or widens) steadily, so the
+    next moves start at that value moved on by its change since the previous step's,
+    in proportion to the β increments (never more than that change, and by a factor e
+    at most), where both were measured at an informative acceptance
+    (:data:`INFORMATIVE`). ``carry``: (next step size, the previous step's tuned log
+    step size, its β, whether it was informative)."""
+    _, previous, previous_at, informative = carry
     tuned = jnp.log(moves.step_size)
     last = jnp.mean(moves.acceptance_rate[-1])
     now = (last > INFORMATIVE[0]) & (last < INFORMATIVE[1])
-    trend = jnp.where(now & informative, jnp.clip(tuned - previous, -1.0, 1.0), 0.0)
-    return jnp.exp(tuned + trend).astype(moves.step_size.dtype), tuned, now
+    ahead = jnp.clip((beta - moved_at) / jnp.maximum(moved_at - previous_at, 1e-12), 0.0, 1.0)
+    trend = jnp.where(now & informative, ahead * jnp.clip(tuned - previous, -1.0, 1.0), 0.0)
+    return (jnp.exp(tuned + trend).astype(moves.step_size.dtype), tuned, moved_at, now)
 
 
 def _moves(kernel: Kernel, logprior_fn: Callable, loglikelihood_fn: Callable,

@@ -12,8 +12,11 @@ conditional it moves invariant.
 Step sizes are adapted for a population of chains: after each step of a batch of chains
 (``Kernel.batch_step``, as PCD, PF and :func:`~numpyro_ugm.sampling.sample` step them),
 log ε moves by ``adaptation_rate`` × (mean acceptance − target acceptance), the same ε
-for every chain; a chain stepped alone (under ``vmap``, as in SMC's moves) adapts its own
-ε the same way from its own acceptance. :func:`~numpyro_ugm.kernels.base.end_adaptation`
+for every chain; a chain stepped alone (under ``vmap``) adapts its own ε the same way
+from its own acceptance. SMC and PSMC move their particles at a shared ε that they tune
+themselves after every sweep (``Kernel.tuning``, with ``smc_adaptation_rate``: a jump
+to the ε that the acceptance model says hits the target, see
+:class:`~numpyro_ugm.kernels.base.Tuning`). :func:`~numpyro_ugm.kernels.base.end_adaptation`
 freezes ε (``sample`` does after its warm-up); while it adapts the kernel is not exactly
 invariant, as with any adaptive MCMC, which persistent chains of a moving target accept.
 """
@@ -95,11 +98,13 @@ class GradientKernelSpec(KernelSpec):
     adaptation_rate : float
         Gain of the adaptation of log ε per step (chains stepped as a batch or alone).
     smc_adaptation_rate : float
-        Gain of the adaptation of log ε after each sweep of SMC's and PSMC's moves
-        (:attr:`~numpyro_ugm.kernels.base.Kernel.tuning`): the particles are moved at a
-        target that changes at every β, in a few sweeps each, so ε must follow it faster
-        than ``adaptation_rate`` lets persistent chains drift; the mean acceptance of the
-        whole population is a steady signal for a large gain.
+        SMC's and PSMC's tuning of ε (:attr:`~numpyro_ugm.kernels.base.Kernel.tuning`):
+        after each sweep of the particles, log ε takes this fraction of the move to the
+        ε that the kernel's acceptance model says hits the target
+        (:meth:`~numpyro_ugm.kernels.base.Tuning.rescaled`; 1, the default: all of it;
+        0: ε stays at ``step_size``). Their target changes at every β and they make
+        few sweeps at each, so ε jumps rather than drifts at ``adaptation_rate``; the
+        mean acceptance of the whole population is a steady signal for it.
     sites : tuple of str, optional
         The real sites to move (default: :func:`moved_sites`); the model's other sites
         are swept by ``blocks``.

@@ -252,9 +252,12 @@ def _moves(kernel: Kernel, logprior_fn: Callable, loglikelihood_fn: Callable,
 
     A tuned kernel (``kernel.tuning``) moves the whole population one sweep at a time
     at a shared step size (``parameters["step_size"]``, one entry), which after each
-    sweep the tuning adapts to the population's mean acceptance (as a gradient
-    kernel's ``batch_step`` tunes persistent chains); the step size reached is returned
-    in :class:`TunedMoves` for the next β. Untuned kernels run blackjax's own moves."""
+    sweep moves to the one that hits the target according to the population's mean
+    acceptance (:meth:`~numpyro_ugm.kernels.base.Tuning.rescaled`; one ε from the mean
+    acceptance of all chains, as a gradient kernel's ``batch_step`` tunes persistent
+    chains by :meth:`~numpyro_ugm.kernels.base.Tuning.adapted`); the step size reached
+    is returned in :class:`TunedMoves` for the next β. Untuned kernels run blackjax's
+    own moves (the same keys per particle and sweep)."""
     resample_fn, tuning = getattr(bj_resampling, resampling), kernel.tuning
 
     def tuned_strategy(step_size):

@@ -19,13 +19,16 @@ from .tempering import TemperingEstimator, anneal_from_base, temper
 
 class PSMCState(NamedTuple):
     """Weighted particles of p(·; θ_{t−1}), those parameters, log Z(θ_{t−1}) and the
-    estimate's variance."""
+    estimate's variance; with a tuned kernel (a gradient kernel), the ``step_size``
+    tuned on p(·; θ_{t−1}), where the next bridge's moves start (None: the kernel's
+    initial one)."""
 
     position: dict
     log_weights: jax.Array
     params: Any
     log_z: jax.Array
     log_z_var: jax.Array
+    step_size: Any = None
 
 
 class PSMCInfo(NamedTuple):
@@ -124,7 +127,7 @@ class PSMC(TemperingEstimator):
         result = anneal_from_base(target, self.build_kernel(target), rng_key, params,
                                      self.num_particles, **self.tempering())
         return PSMCState(result.position, result.log_weights, params,
-                         result.log_z_increment, result.log_z_var)
+                         result.log_z_increment, result.log_z_var, result.step_size)
 
     def update(self, rng_key, state, target, params, batch
                ) -> tuple[PSMCState, Particles, PSMCInfo]:
@@ -145,7 +148,8 @@ class PSMC(TemperingEstimator):
         before, after = target.logdensity_fn(state.params), target.logdensity_fn(params)
         bridge = temper(
             kernel, bridge_key, position, jnp.full((bridged,), 1.0 / bridged, dtype),
-            before, linear_combination((1.0, after), (-1.0, before)), **self.tempering())
+            before, linear_combination((1.0, after), (-1.0, before)),
+            step_size=state.step_size, **self.tempering())
         log_z = state.log_z + bridge.log_z_increment
         log_z_var = state.log_z_var + bridge.log_z_var
         position, log_weights = bridge.position, bridge.log_weights
@@ -160,7 +164,8 @@ class PSMC(TemperingEstimator):
             fresh_betas = fresh.num_betas
         info = PSMCInfo(ess(log_weights), bridge.num_betas, bridge.acceptance, log_z,
                         jnp.sqrt(log_z_var), fresh_betas, fresh_share, bridge.final_acceptance)
-        new_state = PSMCState(position, log_weights, params, log_z, log_z_var)
+        new_state = PSMCState(position, log_weights, params, log_z, log_z_var,
+                              bridge.step_size)
         return new_state, Particles(position, log_weights), info
 
 

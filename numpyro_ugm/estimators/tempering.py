@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.smc import from_mcmc, solver, tempered
 from blackjax.smc import resampling as bj_resampling
 from blackjax.smc.ess import ess_solver
@@ -48,10 +49,15 @@ class TemperResult(NamedTuple):
         weights, on the particles that step moved (NaN after the last step).
     final_acceptance : scalar
         Mean kernel acceptance of the last tempering step (where a gradient kernel's
-        step size, tuned along the path, has got to).
+        step size, tuned along the path, has got to; within the margin of the
+        warning, :data:`ACCEPTANCE_MARGIN`, of its target unless the path was too short
+        or too abrupt for it).
     step_acceptance : (max_betas,) array or None
         With ``record_path=True``: mean kernel acceptance of each step (NaN after the
         last).
+    step_size : scalar or None
+        A tuned kernel's step size tuned on the last step's moves (at the last β's
+        predecessor, the target the particles were moved at); None for other kernels.
     """
 
     position: dict
@@ -64,6 +70,7 @@ class TemperResult(NamedTuple):
     ess: Any = None
     final_acceptance: Any = None
     step_acceptance: Any = None
+    step_size: Any = None
 
 
 #: :func:`temper` warns when a tuned kernel's acceptance at the last step is further
@@ -71,11 +78,18 @@ class TemperResult(NamedTuple):
 ACCEPTANCE_MARGIN = 0.1
 
 
-def warn_acceptance(final: float, target: float) -> None:
+def warn_acceptance(final, target) -> None:
     """The warning of :func:`temper` (a host callback) when the last step's acceptance
     ``final`` is more than :data:`ACCEPTANCE_MARGIN` from the kernel's ``target``. A
     warning filter that turns it into an error cannot raise through the compiled run:
-    the message then goes to this module's logger instead."""
+    the message then goes to this module's logger instead. The margin is checked here
+    too: under ``vmap`` the compiled check runs the callback for every run (or with the
+    whole batch), on target or not."""
+    final, target = np.asarray(final, float), np.asarray(target, float)
+    off = np.abs(final - target) > ACCEPTANCE_MARGIN
+    if not np.any(off):
+        return
+    final, target = final[off].flat[0], np.broadcast_to(target, off.shape)[off].flat[0]
     message = (
         f"temper: the gradient kernel's acceptance at the last tempering step is "
         f"{float(final):.3g}, more than {ACCEPTANCE_MARGIN} from its target "
@@ -91,12 +105,16 @@ def warn_acceptance(final: float, target: float) -> None:
 def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Array,
            logprior_fn: Callable, loglikelihood_fn: Callable, *, target_ess: float,
            num_mcmc_steps: int = 1, resampling: str = "systematic", max_betas: int = 1000,
-           record_path: bool = False) -> TemperResult:
+           record_path: bool = False, step_size: Any = None) -> TemperResult:
     """Follow p_β ∝ exp(logprior + β loglikelihood) from β = 0 to 1 adaptively.
 
     A kernel with a :class:`~numpyro_ugm.kernels.base.Tuning` (the gradient kernels)
-    moves the particles at each β with a step size tuned on the previous β's mean
-    acceptance.
+    moves the whole population one sweep at a time at a shared step size, tuned after
+    each sweep towards the kernel's target acceptance
+    (:meth:`~numpyro_ugm.kernels.base.Tuning.rescaled`, from the population's mean
+    acceptance) and carried to the next β (moved on by its trend along the path,
+    :func:`_next_step_size`), as blackjax's ``inner_kernel_tuning`` sets the next
+    step's kernel parameters from the previous step's.
 
     Parameters
     ----------
@@ -120,6 +138,9 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         Also return each step's β, ESS fraction and mean acceptance
         (``TemperResult.betas``, ``.ess`` and ``.step_acceptance``, fixed-size buffers of
         ``max_betas`` entries, NaN-padded); for diagnostics and tests.
+    step_size : scalar, optional
+        A tuned kernel's step size at the first β (default: the tuning's initial one),
+        e.g. ``TemperResult.step_size`` of a path that ended at p_0.
 
     Warns
     -----
@@ -128,18 +149,10 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
         step is more than :data:`ACCEPTANCE_MARGIN` from its target acceptance (checked
         on the host through ``jax.debug.callback``, also inside a compiled learner).
     """
-    move = from_mcmc.build_kernel(kernel.step, kernel.init, getattr(bj_resampling, resampling))
-
-    def move_at_beta(rng_key, state, num_steps, parameters, unused_target, log_weights_fn):
-        # the kernel targets logprior + β loglikelihood as a linear combination, which
-        # keeps the log-densities' own conditionals (blackjax's closure would not)
-        target = linear_combination((1.0, logprior_fn),
-                                    (state.tempering_param, loglikelihood_fn))
-        return move(rng_key, state, num_steps, parameters, target, log_weights_fn)
-
     step = tempered.build_kernel(logprior_fn, loglikelihood_fn, kernel.step, kernel.init,
                                  getattr(bj_resampling, resampling),
-                                 update_particles_fn=move_at_beta)
+                                 update_particles_fn=_moves(kernel, logprior_fn,
+                                                            loglikelihood_fn, resampling))
     batched_loglikelihood = jax.vmap(loglikelihood_fn)
     dtype, num = weights.dtype, weights.shape[0]
 
@@ -159,12 +172,14 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     def body(carry):
         key, state, log_z, (eve, step_var), count, (acceptance, _), path, step_size = carry
         key, step_key = jax.random.split(key)
-        parameters = {} if tuning is None else {"step_size": step_size[None]}
+        parameters = {} if tuning is None else {"step_size": step_size[0][None]}
+        moved_at = state.tempering_param
         state, info = step(step_key, state, num_mcmc_steps, next_beta(state, count),
                            parameters)
         rate = jnp.mean(info.update_info.acceptance_rate)
-        if tuning is not None:  # the next β's moves use a step size tuned on this one's
-            step_size = tuning.adapted(step_size, rate).astype(step_size.dtype)
+        if tuning is not None:  # the next β's moves start at the step size tuned on these
+            step_size = _next_step_size(step_size, info.update_info, moved_at,
+                                        state.tempering_param)
         eve = eve[info.ancestors]
         step_var = step_var + jnp.maximum(jnp.sum(state.weights ** 2) - 1.0 / num, 0.0)
         if record_path:
@@ -178,8 +193,11 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     init = tempered.TemperedSMCState(position, weights, jnp.zeros((), dtype))
     zero = jnp.zeros((), dtype)
     path = ((jnp.full((max_betas,), jnp.nan, dtype),) * 3 if record_path else None)
-    step_size = jnp.asarray(1.0 if tuning is None else tuning.step_size, dtype)
-    _, state, log_z, (eve, step_var), count, (acceptance, final), path, _ = jax.lax.while_loop(
+    if step_size is None:
+        step_size = 1.0 if tuning is None else tuning.step_size
+    step_size = jnp.asarray(step_size, dtype)
+    step_size = (step_size, jnp.log(step_size), jnp.zeros((), dtype), jnp.zeros((), bool))
+    _, state, log_z, (eve, step_var), count, (acceptance, final), path, tuned = jax.lax.while_loop(
         cond, body, (rng_key, init, zero, (jnp.arange(num), zero), jnp.zeros((), jnp.int32),
                      (zero, jnp.full((), jnp.nan, dtype)), path, step_size))
     if tuning is not None:
@@ -190,7 +208,92 @@ def temper(kernel: Kernel, rng_key: jax.Array, position: dict, weights: jax.Arra
     log_z_var = jnp.maximum(genealogy_log_z_var(state.weights, eve, count), step_var)
     betas, ess_path, steps = path if record_path else (None, None, None)
     return TemperResult(state.particles, jnp.log(state.weights), log_z, log_z_var, count,
-                        acceptance / jnp.maximum(count, 1), betas, ess_path, final, steps)
+                        acceptance / jnp.maximum(count, 1), betas, ess_path, final, steps,
+                        None if tuning is None else jnp.exp(tuned[1]))
+
+
+class TunedMoves(NamedTuple):
+    """What the moves of one β report when the kernel is tuned: ``acceptance_rate``
+    ``(num_mcmc_steps, S)`` and the ``step_size`` tuned on them, for the next β."""
+
+    acceptance_rate: jax.Array
+    step_size: jax.Array
+
+
+#: acceptances between which a sweep's mean acceptance says how far its step size is
+#: from the target (outside, :meth:`~numpyro_ugm.kernels.base.Tuning.rescaled` clips)
+INFORMATIVE = (0.1, 0.9)
+
+
+def _next_step_size(carry: tuple, moves: TunedMoves, moved_at, beta) -> tuple:
+    """The step size the next β's moves start at, from ``moves`` (this step's, made at
+    β = ``moved_at`` before the reweighting to ``beta``, where the next moves are made).
+
+    ``moves.step_size`` is the step size that this step's last sweep says hits the
+    target at ``moved_at``; as β grows the target sharpens (or widens) steadily, so the
+    next moves start at that value moved on by its change since the previous step's,
+    in proportion to the β increments (never more than that change, and by a factor e
+    at most), where both were measured at an informative acceptance
+    (:data:`INFORMATIVE`). ``carry``: (next step size, the previous step's tuned log
+    step size, its β, whether it was informative)."""
+    _, previous, previous_at, informative = carry
+    tuned = jnp.log(moves.step_size)
+    last = jnp.mean(moves.acceptance_rate[-1])
+    now = (last > INFORMATIVE[0]) & (last < INFORMATIVE[1])
+    ahead = jnp.clip((beta - moved_at) / jnp.maximum(moved_at - previous_at, 1e-12), 0.0, 1.0)
+    trend = jnp.where(now & informative, ahead * jnp.clip(tuned - previous, -1.0, 1.0), 0.0)
+    return (jnp.exp(tuned + trend).astype(moves.step_size.dtype), tuned, moved_at, now)
+
+
+def _moves(kernel: Kernel, logprior_fn: Callable, loglikelihood_fn: Callable,
+           resampling: str) -> Callable:
+    """blackjax's ``update_particles_fn`` of a tempered step: resample, move each
+    particle ``num_mcmc_steps`` times with ``kernel`` at the current β, reweight.
+
+    A tuned kernel (``kernel.tuning``) moves the whole population one sweep at a time
+    at a shared step size (``parameters["step_size"]``, one entry), which after each
+    sweep moves to the one that hits the target according to the population's mean
+    acceptance (:meth:`~numpyro_ugm.kernels.base.Tuning.rescaled`; one ε from the mean
+    acceptance of all chains, as a gradient kernel's ``batch_step`` tunes persistent
+    chains by :meth:`~numpyro_ugm.kernels.base.Tuning.adapted`); the step size reached
+    is returned in :class:`TunedMoves` for the next β. Untuned kernels run blackjax's
+    own moves (the same keys per particle and sweep)."""
+    resample_fn, tuning = getattr(bj_resampling, resampling), kernel.tuning
+
+    def tuned_strategy(step_size):
+        def strategy(init_fn, target, unused_step, num_mcmc_steps, n_particles):
+            def update(keys, particles, unused_parameters):
+                states = jax.vmap(lambda x: init_fn(x, target))(particles)
+                sweep_keys = jax.vmap(lambda k: jax.random.split(k, num_mcmc_steps))(keys)
+
+                def sweep(carry, keys):
+                    states, eps = carry
+                    states, info = jax.vmap(
+                        lambda k, s: kernel.step(k, s, target, step_size=eps))(keys, states)
+                    eps = tuning.rescaled(eps, jnp.mean(info.acceptance_rate)).astype(eps.dtype)
+                    return (states, eps), info.acceptance_rate
+
+                (states, eps), accepted = jax.lax.scan(sweep, (states, step_size),
+                                                       jnp.swapaxes(sweep_keys, 0, 1))
+                return states.position, TunedMoves(accepted, eps)
+
+            return update, n_particles
+
+        return strategy
+
+    def move_at_beta(rng_key, state, num_steps, parameters, unused_target, log_weights_fn):
+        # the kernel targets logprior + β loglikelihood as a linear combination, which
+        # keeps the log-densities' own conditionals (blackjax's closure would not)
+        target = linear_combination((1.0, logprior_fn),
+                                    (state.tempering_param, loglikelihood_fn))
+        if tuning is None:
+            move = from_mcmc.build_kernel(kernel.step, kernel.init, resample_fn)
+            return move(rng_key, state, num_steps, parameters, target, log_weights_fn)
+        move = from_mcmc.build_kernel(kernel.step, kernel.init, resample_fn,
+                                      tuned_strategy(parameters["step_size"][0]))
+        return move(rng_key, state, num_steps, {}, target, log_weights_fn)
+
+    return move_at_beta
 
 
 def genealogy_log_z_var(weights: jax.Array, eve: jax.Array, num_resamplings) -> jax.Array:

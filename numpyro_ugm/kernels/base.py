@@ -52,20 +52,37 @@ class Kernel(NamedTuple):
 
 class Tuning(NamedTuple):
     """How a population of chains may tune a kernel's ``step_size`` (a keyword of its
-    ``step`` that overrides the one in its state): from ``step_size``, log ε moves by
-    ``rate`` × (mean acceptance − ``target_acceptance``) after each step. SMC's moves
-    use it (:func:`~numpyro_ugm.estimators.tempering.temper`), as blackjax's
+    ``step`` that overrides the one in its state), from ``step_size`` towards
+    ``target_acceptance`` after each step: by :meth:`adapted` (persistent chains, a
+    small ``rate``) or by :meth:`rescaled` (SMC's moves,
+    :func:`~numpyro_ugm.estimators.tempering.temper`, as blackjax's
     ``inner_kernel_tuning`` updates the parameters of an SMC sampler's inner kernel from
-    the previous step's information."""
+    the previous step's information). ``exponent``: the power of ε in the kernel's
+    acceptance, α(ε) ≈ 2Φ(−c ε^exponent) (MALA 3/2, HMC 2, a random walk 1)."""
 
     step_size: float
     target_acceptance: float
     rate: float
+    exponent: float = 1.0
 
     def adapted(self, step_size, acceptance):
-        """The next step size after a step of mean acceptance ``acceptance``."""
+        """The next step size after a step of mean acceptance ``acceptance``: log ε
+        moves by ``rate`` × (acceptance − target)."""
         return jnp.exp(jnp.log(step_size)
                        + self.rate * (jnp.nan_to_num(acceptance) - self.target_acceptance))
+
+    def rescaled(self, step_size, acceptance):
+        """The next step size after a step of mean acceptance ``acceptance``: the one
+        that would give the target if α(ε) = 2Φ(−c ε^exponent) held with the c that
+        gives ``acceptance`` at ``step_size`` (``rate`` = 1; a smaller ``rate`` takes
+        that fraction of the move in log ε). The acceptance is clipped to [0.01, 0.99]:
+        one step moves ε by at most a bounded factor."""
+        dtype = jnp.result_type(step_size)
+        clipped = jnp.clip(jnp.nan_to_num(acceptance), 0.01, 0.99).astype(dtype)
+        spread = lambda a: jnp.log(-jax.scipy.special.ndtri(a / 2))  # noqa: E731
+        move = (spread(jnp.asarray(self.target_acceptance, dtype)) - spread(clipped)) \
+            / self.exponent
+        return jnp.exp(jnp.log(step_size) + self.rate * move)
 
 
 class KernelInfo(NamedTuple):

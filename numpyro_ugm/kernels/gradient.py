@@ -12,8 +12,11 @@ conditional it moves invariant.
 Step sizes are adapted for a population of chains: after each step of a batch of chains
 (``Kernel.batch_step``, as PCD, PF and :func:`~numpyro_ugm.sampling.sample` step them),
 log ε moves by ``adaptation_rate`` × (mean acceptance − target acceptance), the same ε
-for every chain; a chain stepped alone (under ``vmap``, as in SMC's moves) adapts its own
-ε the same way from its own acceptance. :func:`~numpyro_ugm.kernels.base.end_adaptation`
+for every chain; a chain stepped alone (under ``vmap``) adapts its own ε the same way
+from its own acceptance. SMC and PSMC move their particles at a shared ε that they tune
+themselves after every sweep (``Kernel.tuning``, with ``smc_adaptation_rate``: a jump
+to the ε that the acceptance model says hits the target, see
+:class:`~numpyro_ugm.kernels.base.Tuning`). :func:`~numpyro_ugm.kernels.base.end_adaptation`
 freezes ε (``sample`` does after its warm-up); while it adapts the kernel is not exactly
 invariant, as with any adaptive MCMC, which persistent chains of a moving target accept.
 """
@@ -93,7 +96,15 @@ class GradientKernelSpec(KernelSpec):
     target_acceptance : float, optional
         Default per kernel: MALA 0.574, HMC 0.65, random walk 0.234.
     adaptation_rate : float
-        Gain of the adaptation of log ε per step.
+        Gain of the adaptation of log ε per step (chains stepped as a batch or alone).
+    smc_adaptation_rate : float
+        SMC's and PSMC's tuning of ε (:attr:`~numpyro_ugm.kernels.base.Kernel.tuning`):
+        after each sweep of the particles, log ε takes this fraction of the move to the
+        ε that the kernel's acceptance model says hits the target
+        (:meth:`~numpyro_ugm.kernels.base.Tuning.rescaled`; 1, the default: all of it;
+        0: ε stays at ``step_size``). Their target changes at every β and they make
+        few sweeps at each, so ε jumps rather than drifts at ``adaptation_rate``; the
+        mean acceptance of the whole population is a steady signal for it.
     sites : tuple of str, optional
         The real sites to move (default: :func:`moved_sites`); the model's other sites
         are swept by ``blocks``.
@@ -113,13 +124,18 @@ class GradientKernelSpec(KernelSpec):
     blocks: Optional[KernelSpec] = None
     num_sweeps: int = 1
     blocks_first: bool = True
+    smc_adaptation_rate: float = 1.0
 
     #: acceptance the adaptation aims at when ``target_acceptance`` is not given
     default_acceptance: ClassVar[float] = 0.574
+    #: power of ε in the acceptance, α(ε) ≈ 2Φ(−c ε^p) (MALA: the error of its
+    #: proposal's density ratio grows as ε^(3/2)); see :class:`~.base.Tuning`
+    acceptance_exponent: ClassVar[float] = 1.5
 
     def __post_init__(self):
         name = type(self).__name__
-        for field in ("step_size", "target_acceptance", "adaptation_rate"):
+        for field in ("step_size", "target_acceptance", "adaptation_rate",
+                      "smc_adaptation_rate"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, (bool, str, bytes))
                                       or not np.isscalar(value)
@@ -131,9 +147,11 @@ class GradientKernelSpec(KernelSpec):
         if self.step_size is not None and not (np.isfinite(self.step_size)
                                                and self.step_size > 0):
             raise ValueError(f"{name}: step_size must be positive, got {self.step_size}")
-        if not (np.isfinite(self.adaptation_rate) and self.adaptation_rate >= 0):
-            raise ValueError(f"{name}: adaptation_rate must be a finite number >= 0, got "
-                             f"{self.adaptation_rate}")
+        for field in ("adaptation_rate", "smc_adaptation_rate"):
+            value = getattr(self, field)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}: {field} must be a finite number >= 0, got "
+                                 f"{value}")
         if self.target_acceptance is not None and not 0 < self.target_acceptance < 1:
             raise ValueError(f"{name}: target_acceptance must be in (0, 1), got "
                              f"{self.target_acceptance}")
@@ -170,11 +188,11 @@ class GradientKernelSpec(KernelSpec):
         initial = 0.1 if self.step_size is None else float(self.step_size)
         goal = float(self.default_acceptance if self.target_acceptance is None
                      else self.target_acceptance)
-        tuning = Tuning(initial, goal, self.adaptation_rate)
         init, refresh, run = self._moves(sites, sweep, dim, initial)
-        step, batch_step = _adaptive_steps(run, tuning)
+        step, batch_step = _adaptive_steps(run, Tuning(initial, goal, self.adaptation_rate))
         return Kernel(init, step, refresh=refresh, batch_step=batch_step,
-                      tuning=tuning if self.adapt else None)
+                      tuning=(Tuning(initial, goal, self.smc_adaptation_rate,
+                                     self.acceptance_exponent) if self.adapt else None))
 
     def _moves(self, sites, sweep, dim, initial):
         """``init``, ``refresh`` and ``run(rng_key, state, logdensity_fn, step_size) ->
@@ -289,6 +307,7 @@ class hmc(GradientKernelSpec):
 
     num_integration_steps: int = 10
     default_acceptance: ClassVar[float] = 0.65
+    acceptance_exponent: ClassVar[float] = 2.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -312,6 +331,7 @@ class rwm(GradientKernelSpec):
     :class:`GradientKernelSpec`."""
 
     default_acceptance: ClassVar[float] = 0.234
+    acceptance_exponent: ClassVar[float] = 1.0
 
     def init_inner(self, position, logdensity_fn):
         return blackjax.additive_step_random_walk.init(position, logdensity_fn)

@@ -431,7 +431,7 @@ def _native_design(net, terms, ties, program):
     """(X (N, k), s_obs): the change statistics of every dyad at the observed network
     and its statistics, by the compiled sampler's kernel."""
     state = native_chains(init_network_chains(ties, net.num_nodes, 1, directed=net.directed,
-                                              statistics0=np.zeros(program.k)))
+                                              statistics0=np.zeros(program.k), host=True))
     _, heads, tails = pair_tables(net.num_nodes, net.directed)
     empty = np.concatenate([t.empty_value() for t in terms])
     return (native_design(state, program, heads, tails),

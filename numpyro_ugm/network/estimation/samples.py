@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
+
+from ...runtime.checks import split_key
 
 __all__ = ["as_vector", "as_names", "as_statistics", "check_simulate", "check_fraction",
            "split_keys", "sample_statistics"]
@@ -111,7 +112,7 @@ def split_keys(rng_key, num):
     any ``num`` (``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
     keys = []
     for _ in range(num):
-        rng_key, subkey = jax.random.split(rng_key)
+        rng_key, subkey = split_key(rng_key)
         keys.append(subkey)
     return keys
 

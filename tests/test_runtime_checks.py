@@ -46,3 +46,19 @@ def test_a_fractional_count_is_an_error_everywhere():
         with pytest.raises(ValueError, match=rf"^{owner}: {name} must be an integer >= "
                                              rf"{minimum}, got \d+\.5 of type float"):
             call()
+
+
+def test_split_key_gives_jax_random_splits_keys_on_the_host():
+    import numpy as np
+
+    from numpyro_ugm.runtime.checks import split_key
+
+    key = jax.random.PRNGKey(7)
+    first, second = split_key(key)
+    expected = np.asarray(jax.random.split(key))
+    assert isinstance(first, np.ndarray) and first.dtype == np.uint32
+    np.testing.assert_array_equal(first, expected[0])
+    np.testing.assert_array_equal(second, expected[1])
+    # a host key splits as its device original does
+    np.testing.assert_array_equal(np.stack(split_key(first)),
+                                  np.asarray(jax.random.split(expected[0])))

@@ -59,6 +59,13 @@ def test_split_key_gives_jax_random_splits_keys_on_the_host():
     assert isinstance(first, np.ndarray) and first.dtype == np.uint32
     np.testing.assert_array_equal(first, expected[0])
     np.testing.assert_array_equal(second, expected[1])
-    # a host key splits as its device original does
+    # a host key splits as its device original does, and any key as JAX splits it
     np.testing.assert_array_equal(np.stack(split_key(first)),
                                   np.asarray(jax.random.split(expected[0])))
+    for word in np.random.default_rng(0).integers(0, 2 ** 32, (50, 2), dtype=np.uint64):
+        key = word.astype(np.uint32)
+        np.testing.assert_array_equal(np.stack(split_key(key)),
+                                      np.asarray(jax.random.split(key)))
+    typed = jax.random.key(3)  # a typed key: JAX splits it
+    np.testing.assert_array_equal(np.stack(split_key(typed)),
+                                  np.asarray(jax.random.key_data(jax.random.split(typed))))

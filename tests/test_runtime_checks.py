@@ -69,3 +69,14 @@ def test_split_key_gives_jax_random_splits_keys_on_the_host():
     typed = jax.random.key(3)  # a typed key: JAX splits it
     np.testing.assert_array_equal(np.stack(split_key(typed)),
                                   np.asarray(jax.random.key_data(jax.random.split(typed))))
+
+
+def test_seed_key_is_jax_random_prngkey_on_the_host():
+    import numpy as np
+
+    from numpyro_ugm.runtime.checks import seed_key
+
+    for seed in (0, 1, 7, 2 ** 31 - 1, 2 ** 32 - 1):
+        key = seed_key(seed)
+        assert isinstance(key, np.ndarray) and key.dtype == np.uint32
+        np.testing.assert_array_equal(key, np.asarray(jax.random.PRNGKey(seed)))

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..runtime.checks import as_key, check_count
+from ..runtime.checks import as_key, check_count, seed_key
 from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
 from .diagnostics.estimate_sample import (check_estimate_sample, gof_effective_size,
@@ -401,7 +401,7 @@ def _fit_with_estimator(design, control, start, chains, reference, rng_key,
 
 
 def _default_key(rng_key):
-    return jax.random.PRNGKey(0) if rng_key is None else rng_key
+    return seed_key(0) if rng_key is None else rng_key  # PRNGKey(0), made on the host
 
 
 def _numpy_rng(rng_key):

@@ -107,6 +107,23 @@ def _threefry2x32(key, x0, x1):
     return x0, x1
 
 
+def _host_threefry() -> bool:
+    """Whether JAX's PRNG is its default, partitionable Threefry-2x32 (raw keys of two
+    words), whose seeding and splitting :func:`seed_key` and :func:`split_key` do on
+    the host."""
+    return (jax.config.jax_default_prng_impl == "threefry2x32"
+            and bool(jax.config.jax_threefry_partitionable))
+
+
+def seed_key(seed: int) -> np.ndarray:
+    """``jax.random.PRNGKey(seed)`` (0 <= seed < 2^32) as a numpy raw key: (0, seed) under
+    the default Threefry, without the programs that seeding compiles in a new
+    process; else JAX's key, read back."""
+    if _host_threefry() and 0 <= seed < 2 ** 32:
+        return np.array([0, seed], np.uint32)
+    return np.asarray(jax.random.PRNGKey(seed))
+
+
 def split_key(rng_key) -> tuple[np.ndarray, np.ndarray]:
     """``jax.random.split(rng_key)``'s two keys as numpy rows (raw keys),
     computed on the host when JAX's PRNG is its default (partitionable Threefry: key i
@@ -114,9 +131,7 @@ def split_key(rng_key) -> tuple[np.ndarray, np.ndarray]:
     a compiled program (the split and the unpacking of its result, 0.1-0.3 s of a
     small network fit's first call) nor a dispatch per split."""
     typed = jnp.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
-    if (jax.config.jax_default_prng_impl == "threefry2x32"
-            and jax.config.jax_threefry_partitionable and not typed
-            and np.shape(rng_key) == (2,)):
+    if _host_threefry() and not typed and np.shape(rng_key) == (2,):
         key = np.asarray(rng_key, np.uint32)
         return tuple(np.array(_threefry2x32(key, 0, i), np.uint32) for i in range(2))
     pair = jax.random.split(rng_key)

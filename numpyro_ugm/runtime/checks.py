@@ -62,7 +62,8 @@ def check_count(owner: str, name: str, value: Any, minimum: int = 1) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _raw_key_shape():
-    return tuple(jax.random.key_data(jax.random.key(0)).shape)
+    # traced, not run: running it compiled two programs in each new process
+    return tuple(jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape)
 
 
 def as_key(rng_key, owner: str) -> jax.Array:

@@ -11,7 +11,9 @@ Fits (``--fits``, comma separated; default all):
 For each fit:
 
 * **first call**: each library's first fit in a fresh process (``--first`` runs, each
-  a new interpreter; the import is timed apart), the two alternating;
+  a new interpreter; the import is timed apart), the two alternating, and the same fit
+  again in that process: the difference is the first call's fixed cost (loading and
+  compiling);
 * **warm**: one untimed fit of each, then ``--repeats`` fits of each timed interleaved
   in one process (:func:`_report.timeit_many`: both see the same machine load);
 * the estimates and standard errors side by side, with ``|Δ| / combined s.e.`` (they
@@ -89,16 +91,20 @@ def worker(library, name):
         importlib.import_module(module)
     imported = time.perf_counter()
     LIBRARIES[library](name)
-    print(json.dumps({"import": imported - start, "first": time.perf_counter() - imported}))
+    first = time.perf_counter()
+    LIBRARIES[library](name)
+    print(json.dumps({"import": imported - start, "first": first - imported,
+                      "second": time.perf_counter() - first}))
 
 
 def first_calls(name, runs):
-    """{library: [(import s, first fit s) per run]}, the libraries alternating."""
+    """{library: [(import s, first fit s, second fit s) per run]}, the libraries
+    alternating."""
     out = {library: [] for library in LIBRARIES}
     for _ in range(runs):
         for library in LIBRARIES:
             r = run_worker(__file__, "--worker", library, name)
-            out[library].append((r["import"], r["first"]))
+            out[library].append((r["import"], r["first"], r["second"]))
     return out
 
 
@@ -136,18 +142,25 @@ def main():
         print(f"\n== {name}: {data} ~ {formula}", flush=True)
         if args.first:
             first = first_calls(name, args.first)
-            t_ours = [f for _, f in first["ours"]]
-            t_them = [f for _, f in first["ergmx"]]
+            t_ours = [f for _, f, _ in first["ours"]]
+            t_them = [f for _, f, _ in first["ergmx"]]
+            # the first call's fixed cost: the first fit less the same fit again
+            extra = {lib: [f - g for _, f, g in runs] for lib, runs in first.items()}
             ratios = [a / b for a, b in zip(t_ours, t_them)]
             print(f"  first fit in a fresh process (s): ours {np.round(t_ours, 2).tolist()}, "
                   f"ergmx {np.round(t_them, 2).tolist()}; imports ours "
-                  f"{np.round([i for i, _ in first['ours']], 2).tolist()}, ergmx "
-                  f"{np.round([i for i, _ in first['ergmx']], 2).tolist()}")
+                  f"{np.round([r[0] for r in first['ours']], 2).tolist()}, ergmx "
+                  f"{np.round([r[0] for r in first['ergmx']], 2).tolist()}; first fit less "
+                  f"the second: ours {np.round(extra['ours'], 2).tolist()}, ergmx "
+                  f"{np.round(extra['ergmx'], 2).tolist()}")
             report(f"{name} first fit, ours / ergmx (fresh process)",
                    f"{np.median(ratios):.2f}",
                    f"range {min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} runs; "
                    f"ours {np.median(t_ours):.2f} s, ergmx {np.median(t_them):.2f} s; "
                    f"target <= 0.5")
+            report(f"{name} first call's fixed cost (first fit less the second, same "
+                   f"process), ours", f"{np.median(extra['ours']):.2f} s",
+                   f"ergmx {np.median(extra['ergmx']):.2f} s; {len(t_ours)} runs each")
         results = {}
 
         def timed(library):

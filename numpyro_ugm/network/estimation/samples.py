@@ -108,8 +108,9 @@ def check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_hi
 
 
 def split_keys(rng_key, num):
-    """``num`` keys from ``rng_key`` by successive two-way splits: one compiled split for
-    any ``num`` (``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
+    """``num`` keys from ``rng_key`` by successive two-way splits
+    (:func:`~numpyro_ugm.runtime.checks.split_key`, on the host: no program compiled
+    for any ``num``; ``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
     keys = []
     for _ in range(num):
         rng_key, subkey = split_key(rng_key)

@@ -46,3 +46,37 @@ def test_a_fractional_count_is_an_error_everywhere():
         with pytest.raises(ValueError, match=rf"^{owner}: {name} must be an integer >= "
                                              rf"{minimum}, got \d+\.5 of type float"):
             call()
+
+
+def test_split_key_gives_jax_random_splits_keys_on_the_host():
+    import numpy as np
+
+    from numpyro_ugm.runtime.checks import split_key
+
+    key = jax.random.PRNGKey(7)
+    first, second = split_key(key)
+    expected = np.asarray(jax.random.split(key))
+    assert isinstance(first, np.ndarray) and first.dtype == np.uint32
+    np.testing.assert_array_equal(first, expected[0])
+    np.testing.assert_array_equal(second, expected[1])
+    # a host key splits as its device original does, and any key as JAX splits it
+    np.testing.assert_array_equal(np.stack(split_key(first)),
+                                  np.asarray(jax.random.split(expected[0])))
+    for word in np.random.default_rng(0).integers(0, 2 ** 32, (50, 2), dtype=np.uint64):
+        key = word.astype(np.uint32)
+        np.testing.assert_array_equal(np.stack(split_key(key)),
+                                      np.asarray(jax.random.split(key)))
+    typed = jax.random.key(3)  # a typed key: JAX splits it
+    np.testing.assert_array_equal(np.stack(split_key(typed)),
+                                  np.asarray(jax.random.key_data(jax.random.split(typed))))
+
+
+def test_seed_key_is_jax_random_prngkey_on_the_host():
+    import numpy as np
+
+    from numpyro_ugm.runtime.checks import seed_key
+
+    for seed in (0, 1, 7, 2 ** 31 - 1, 2 ** 32 - 1):
+        key = seed_key(seed)
+        assert isinstance(key, np.ndarray) and key.dtype == np.uint32
+        np.testing.assert_array_equal(key, np.asarray(jax.random.PRNGKey(seed)))

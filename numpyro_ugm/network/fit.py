@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..runtime.checks import as_key, check_count
+from ..runtime.checks import as_key, check_count, seed_key
 from .control import ErgmControl
 from .diagnostics.degeneracy import check_fit_degeneracy, outside_sample_error
 from .diagnostics.estimate_sample import (check_estimate_sample, gof_effective_size,
@@ -401,7 +401,7 @@ def _fit_with_estimator(design, control, start, chains, reference, rng_key,
 
 
 def _default_key(rng_key):
-    return jax.random.PRNGKey(0) if rng_key is None else rng_key
+    return seed_key(0) if rng_key is None else rng_key  # PRNGKey(0), made on the host
 
 
 def _numpy_rng(rng_key):
@@ -431,7 +431,7 @@ def _native_design(net, terms, ties, program):
     """(X (N, k), s_obs): the change statistics of every dyad at the observed network
     and its statistics, by the compiled sampler's kernel."""
     state = native_chains(init_network_chains(ties, net.num_nodes, 1, directed=net.directed,
-                                              statistics0=np.zeros(program.k)))
+                                              statistics0=np.zeros(program.k), host=True))
     _, heads, tails = pair_tables(net.num_nodes, net.directed)
     empty = np.concatenate([t.empty_value() for t in terms])
     return (native_design(state, program, heads, tails),

@@ -62,7 +62,8 @@ def check_count(owner: str, name: str, value: Any, minimum: int = 1) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _raw_key_shape():
-    return tuple(jax.random.key_data(jax.random.key(0)).shape)
+    # traced, not run: running it compiled two programs in each new process
+    return tuple(jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape)
 
 
 def as_key(rng_key, owner: str) -> jax.Array:
@@ -84,6 +85,59 @@ def as_key(rng_key, owner: str) -> jax.Array:
     raise TypeError(f"{owner}: rng_key must be one JAX PRNG key, e.g. "
                     f"jax.random.PRNGKey(0) (an integer seed n: pass jax.random.PRNGKey(n)), "
                     f"got {got}")
+
+
+#: Threefry-2x32's rotation constants (Salmon et al. 2011, table 4), rounds 1-4 and 5-8
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry2x32(key, x0, x1):
+    """Threefry-2x32 with 20 rounds (Salmon et al. 2011) of the 32-bit words (x0, x1)
+    under ``key`` (two words), in numpy scalars: the block function of JAX's default
+    PRNG, for :func:`split_key` on the host."""
+    with np.errstate(over="ignore"):  # the words wrap modulo 2^32 by design
+        k0, k1 = np.uint32(key[0]), np.uint32(key[1])
+        schedule = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+        x0, x1 = np.uint32(x0) + schedule[0], np.uint32(x1) + schedule[1]
+        for block in range(5):  # 4 rounds, then a key injection
+            for r in _ROTATIONS[block % 2]:
+                x0 = x0 + x1
+                x1 = ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))) ^ x0
+            x0 = x0 + schedule[(block + 1) % 3]
+            x1 = x1 + schedule[(block + 2) % 3] + np.uint32(block + 1)
+    return x0, x1
+
+
+def _host_threefry() -> bool:
+    """Whether JAX's PRNG is its default, partitionable Threefry-2x32 (raw keys of two
+    words), whose seeding and splitting :func:`seed_key` and :func:`split_key` do on
+    the host."""
+    return (jax.config.jax_default_prng_impl == "threefry2x32"
+            and bool(jax.config.jax_threefry_partitionable))
+
+
+def seed_key(seed: int) -> np.ndarray:
+    """``jax.random.PRNGKey(seed)`` (0 <= seed < 2^32) as a numpy raw key: (0, seed) under
+    the default Threefry, without the programs that seeding compiles in a new
+    process; else JAX's key, read back."""
+    if _host_threefry() and 0 <= seed < 2 ** 32:
+        return np.array([0, seed], np.uint32)
+    return np.asarray(jax.random.PRNGKey(seed))
+
+
+def split_key(rng_key) -> tuple[np.ndarray, np.ndarray]:
+    """``jax.random.split(rng_key)``'s two keys as numpy rows (raw keys),
+    computed on the host when JAX's PRNG is its default (partitionable Threefry: key i
+    is Threefry of the counter (0, i)), else read back from JAX: the same keys, without
+    a compiled program (the split and the unpacking of its result, 0.1-0.3 s of a
+    small network fit's first call) nor a dispatch per split."""
+    typed = jnp.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+    if _host_threefry() and not typed and np.shape(rng_key) == (2,):
+        key = np.asarray(rng_key, np.uint32)
+        return tuple(np.array(_threefry2x32(key, 0, i), np.uint32) for i in range(2))
+    pair = jax.random.split(rng_key)
+    pair = np.asarray(jax.random.key_data(pair) if typed else pair)  # raw keys
+    return pair[0], pair[1]
 
 
 def check_inputs(inputs: Any, traced: dict | None = None,

@@ -19,11 +19,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from ...runtime.checks import as_key
+from ...runtime.checks import as_key, split_key
 from ..control import MCMLEControl
 from ..diagnostics.degeneracy import (ErgmDegeneracyError, check_sample_degeneracy,
                                       outside_sample_error)
@@ -337,7 +336,7 @@ def mcmle(simulate: Callable, observed: ArrayLike, theta0: ArrayLike, rng_key: A
     rule, stop_early = termination_rule(control, k), takes_stop(simulate)
     repeats, stalled = 1, 0
     for iteration in range(1, control.max_iterations + 1):
-        rng_key, subkey = jax.random.split(rng_key)
+        rng_key, subkey = split_key(rng_key)
         gain_of, loses = trust.tests(theta)
         stats = _sample(simulate, theta, subkey, repeats, history,
                         loses if stop_early else None)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
+
+from ...runtime.checks import split_key
 
 __all__ = ["as_vector", "as_names", "as_statistics", "check_simulate", "check_fraction",
            "split_keys", "sample_statistics"]
@@ -107,11 +108,12 @@ def check_fraction(owner, name, value, low=0.0, high=1.0, open_low=True, open_hi
 
 
 def split_keys(rng_key, num):
-    """``num`` keys from ``rng_key`` by successive two-way splits: one compiled split for
-    any ``num`` (``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
+    """``num`` keys from ``rng_key`` by successive two-way splits
+    (:func:`~numpyro_ugm.runtime.checks.split_key`, on the host: no program compiled
+    for any ``num``; ``jax.random.split(rng_key, num)`` compiles once per ``num``)."""
     keys = []
     for _ in range(num):
-        rng_key, subkey = jax.random.split(rng_key)
+        rng_key, subkey = split_key(rng_key)
         keys.append(subkey)
     return keys
 

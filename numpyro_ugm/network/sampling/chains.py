@@ -269,7 +269,7 @@ def _bit_rows(heads, tails, n):
 def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
                         directed: bool, statistics0: ArrayLike,
                         max_degree: int | None = None,
-                        adjacency_bits: bool = False) -> NetworkChains:
+                        adjacency_bits: bool = False, host: bool = False) -> NetworkChains:
     """Chains that all start at the network ``edges``.
 
     Parameters
@@ -293,6 +293,9 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
         twice for directed networks), for change statistics that count shared partners
         or two-paths (gwesp's partner sums: a popcount of ⌈n / 32⌉ words per neighbour
         instead of D² compares).
+    host : bool
+        numpy arrays instead of JAX arrays (the compiled sampler's chains: no JAX
+        program is compiled to make them).
 
     Returns
     -------
@@ -300,7 +303,8 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
     """
     n = check_count("init_network_chains", "num_nodes", num_nodes, minimum=2)
     C = check_count("init_network_chains", "num_chains", num_chains)
-    for name, flag in (("directed", directed), ("adjacency_bits", adjacency_bits)):
+    for name, flag in (("directed", directed), ("adjacency_bits", adjacency_bits),
+                       ("host", host)):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"init_network_chains: {name} must be True or False, got "
                             f"{flag!r}")
@@ -337,15 +341,16 @@ def init_network_chains(edges: ArrayLike, num_nodes: int, num_chains: int, *,
             e.ravel(), e[:, ::-1].ravel(), n)
         in_bits = _bit_rows(e[:, 1], e[:, 0], n) if directed else None
 
+    xp = np if host else jnp
+
     def stack(x):
-        return None if x is None else jnp.asarray(np.broadcast_to(x, (C,) + x.shape).copy())
+        return None if x is None else xp.asarray(np.broadcast_to(x, (C,) + x.shape).copy())
 
     return NetworkChains(
         lists=stack(lists), degree=stack(deg), in_lists=stack(in_lists),
         in_degree=stack(in_deg), edges=stack(edge_list),
-        num_edges=jnp.full((C,), len(e), jnp.int32),
-        statistics=jnp.asarray(np.broadcast_to(s0, (C,) + s0.shape).copy()),
-        overflow=jnp.zeros((C,), bool), bits=stack(bits), in_bits=stack(in_bits))
+        num_edges=xp.full((C,), len(e), np.int32), statistics=stack(s0),
+        overflow=xp.zeros((C,), bool), bits=stack(bits), in_bits=stack(in_bits))
 
 
 class DegreeOverflowError(ValueError):

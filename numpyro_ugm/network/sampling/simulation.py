@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...runtime.checks import check_count
+from ...runtime.checks import check_count, split_key
 from ...kernels.base import init_chains, step_chains
 from ...kernels.block_gibbs import gibbs
 from ...model.ugm import UGM
@@ -71,8 +71,10 @@ class NetworkSimulator:
             burnin = 0
         else:
             self._checkpoint = (self._theta, self._chains["now"])
-        stats = np.asarray(self._simulate(jnp.asarray(theta), rng_key, int(num_draws),
-                                          int(interval), burnin))
+        # θ as numpy float32: the compiled sampler reads it on the host, the JAX ones
+        # convert it (a jnp.asarray here compiled a program in each new process)
+        stats = np.asarray(self._simulate(theta, rng_key, int(num_draws), int(interval),
+                                          burnin))
         self._theta = theta
         return stats
 
@@ -276,7 +278,7 @@ def sparse_simulator(net, terms, edges, observed, num_chains: int, *, burnin: in
                                                       num_chains, net.directed)
         states = tuple(init_network_chains(edges, net.num_nodes, size, directed=net.directed,
                                            statistics0=observed, max_degree=capacity,
-                                           adjacency_bits=bits)
+                                           adjacency_bits=bits, host=program is not None)
                        for _, size in groups)
         return states if program is None else tuple(native_chains(s) for s in states)
 
@@ -419,13 +421,13 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
         if stop is not None and new and burnin >= num_draws:
             # the burn-in drawn as a sample, screened: a step whose chains run away is
             # stopped before the longer sample proper
-            rng_key, sub = jax.random.split(rng_key)
+            rng_key, sub = split_key(rng_key)
             warm = np.asarray(simulator.simulate(theta, sub, num_draws, burnin // num_draws,
                                                  0), np.float64)
             if stop(warm):
                 return warm
             burnin = 0
-        rng_key, sub = jax.random.split(rng_key)
+        rng_key, sub = split_key(rng_key)
         stats = np.asarray(simulator.simulate(theta, sub, num_draws, current["interval"],
                                               burnin), np.float64)
         if effective_size is None:
@@ -433,7 +435,7 @@ def adaptive_simulate(simulator: NetworkSimulator, num_draws: int, interval: int
         keys = {"now": rng_key}
 
         def draw(step):
-            keys["now"], sub = jax.random.split(keys["now"])
+            keys["now"], sub = split_key(keys["now"])
             return simulator.simulate(theta, sub, num_draws, step, 0), None
 
         def check(stats, ess):

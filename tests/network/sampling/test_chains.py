@@ -44,6 +44,28 @@ def test_bad_input_raises():
     assert state.max_degree == 16 and nc.default_max_degree([[0, 1]] * 9, 3, False) == 18
 
 
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_host_chains_are_the_jax_chains_in_numpy(directed):
+    """``host=True`` (the compiled sampler's chains, no JAX program compiled) holds the
+    same arrays as the JAX chains, field by field, and the same once made native."""
+    edges = [[0, 1], [2, 1], [3, 0], [1, 3]]
+    kwargs = dict(directed=directed, statistics0=[4.0, 0.1], adjacency_bits=True)
+    jax_state = nc.init_network_chains(edges, 5, 3, **kwargs)
+    host = nc.init_network_chains(edges, 5, 3, host=True, **kwargs)
+    for name, a, b in zip(host._fields, jax_state, host):
+        assert (a is None) == (b is None), name
+        if b is not None:
+            assert isinstance(b, np.ndarray), name
+            assert b.dtype == a.dtype and b.shape == a.shape, name
+            np.testing.assert_array_equal(b, np.asarray(a), err_msg=name)
+    for a, b in zip(native_chains(jax_state), native_chains(host)):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="host must be True or False"):
+        nc.init_network_chains(edges, 5, 1, directed=directed, statistics0=[1.0], host=1)
+
+
 @jax.jit
 def _jax_toggle(state, i, j):
     """Toggle (i, j) of a one-chain state (no chain axis) as the JAX sampler does."""

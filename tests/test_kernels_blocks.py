@@ -83,16 +83,22 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
     assert not np.array_equal(gathered, np.asarray(start["x"]))
 
 
-def test_lattice_gmrf_sweep_is_the_exact_checkerboard_sweep():
+@pytest.mark.parametrize("looped", [False, True])
+def test_lattice_gmrf_sweep_is_the_exact_checkerboard_sweep(monkeypatch, looped):
     """One Gibbs sweep of 3 chains of lattice_gmrf (block Metropolis too: its Gaussian
     draws are exact) is the checkerboard sweep written out, from the sweep's uniforms as
     the kernel lays them out (one draw, the first colour's variables then the second's):
     x_i ← ρ · mean of the 4 neighbours + ndtri(u_i) / √κ, colour by colour. The exact
     conditionals, and the numbers the kernel drew before it inverted a sweep's uniforms
-    in one pass."""
+    in one pass; ``looped``: the same with that pass in a loop over two halves (as for
+    large lattices)."""
     from jax.scipy.special import ndtri
 
+    from numpyro_ugm.kernels import blocks
     from numpyro_ugm.kernels.base import init_chains, step_chains
+
+    if looped:
+        monkeypatch.setattr(blocks, "MIN_LOOPED_NORMALS", 1)
 
     size, kappa, rho, chains = 6, 1.7, 0.6, 3
     target = ugm.UGM(ugm.models.lattice_gmrf, size).target()
@@ -115,3 +121,25 @@ def test_lattice_gmrf_sweep_is_the_exact_checkerboard_sweep():
         drawn = step(key, init_chains(kernel, {"x": jnp.asarray(x, jnp.float32)}, logdensity))
         np.testing.assert_allclose(np.asarray(drawn).reshape(chains, -1), expected,
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_looped_normals_of_an_odd_run_are_the_plain_ones(monkeypatch):
+    """A sparse GMRF of 5 units (5 single-unit blocks: a run of 5 normals, padded to two
+    halves when looped) steps to the same states, bit for bit, whether its normals are
+    inverted in a loop over two halves or in one pass."""
+    from numpyro_ugm.kernels import blocks
+    from numpyro_ugm.kernels.base import init_chains, step_chains
+
+    target = ugm.UGM(ugm.models.sparse_gmrf, 5).target()
+    chol = np.tril(np.random.default_rng(0).normal(size=(5, 5)) * 0.3, -1) + np.eye(5)
+    logdensity = target.logdensity_fn({"L": jnp.asarray(chol, jnp.float32)})
+    start = target.random_state(jax.random.PRNGKey(0), (4,))
+
+    def draws():
+        kernel = ugm.kernels.gibbs().build(target)
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, logdensity)[0].position["x"])
+        return np.asarray(step(jax.random.PRNGKey(1), init_chains(kernel, start, logdensity)))
+
+    plain = draws()
+    monkeypatch.setattr(blocks, "MIN_LOOPED_NORMALS", 1)
+    np.testing.assert_array_equal(draws(), plain)

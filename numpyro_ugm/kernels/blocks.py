@@ -308,7 +308,7 @@ class _UniformLayout:
         one vectorized pass over the sweep, not part of each block's update)."""
         lead = () if chains is None else (chains,)
         u = jax.random.uniform(rng_key, lead + (self.width,), _float_dtype(position))
-        runs = [(a, b, standard_normals(u[..., a:b])) for a, b in self.normal]
+        runs = [(a, b, _normals_apart(u[..., a:b])) for a, b in self.normal]
 
         def numbers(a, count):
             for start, stop, z in runs:
@@ -318,6 +318,27 @@ class _UniformLayout:
 
         return [{s: numbers(a, n * k).reshape(lead + (n, k))
                  for s, (a, n, k) in slot.items()} for slot in self.slots]
+
+
+#: runs of at least this many uniforms (per chain) are inverted in a loop of two halves
+MIN_LOOPED_NORMALS = 4096
+
+
+def _normals_apart(uniforms):
+    """:func:`~numpyro_ugm.kernels.base.standard_normals` of ``uniforms`` (``(...,
+    width)``), computed apart from the blocks' updates: for large runs, in a loop over two
+    halves, whose boundary keeps XLA from splitting the inversion's cheap parts off into
+    every consumer (each block's update, where they are evaluated through the block's
+    gather, unvectorized: 100 x 100 lattice GMRF sweeps 1.3x slower). The same numbers."""
+    width = uniforms.shape[-1]
+    if width < MIN_LOOPED_NORMALS:
+        return standard_normals(uniforms)
+    half = (width + 1) // 2
+    padded = jnp.pad(uniforms, [(0, 0)] * (uniforms.ndim - 1) + [(0, 2 * half - width)],
+                     constant_values=0.5)
+    halves = jax.lax.map(standard_normals, jnp.stack([padded[..., :half],
+                                                       padded[..., half:]]))
+    return jnp.concatenate([halves[0], halves[1]], -1)[..., :width]
 
 
 def _float_dtype(position):

@@ -1,12 +1,15 @@
 """The block sweep behind the Gibbs and Metropolis kernels (kernels/blocks.py): with more
 blocks than ``max_unrolled`` it scans padded tables, and still draws the exact
 distribution's moments; new values merged by scatter (more blocks than a merge table
-holds) are the draws of the gather merge, bit for bit. (The kernels' distributions on
-every kind of model: test_kernels_gibbs.py, test_kernels_metropolis.py.)"""
+holds) are the draws of the gather merge, bit for bit; a lattice GMRF's sweep (real
+sites: standard normals inverted once per sweep) is the checkerboard sweep written out.
+(The kernels' distributions on every kind of model: test_kernels_gibbs.py,
+test_kernels_metropolis.py.)"""
 
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers.states import GIBBS, GIBBS_RANDOM, all_states, exact_log_probs, random_params, run_chains
@@ -78,3 +81,65 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
     scattered = draws()
     np.testing.assert_array_equal(gathered, scattered)
     assert not np.array_equal(gathered, np.asarray(start["x"]))
+
+
+@pytest.mark.parametrize("looped", [False, True])
+def test_lattice_gmrf_sweep_is_the_exact_checkerboard_sweep(monkeypatch, looped):
+    """One Gibbs sweep of 3 chains of lattice_gmrf (block Metropolis too: its Gaussian
+    draws are exact) is the checkerboard sweep written out, from the sweep's uniforms as
+    the kernel lays them out (one draw, the first colour's variables then the second's):
+    x_i ← ρ · mean of the 4 neighbours + ndtri(u_i) / √κ, colour by colour. The exact
+    conditionals, and the numbers the kernel drew before it inverted a sweep's uniforms
+    in one pass; ``looped``: the same with that pass in a loop over two halves (as for
+    large lattices)."""
+    from jax.scipy.special import ndtri
+
+    from numpyro_ugm.kernels import blocks
+    from numpyro_ugm.kernels.base import init_chains, step_chains
+
+    if looped:
+        monkeypatch.setattr(blocks, "MIN_LOOPED_NORMALS", 1)
+
+    size, kappa, rho, chains = 6, 1.7, 0.6, 3
+    target = ugm.UGM(ugm.models.lattice_gmrf, size).target()
+    logdensity = target.logdensity_fn({"kappa": np.float32(kappa), "rho": np.float32(rho)})
+    x = np.asarray(target.random_state(jax.random.PRNGKey(0), (chains,))["x"], np.float64)
+    key = jax.random.PRNGKey(1)
+    uniforms = np.asarray(jax.random.uniform(key, (chains, size * size), np.float32))
+    expected, start = x.reshape(chains, -1).copy(), 0
+    for block in target.blocks:
+        idx = np.asarray(block["x"])
+        grid = expected.reshape(chains, size, size)
+        neighbours = sum(np.roll(grid, s, a) for s in (1, -1) for a in (1, 2))
+        u = uniforms[:, start:start + len(idx)].astype(np.float64)
+        expected[:, idx] = (0.25 * rho * neighbours.reshape(chains, -1)[:, idx]
+                            + np.asarray(ndtri(u)) / np.sqrt(kappa))
+        start += len(idx)
+    for spec in (ugm.kernels.gibbs(), ugm.kernels.metropolis()):
+        kernel = spec.build(target)
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, logdensity)[0].position["x"])
+        drawn = step(key, init_chains(kernel, {"x": jnp.asarray(x, jnp.float32)}, logdensity))
+        np.testing.assert_allclose(np.asarray(drawn).reshape(chains, -1), expected,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_looped_normals_of_an_odd_run_are_the_plain_ones(monkeypatch):
+    """A sparse GMRF of 5 units (5 single-unit blocks: a run of 5 normals, padded to two
+    halves when looped) steps to the same states, bit for bit, whether its normals are
+    inverted in a loop over two halves or in one pass."""
+    from numpyro_ugm.kernels import blocks
+    from numpyro_ugm.kernels.base import init_chains, step_chains
+
+    target = ugm.UGM(ugm.models.sparse_gmrf, 5).target()
+    chol = np.tril(np.random.default_rng(0).normal(size=(5, 5)) * 0.3, -1) + np.eye(5)
+    logdensity = target.logdensity_fn({"L": jnp.asarray(chol, jnp.float32)})
+    start = target.random_state(jax.random.PRNGKey(0), (4,))
+
+    def draws():
+        kernel = ugm.kernels.gibbs().build(target)
+        step = jax.jit(lambda k, s: step_chains(kernel, k, s, logdensity)[0].position["x"])
+        return np.asarray(step(jax.random.PRNGKey(1), init_chains(kernel, start, logdensity)))
+
+    plain = draws()
+    monkeypatch.setattr(blocks, "MIN_LOOPED_NORMALS", 1)
+    np.testing.assert_array_equal(draws(), plain)

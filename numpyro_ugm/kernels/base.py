@@ -234,14 +234,26 @@ def values_from_uniforms(uniforms, logits, domain, dtype):
 def gaussian_from_uniforms(uniforms, natural):
     """Draws of N(η/λ, 1/λ) from uniforms (one per variable) by inversion, given the
     natural parameters ``natural[..., 0] = η``, ``natural[..., 1] = λ`` (a real
-    variable's conditional, :func:`~numpyro_ugm.conditionals.gaussian_logits`). A
-    precision λ ≤ 0 (a potential that is not normalizable in the variable) gives NaN,
-    which the samplers report as a diverging chain."""
-    eta, precision = natural[..., 0], natural[..., 1]
+    variable's conditional, :func:`~numpyro_ugm.conditionals.gaussian_logits`): the
+    draw of :func:`gaussian_from_normals` from :func:`standard_normals`."""
+    return gaussian_from_normals(standard_normals(uniforms), natural)
+
+
+def standard_normals(uniforms):
+    """Standard normal draws from uniforms on [0, 1), by inversion of the normal
+    distribution function (0 is read as the smallest positive float)."""
     tiny = jnp.finfo(uniforms.dtype).tiny
-    z = jax.scipy.special.ndtri(jnp.clip(uniforms, tiny, 1.0))
+    return jax.scipy.special.ndtri(jnp.clip(uniforms, tiny, 1.0))
+
+
+def gaussian_from_normals(normals, natural):
+    """Draws of N(η/λ, 1/λ) from standard normals ``normals`` (one per variable), given
+    the natural parameters ``natural[..., 0] = η``, ``natural[..., 1] = λ``. A precision
+    λ ≤ 0 (a potential that is not normalizable in the variable) gives NaN, which the
+    samplers report as a diverging chain."""
+    eta, precision = natural[..., 0], natural[..., 1]
     safe = jnp.where(precision > 0, precision, jnp.nan)
-    return (eta + jnp.sqrt(safe) * z) / safe
+    return (eta + jnp.sqrt(safe) * normals) / safe
 
 
 def _second(uniforms, log_odds):

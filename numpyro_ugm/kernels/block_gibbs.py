@@ -3,7 +3,7 @@
 import dataclasses
 from typing import NamedTuple
 
-from .base import values_from_uniforms
+from .base import gaussian_from_normals, values_from_uniforms
 from .blocks import BlockKernelSpec
 
 
@@ -35,4 +35,6 @@ class gibbs(BlockKernelSpec):
 
     def draw(self, uniforms, logits, domain, current):
         """Draw each variable from its conditional (every draw is kept)."""
+        if not domain.finite:  # standard normals (see BlockKernelSpec.draw)
+            return gaussian_from_normals(uniforms[:, 0], logits).astype(current.dtype), None
         return values_from_uniforms(uniforms[:, 0], logits, domain, current.dtype), None

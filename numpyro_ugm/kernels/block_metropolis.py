@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from .base import gaussian_from_uniforms
+from .base import gaussian_from_normals
 from .blocks import BlockKernelSpec
 
 
@@ -50,8 +50,8 @@ class metropolis(BlockKernelSpec):
     def draw(self, uniforms, logits, domain, current):
         """Propose a different value for each variable; accept each with probability
         min(1, exp(logits[new] − logits[current]))."""
-        if not domain.finite:  # an exact Gaussian draw
-            return gaussian_from_uniforms(uniforms[:, 0], logits).astype(current.dtype), None
+        if not domain.finite:  # an exact Gaussian draw (from standard normals)
+            return gaussian_from_normals(uniforms[:, 0], logits).astype(current.dtype), None
         if domain.two_valued:  # a flip
             low, high = domain.values
             log_odds = logits[..., 1] - logits[..., 0]  # log p(high) / p(low)

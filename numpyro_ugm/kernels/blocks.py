@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..runtime.checks import check_count
-from ..conditionals import block_logits, gather
+from ..conditionals import batch_aligned_zero, block_logits, gather
 from .base import Kernel, KernelInfo, KernelSpec
 
 
@@ -182,10 +182,14 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
 def _update_block(draw, domains, multilinear, uniforms, position, logdensity_fn, block):
     """One block's variables drawn by ``draw`` from their conditionals: ``(position,
     accepted, proposed)`` (float32 counts of the block's real entries)."""
-    zero = _batch_aligned_zero(position)
+    zero = batch_aligned_zero(position)
     # a real site's indices stay unbatched: the indicator of its block, a scatter of
-    # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps)
-    index = {s: None if i is None else i + zero if domains[s].finite else i
+    # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps); so do
+    # those given to a log-density's own conditionals, which batch their last gathers
+    # themselves (an ERGM's block view): batched here, every table they index (a
+    # block's nodes, their adjacency rows' dyads) would be gathered again per chain
+    own = getattr(logdensity_fn, "conditional_logits", None) is not None
+    index = {s: None if i is None else i if own or not domains[s].finite else i + zero
              for s, i in block.index.items()}
     logits = block_logits(logdensity_fn, position, domains, index, multilinear)
     new = dict(position)
@@ -304,19 +308,6 @@ def _float_dtype(position):
         if jnp.issubdtype(leaf.dtype, jnp.floating):
             return leaf.dtype
     return jnp.result_type(float)
-
-
-def _batch_aligned_zero(position):
-    """An int32 zero that depends on ``position``, to add to static gather indices.
-
-    Under ``vmap`` over chains, a gather whose indices are not batched is laid out by XLA
-    with the index dimension first and the chain dimension last, and transposing back
-    costs more than the gather itself; indices that are batched (this zero is, whenever
-    the position is) give a chain-major gather. ``where(v == v, 0, 0)`` is 0 for any v
-    (NaN included) and XLA folds it away.
-    """
-    v = jax.tree.leaves(position)[0].reshape(-1)[0]
-    return jnp.where(v == v, 0, 0).astype(jnp.int32)
 
 
 def _merge_table(domain, idx):

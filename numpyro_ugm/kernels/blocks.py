@@ -343,6 +343,11 @@ def _merge(x, domain, values, table):
 #: largest (num_blocks × num_variables) merge table; above it blocks merge by scatter
 MAX_MERGE_TABLE = 2 ** 24
 
+#: blocks under 1 / SMALL_BLOCK_RATIO of a site's variables (an ERGM's matchings: 50 of
+#: 4,950 dyads on 100 nodes) merge by scatter, writing only their own entries, instead of
+#: gathering the whole site (1.3x faster 100-node ERGM sweeps)
+SMALL_BLOCK_RATIO = 16
+
 
 class _Scatter(NamedTuple):
     """Flat indices a block's new values are scattered to (out of bounds: dropped)."""
@@ -356,7 +361,8 @@ def _padded_tables(blocks, domains):
     table (see :func:`_merge_table`; identity on blocks that do not touch the site) and
     the (num_blocks,) numbers of real (unpadded) entries. When the merge table would
     exceed :data:`MAX_MERGE_TABLE` entries (many blocks: an ERGM's single-dyad blocks),
-    a (num_blocks, max_block_size) scatter index padded out of bounds replaces it."""
+    or the blocks are small (:data:`SMALL_BLOCK_RATIO`), a (num_blocks, max_block_size)
+    scatter index padded out of bounds replaces it."""
     index_tables, merge_tables, lengths = {}, {}, {}
     for s, d in domains.items():
         rows = []
@@ -368,7 +374,8 @@ def _padded_tables(blocks, domains):
             continue
         index = np.zeros((len(blocks), width), np.int32)
         lengths[s] = jnp.asarray([len(r) for r in rows], jnp.int32)
-        if len(blocks) * d.num_variables > MAX_MERGE_TABLE:
+        if (len(blocks) * d.num_variables > MAX_MERGE_TABLE
+                or width * SMALL_BLOCK_RATIO < d.num_variables):
             scatter = np.full((len(blocks), width), d.num_variables, np.int32)
             for c, r in enumerate(rows):
                 index[c, :len(r)] = scatter[c, :len(r)] = r

@@ -47,6 +47,20 @@ def scatter(x: jax.Array, domain: Domain, idx: ArrayLike | None,
     return flat.reshape(x.shape)
 
 
+def batch_aligned_zero(tree) -> jax.Array:
+    """An int32 zero that depends on the first leaf of ``tree``, to add to static gather
+    indices.
+
+    Under ``vmap`` over chains, a gather whose indices are not batched is laid out by XLA
+    with the index dimension first and the chain dimension last, and transposing back
+    costs more than the gather itself; indices that are batched (this zero is, whenever
+    the leaf is) give a chain-major gather. ``where(v == v, 0, 0)`` is 0 for any v
+    (NaN included) and XLA folds it away.
+    """
+    v = jax.tree.leaves(tree)[0].reshape(-1)[0]
+    return jnp.where(v == v, 0, 0).astype(jnp.int32)
+
+
 # --- conditionals ---------------------------------------------------------------------
 
 

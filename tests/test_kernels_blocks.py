@@ -62,8 +62,9 @@ def test_more_blocks_than_unrolled(spec):
 
 
 def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypatch):
-    """Models with more blocks than a merge table can hold (an ERGM's single-dyad blocks)
-    merge new values by scatter: the draws are the same, bit for bit."""
+    """Models with more blocks than a merge table can hold (an ERGM's single-dyad blocks),
+    or with small blocks (an ERGM's matchings), merge new values by scatter: the draws
+    are the same, bit for bit."""
     from numpyro_ugm.kernels import blocks
     from numpyro_ugm.kernels.base import step_chains
 
@@ -76,10 +77,13 @@ def test_scatter_merge_of_many_blocks_draws_what_the_gather_merge_draws(monkeypa
         step = jax.jit(lambda k, s: step_chains(kernel, k, s, m.target().logdensity_fn(params)))
         return np.asarray(step(jax.random.PRNGKey(1), states)[0].position["x"])
 
+    scattered_small = draws()  # 18 single-variable blocks: small ones
+    monkeypatch.setattr(blocks, "SMALL_BLOCK_RATIO", 0)
     gathered = draws()
     monkeypatch.setattr(blocks, "MAX_MERGE_TABLE", 0)
     scattered = draws()
     np.testing.assert_array_equal(gathered, scattered)
+    np.testing.assert_array_equal(gathered, scattered_small)
     assert not np.array_equal(gathered, np.asarray(start["x"]))
 
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..runtime.checks import check_count
-from ..conditionals import block_logits, gather
+from ..conditionals import batch_aligned_zero, block_logits, gather
 from .base import Kernel, KernelInfo, KernelSpec, standard_normals
 
 
@@ -185,10 +185,14 @@ def block_sweep(target, draw, num_uniforms, scan, backward, max_unrolled):
 def _update_block(draw, domains, multilinear, uniforms, position, logdensity_fn, block):
     """One block's variables drawn by ``draw`` from their conditionals: ``(position,
     accepted, proposed)`` (float32 counts of the block's real entries)."""
-    zero = _batch_aligned_zero(position)
+    zero = batch_aligned_zero(position)
     # a real site's indices stay unbatched: the indicator of its block, a scatter of
-    # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps)
-    index = {s: None if i is None else i + zero if domains[s].finite else i
+    # ones (gaussian_logits), is then a constant (1.6x faster lattice GMRF sweeps); so do
+    # those given to a log-density's own conditionals, which batch their last gathers
+    # themselves (an ERGM's block view): batched here, every table they index (a
+    # block's nodes, their adjacency rows' dyads) would be gathered again per chain
+    own = getattr(logdensity_fn, "conditional_logits", None) is not None
+    index = {s: None if i is None else i if own or not domains[s].finite else i + zero
              for s, i in block.index.items()}
     logits = block_logits(logdensity_fn, position, domains, index, multilinear)
     new = dict(position)
@@ -349,19 +353,6 @@ def _float_dtype(position):
     return jnp.result_type(float)
 
 
-def _batch_aligned_zero(position):
-    """An int32 zero that depends on ``position``, to add to static gather indices.
-
-    Under ``vmap`` over chains, a gather whose indices are not batched is laid out by XLA
-    with the index dimension first and the chain dimension last, and transposing back
-    costs more than the gather itself; indices that are batched (this zero is, whenever
-    the position is) give a chain-major gather. ``where(v == v, 0, 0)`` is 0 for any v
-    (NaN included) and XLA folds it away.
-    """
-    v = jax.tree.leaves(position)[0].reshape(-1)[0]
-    return jnp.where(v == v, 0, 0).astype(jnp.int32)
-
-
 def _merge_table(domain, idx):
     """Gather table that merges new values of the variables ``idx`` into a site.
 
@@ -395,6 +386,11 @@ def _merge(x, domain, values, table):
 #: largest (num_blocks × num_variables) merge table; above it blocks merge by scatter
 MAX_MERGE_TABLE = 2 ** 24
 
+#: blocks under 1 / SMALL_BLOCK_RATIO of a site's variables (an ERGM's matchings: 50 of
+#: 4,950 dyads on 100 nodes) merge by scatter, writing only their own entries, instead of
+#: gathering the whole site (1.3x faster 100-node ERGM sweeps)
+SMALL_BLOCK_RATIO = 16
+
 
 class _Scatter(NamedTuple):
     """Flat indices a block's new values are scattered to (out of bounds: dropped)."""
@@ -408,7 +404,8 @@ def _padded_tables(blocks, domains):
     table (see :func:`_merge_table`; identity on blocks that do not touch the site) and
     the (num_blocks,) numbers of real (unpadded) entries. When the merge table would
     exceed :data:`MAX_MERGE_TABLE` entries (many blocks: an ERGM's single-dyad blocks),
-    a (num_blocks, max_block_size) scatter index padded out of bounds replaces it."""
+    or the blocks are small (:data:`SMALL_BLOCK_RATIO`), a (num_blocks, max_block_size)
+    scatter index padded out of bounds replaces it."""
     index_tables, merge_tables, lengths = {}, {}, {}
     for s, d in domains.items():
         rows = []
@@ -420,7 +417,8 @@ def _padded_tables(blocks, domains):
             continue
         index = np.zeros((len(blocks), width), np.int32)
         lengths[s] = jnp.asarray([len(r) for r in rows], jnp.int32)
-        if len(blocks) * d.num_variables > MAX_MERGE_TABLE:
+        if (len(blocks) * d.num_variables > MAX_MERGE_TABLE
+                or width * SMALL_BLOCK_RATIO < d.num_variables):
             scatter = np.full((len(blocks), width), d.num_variables, np.int32)
             for c, r in enumerate(rows):
                 index[c, :len(r)] = scatter[c, :len(r)] = r

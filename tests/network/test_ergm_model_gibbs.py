@@ -240,3 +240,27 @@ def test_a_nonlinear_user_factor_whose_parameter_starts_at_zero_is_found():
     m = ugm.UGM(ergm_and_mine, net, COMPOSED_TERMS, pair, 0.0)
     colors = m.analyze().colors  # m.target().structure, without its check of the hooks
     assert colors[pair[0]] != colors[pair[1]]
+
+
+def test_a_sweep_of_many_chains_gathers_no_index_table_per_chain():
+    """The block indices reach the ERGM's change statistics unbatched, so the compiled
+    sweep of several chains gathers the dyads of a block's nodes by constant tables: no
+    gather yields int32 indices per chain (each such gather redoes a table for every
+    chain), unrolled (few blocks) or scanned."""
+    import re
+
+    from numpyro_ugm.kernels.base import init_chains, step_chains
+
+    for n in (6, 20):  # 5 matchings (unrolled), 19 (scanned)
+        m = ugm.UGM(ergm, n, ("edges", "twostars", "triangles"))
+        target = m.target()
+        kernel = ugm.kernels.gibbs().build(target)
+        f = target.logdensity_fn({"theta": jnp.asarray([-1.0, 0.1, 0.2])})
+        y = jnp.zeros((8, n * (n - 1) // 2))
+
+        def sweep(key, y):
+            return step_chains(kernel, key, init_chains(kernel, {"y": y}, f), f)[0]
+
+        hlo = jax.jit(sweep).lower(jax.random.PRNGKey(0), y).compile().as_text()
+        per_chain = re.findall(r"= s32\[(\d+)[^\]]*\][^ ]* gather\(", hlo)
+        assert not [s for s in per_chain if int(s) % 8 == 0 and int(s) >= 8], per_chain

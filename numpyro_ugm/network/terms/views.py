@@ -26,6 +26,7 @@ import types
 import jax
 import jax.numpy as jnp
 
+from ...conditionals import batch_aligned_zero
 from ..graphs import adjacency, pair_tables, with_zero_pair
 
 __all__ = ["DyadView", "all_dyads_view", "block_view", "PARTNER_CHUNK"]
@@ -72,9 +73,12 @@ def block_view(y, n, idx, directed=False) -> DyadView:
     pair, nodes_i, nodes_j = (jnp.asarray(t) for t in pair_tables(n, directed))
     padded = with_zero_pair(y)
     i, j = nodes_i[idx], nodes_j[idx]
-    value = padded[idx]
+    # static idx: the tables below are constants; batched (with y, under vmap) by the
+    # zero, their gathers from y are chain-major
+    zero = batch_aligned_zero(y)
+    value = padded[idx + zero]
     if not directed:
-        row_i, row_j = padded[pair[i]], padded[pair[j]]  # (b, n)
+        row_i, row_j = padded[pair[i] + zero], padded[pair[j] + zero]  # (b, n)
 
         def partner_terms(r):
             def one(row_i, row_j, v):
@@ -87,8 +91,8 @@ def block_view(y, n, idx, directed=False) -> DyadView:
                         degree_j=jnp.sum(row_j, -1) - value,
                         shared=jnp.sum(row_i * row_j, -1), _partner_terms=partner_terms)
     pair_t = pair.T
-    out_i, in_i = padded[pair[i]], padded[pair_t[i]]
-    out_j, in_j = padded[pair[j]], padded[pair_t[j]]
+    out_i, in_i = padded[pair[i] + zero], padded[pair_t[i] + zero]
+    out_j, in_j = padded[pair[j] + zero], padded[pair_t[j] + zero]
 
     def otp_partner_terms(r):
         def one(out_i, in_i, out_j, in_j, v):
@@ -101,7 +105,7 @@ def block_view(y, n, idx, directed=False) -> DyadView:
             return via_b + via_a
         return jax.vmap(one)(out_i, in_i, out_j, in_j, value)
 
-    return DyadView(i=i, j=j, value=value, reverse=padded[pair[j, i]],
+    return DyadView(i=i, j=j, value=value, reverse=padded[pair[j, i] + zero],
                     out_i=jnp.sum(out_i, -1) - value, in_i=jnp.sum(in_i, -1),
                     out_j=jnp.sum(out_j, -1), in_j=jnp.sum(in_j, -1) - value,
                     two_paths=jnp.sum(out_i * in_j, -1), cycles=jnp.sum(in_i * out_j, -1),

@@ -456,9 +456,11 @@ def _postfix(rows) -> dict:
 
 def _raise_if_failed(state, diagnostics, failed_at=None):
     failed_at = int(state.failed_at) if failed_at is None else failed_at
+    if failed_at < 0:
+        return
     spread = {k[len("chain_spread_"):]: np.asarray(v).reshape(-1)[-1]
               for k, v in (diagnostics or {}).items() if k.startswith("chain_spread_")}
-    diverged = diverged_sites(spread) if failed_at >= 0 else None
+    diverged = diverged_sites(spread)
     if diverged is not None:
         raise NonFiniteError(
             f"learning step {failed_at}: {diverged}. The run stopped; error.state is the "
@@ -467,9 +469,8 @@ def _raise_if_failed(state, diagnostics, failed_at=None):
             "Parametrize such terms to stay normalizable (a Cholesky factor, a positive "
             "transform) or lower the learning rate.",
             failed_at, state, diagnostics)
-    if failed_at >= 0:
-        raise NonFiniteError(
-            f"learning step {failed_at} produced non-finite gradients or parameters; "
-            "the run stopped and kept the last good state (error.state). Lower the "
-            "learning rate, add a prior, or check the model's factors.",
-            failed_at, state, diagnostics)
+    raise NonFiniteError(
+        f"learning step {failed_at} produced non-finite gradients or parameters; "
+        "the run stopped and kept the last good state (error.state). Lower the "
+        "learning rate, add a prior, or check the model's factors.",
+        failed_at, state, diagnostics)

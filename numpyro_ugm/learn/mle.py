@@ -40,7 +40,6 @@ from .checkpoints import (DEFAULT_KEEP, check_restored, checkpoint_meta, good_st
 from .diagnostics import (History, Piece, until_failure, warn_if_collapsed,
                           warn_if_log_z_unreliable)
 from .setup import set_up
-from .steps import read_summary
 
 
 class RunResult(NamedTuple):
@@ -141,7 +140,6 @@ class MLE:
         # and the run that run() continues: (run id, directory of a restored checkpoint)
         self._history, self._run = History(), (None, None)
         self._check_start = True  # init's check of the start (off for restore's template)
-        self._flat = (None, None, None)  # update()'s last state, its leaves and treedef
 
     def _set_up(self, data, model_args, model_kwargs, inputs, batch_size):
         previous, self._setup = self._setup, None  # none if tracing fails (setup.set_up)
@@ -210,18 +208,9 @@ class MLE:
         last good state, as :meth:`run`: the input of the update() that made ``state``."""
         setup = _ready(self._setup, "before update()")
         batch = _update_batch(setup, state, batch, self.prepare)
-        # the leaves of the state the last update returned are kept: continuing from it
-        # flattens nothing (a state of equinox modules costs more to flatten than to step)
-        kept, leaves, treedef = self._flat
-        if state is not kept:
-            leaves, treedef = jax.tree.flatten(state)
-        leaves, info, summary = setup.steps.attempt(leaves, treedef, batch)
-        step, failed_at, values = read_summary(summary)
+        new_state, info, (step, failed_at, values) = setup.steps.attempt(state, batch)
         recorded = {k: values[i:i + 1] for i, k in enumerate(info.names)}
-        if failed_at < 0:
-            new_state = jax.tree.unflatten(treedef, leaves)
-            self._flat = (new_state, leaves, treedef)
-        else:  # settled here: the state stays, its failure noted (as core.update does)
+        if new_state is None:  # settled here: the state stays, its failure noted
             new_state = state._replace(failed_at=jnp.full_like(state.failed_at, failed_at))
         self._history.resume(state, step)
         self._history.add(Piece(step, recorded), new_state, None if failed_at >= 0 else state)

@@ -42,6 +42,7 @@ class Steps:
         self.core, self.batches, self.placement = core, batches, placement
         self._attempts = {}  # the compiled attempt per layout of the state (treedef)
         self._last_attempt = (None, None)
+        self._kept = (None, None, None)  # the last attempt's new state, leaves, treedef
         self.scan = placement.run(jax.jit(self._scan, static_argnums=(4, 5, 6)))
 
     def batch(self, indices, data, inputs=None):
@@ -130,24 +131,27 @@ class Steps:
 
         return fill_rows(one, carry, length, capacity)
 
-    def attempt(self, leaves: list, treedef, batch):
-        """One update from the state of ``treedef`` whose leaves are ``leaves``, tried
-        even when its ``failed_at`` is set (a retry), compiled once per ``treedef``: the
-        state flattened by the caller (or its leaves kept from the last attempt), so
-        that a call flattens no pytree of modules.
+    def attempt(self, state, batch):
+        """One update from ``state`` (tried even when its ``failed_at`` is set: a retry),
+        for :meth:`MLE.update <numpyro_ugm.MLE.update>`: compiled once per layout of the
+        state (treedef) and called on its leaves, those of the state the last attempt
+        returned being kept (continuing from it flattens no pytree of modules); the
+        host reads what it needs in one transfer.
 
         Returns
         -------
-        leaves : list
-            The new state's leaves, not settled (:meth:`LearnerCore.propose
-            <numpyro_ugm.learn.core.LearnerCore.propose>`): on failure the caller keeps
-            the state it has.
+        new_state : LearnState or None
+            The new state, or None when the update was not finite (the caller keeps
+            ``state``; nothing was settled on the device, see
+            :meth:`LearnerCore.propose <numpyro_ugm.learn.core.LearnerCore.propose>`).
         info : StepInfo
-        summary : float32 array
-            What the host reads, in one transfer: the state's step and the new
-            ``failed_at`` (int32 bits, :func:`read_summary`), then the diagnostics' values
-            in the order of ``info.names``.
+        (step, failed_at, values) : (int, int, ndarray)
+            The step of ``state``, the step that failed (-1: none) and the diagnostics'
+            values in the order of ``info.names``.
         """
+        kept, leaves, treedef = self._kept
+        if state is not kept:
+            leaves, treedef = jax.tree.flatten(state)
         last, compiled = self._last_attempt
         if treedef is not last:  # hashing a treedef of modules costs; the same one is kept
             compiled = self._attempts.get(treedef)
@@ -155,7 +159,14 @@ class Steps:
                 compiled = self._attempts[treedef] = self.placement.run(
                     jax.jit(functools.partial(self._attempt, treedef)))
             self._last_attempt = (treedef, compiled)
-        return compiled(leaves, batch)
+        leaves, info, summary = compiled(leaves, batch)
+        summary = np.asarray(summary)
+        step, failed_at = summary[:2].view(np.int32).tolist()
+        new_state = None
+        if failed_at < 0:
+            new_state = jax.tree.unflatten(treedef, leaves)
+            self._kept = (new_state, leaves, treedef)
+        return new_state, info, (step, failed_at, summary[2:])
 
     def _attempt(self, treedef, leaves, batch):
         state = jax.tree.unflatten(treedef, leaves)
@@ -167,10 +178,3 @@ class Steps:
                                    jnp.stack(list(info.diagnostics().values()))])
         return jax.tree.leaves(candidate._replace(failed_at=failed_at)), info, summary
 
-
-def read_summary(summary) -> tuple:
-    """``(step, failed_at, values)`` of an attempt's summary (:meth:`Steps.attempt`), on
-    the host."""
-    summary = np.asarray(summary)
-    step, failed_at = summary[:2].view(np.int32).tolist()
-    return step, failed_at, summary[2:]

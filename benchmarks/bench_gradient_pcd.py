@@ -176,6 +176,7 @@ def compare(label, learner, data, model_args, plain_step, plain_state, repeats, 
         jax.block_until_ready(box[0])
 
     ours = [learner.init(key, data, *model_args)]
+    cores = list(ours)  # the core step's own chain: update() continues from its states
     prepared = learner.prepare(data)
 
     def update():
@@ -183,8 +184,8 @@ def compare(label, learner, data, model_args, plain_step, plain_state, repeats, 
         jax.block_until_ready(ours[0].params)
 
     def core():
-        ours[0], _ = learner_step(learner, ours[0], prepared.batch)
-        jax.block_until_ready(ours[0].params)
+        cores[0], _ = learner_step(learner, cores[0], prepared.batch)
+        jax.block_until_ready(cores[0].params)
 
     def ours_run():
         ours[0] = learner.run(key, num_steps, data, *model_args, progress_bar=False,

@@ -96,6 +96,7 @@ def main(repeats=50, num_steps=100):
 
     learner = ugm.MLE(ugm.models.rbm, ugm.PCD(CHAINS, num_mcmc_steps=1), optax.sgd(LR))
     ours_state = [learner.init(key, {"v": data}, V, H)]
+    core_state = list(ours_state)  # the core step's own chain: update() continues its own
     prepared = learner.prepare({"v": data})
 
     def update():
@@ -103,8 +104,8 @@ def main(repeats=50, num_steps=100):
         jax.block_until_ready(ours_state[0].params)
 
     def core():
-        ours_state[0], _ = learner_step(learner, ours_state[0], prepared.batch)
-        jax.block_until_ready(ours_state[0].params)
+        core_state[0], _ = learner_step(learner, core_state[0], prepared.batch)
+        jax.block_until_ready(core_state[0].params)
 
     def ours_run():
         ours_state[0] = learner.run(key, num_steps, {"v": data}, V, H, progress_bar=False,

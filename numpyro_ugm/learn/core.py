@@ -275,6 +275,24 @@ class LearnerCore:
             The estimator's typed info, ``grad_norm``, ``positive`` (batch mean of F) and,
             when the estimator reports ``log_z``, the running ``log_likelihood``.
         """
+        candidate, finite, info = self.propose(state, batch)
+        return settle(state, candidate, finite), info
+
+    def propose(self, state: LearnState, batch):
+        """The state one update on ``batch`` makes, not yet checked (jit-able):
+        :meth:`update` is :func:`settle` on it. A caller that keeps ``state`` itself
+        (:meth:`MLE.update <numpyro_ugm.MLE.update>`, on the host) settles without the
+        device pass over the whole state that :func:`settle` is.
+
+        Returns
+        -------
+        candidate : LearnState
+            The updated state (``failed_at`` that of ``state``).
+        finite : bool scalar
+            Whether the gradients, the new parameters (and their log prior), the
+            estimator's state and the chains' spread are finite.
+        info : StepInfo
+        """
         target, space = self.target, self.param_space
         key, est_key = jax.random.split(state.rng_key)
         params = space.to_constrained(state.params)
@@ -316,14 +334,20 @@ class LearnerCore:
                                       or [jnp.array(True)]))
                   & jnp.isfinite(self.param_model.log_prior(space.to_constrained(new_params)))
                   & all_finite((estimator_state, particles.log_weights), allow_minus_inf=True))
-        ok = finite & (state.failed_at < 0)
-        new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
-        new_state = new_state._replace(failed_at=jnp.where(
-            (state.failed_at < 0) & ~finite, state.step, state.failed_at))
-
         log_likelihood = None
         if "log_z" in info._fields:  # the running log Z as the diagnostics record it
             log_likelihood = (positive - jnp.asarray(info.log_z, jnp.float32)).astype(
                 jnp.float32)
-        return new_state, StepInfo(info, grad_norm.astype(jnp.float32),
-                                   positive.astype(jnp.float32), log_likelihood, spread)
+        return candidate, finite, StepInfo(info, grad_norm.astype(jnp.float32),
+                                           positive.astype(jnp.float32), log_likelihood,
+                                           spread)
+
+
+def settle(state: LearnState, candidate: LearnState, finite) -> LearnState:
+    """What :meth:`LearnerCore.update` returns from ``state`` and its
+    :meth:`~LearnerCore.propose`: ``candidate`` when ``finite`` (and ``state`` had not
+    failed), else ``state`` with ``failed_at`` set to its step (kept if already set)."""
+    ok = finite & (state.failed_at < 0)
+    new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), candidate, state)
+    return new_state._replace(failed_at=jnp.where(
+        (state.failed_at < 0) & ~finite, state.step, state.failed_at))

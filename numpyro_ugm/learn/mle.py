@@ -208,10 +208,10 @@ class MLE:
         last good state, as :meth:`run`: the input of the update() that made ``state``."""
         setup = _ready(self._setup, "before update()")
         batch = _update_batch(setup, state, batch, self.prepare)
-        new_state, info, (counts, values) = setup.steps.update(state, batch)
-        step, failed_at = np.asarray(counts).tolist()
-        values = np.asarray(values)
+        new_state, info, (step, failed_at, values) = setup.steps.attempt(state, batch)
         recorded = {k: values[i:i + 1] for i, k in enumerate(info.names)}
+        if new_state is None:  # settled here: the state stays, its failure noted
+            new_state = state._replace(failed_at=jnp.full_like(state.failed_at, failed_at))
         self._history.resume(state, step)
         self._history.add(Piece(step, recorded), new_state, None if failed_at >= 0 else state)
         self.last_state = _kept(self._history, state, new_state, failed_at)
@@ -445,9 +445,11 @@ def _postfix(rows) -> dict:
 
 def _raise_if_failed(state, diagnostics, failed_at=None):
     failed_at = int(state.failed_at) if failed_at is None else failed_at
+    if failed_at < 0:
+        return
     spread = {k[len("chain_spread_"):]: np.asarray(v).reshape(-1)[-1]
               for k, v in (diagnostics or {}).items() if k.startswith("chain_spread_")}
-    diverged = diverged_sites(spread) if failed_at >= 0 else None
+    diverged = diverged_sites(spread)
     if diverged is not None:
         raise NonFiniteError(
             f"learning step {failed_at}: {diverged}. The run stopped; error.state is the "
@@ -456,9 +458,8 @@ def _raise_if_failed(state, diagnostics, failed_at=None):
             "Parametrize such terms to stay normalizable (a Cholesky factor, a positive "
             "transform) or lower the learning rate.",
             failed_at, state, diagnostics)
-    if failed_at >= 0:
-        raise NonFiniteError(
-            f"learning step {failed_at} produced non-finite gradients or parameters; "
-            "the run stopped and kept the last good state (error.state). Lower the "
-            "learning rate, add a prior, or check the model's factors.",
-            failed_at, state, diagnostics)
+    raise NonFiniteError(
+        f"learning step {failed_at} produced non-finite gradients or parameters; "
+        "the run stopped and kept the last good state (error.state). Lower the "
+        "learning rate, add a prior, or check the model's factors.",
+        failed_at, state, diagnostics)

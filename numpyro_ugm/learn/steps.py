@@ -7,10 +7,12 @@ call, so new data of the same layout reuses the programs. What the run loop call
 compiled function of its arguments.
 """
 
+import functools
 from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..estimators.per_example import ConditionalBatch
 from ..runtime.runloop import fill_rows
@@ -31,19 +33,16 @@ class Steps:
 
     Attributes
     ----------
-    update : callable
-        ``(state, batch) -> (state, info, (steps, values))``, jitted: one update (tried
-        even when ``state.failed_at`` is set: a retry), and what the host reads after it
-        packed in two arrays (one transfer each): the steps of ``state`` and of the new
-        state's ``failed_at``, and the diagnostics' values.
     scan : callable
         ``(carry, data, inputs, length, capacity, thinning, record) -> (carry, rows)``,
         jitted (the last three static): see :meth:`run`.
     """
 
     def __init__(self, core: LearnerCore, batches: Minibatches, placement: Placement):
-        self.core, self.batches = core, batches
-        self.update = placement.run(jax.jit(self._update_and_summary))
+        self.core, self.batches, self.placement = core, batches, placement
+        self._attempts = {}  # the compiled attempt per layout of the state (treedef)
+        self._last_attempt = (None, None)
+        self._kept = (None, None, None)  # the last attempt's new state, leaves, treedef
         self.scan = placement.run(jax.jit(self._scan, static_argnums=(4, 5, 6)))
 
     def batch(self, indices, data, inputs=None):
@@ -132,10 +131,50 @@ class Steps:
 
         return fill_rows(one, carry, length, capacity)
 
-    def _update_and_summary(self, state, batch):
-        # every call is an attempt: a state kept after a failed update (its failed_at
-        # set) is retried, not returned unchanged (MLE.update)
+    def attempt(self, state, batch):
+        """One update from ``state`` (tried even when its ``failed_at`` is set: a retry),
+        for :meth:`MLE.update <numpyro_ugm.MLE.update>`: compiled once per layout of the
+        state (treedef) and called on its leaves, those of the state the last attempt
+        returned being kept (continuing from it flattens no pytree of modules); the
+        host reads what it needs in one transfer.
+
+        Returns
+        -------
+        new_state : LearnState or None
+            The new state, or None when the update was not finite (the caller keeps
+            ``state``; nothing was settled on the device, see
+            :meth:`LearnerCore.propose <numpyro_ugm.learn.core.LearnerCore.propose>`).
+        info : StepInfo
+        (step, failed_at, values) : (int, int, ndarray)
+            The step of ``state``, the step that failed (-1: none) and the diagnostics'
+            values in the order of ``info.names``.
+        """
+        kept, leaves, treedef = self._kept
+        if state is not kept:
+            leaves, treedef = jax.tree.flatten(state)
+        last, compiled = self._last_attempt
+        if treedef is not last:  # hashing a treedef of modules costs; the same one is kept
+            compiled = self._attempts.get(treedef)
+            if compiled is None:
+                compiled = self._attempts[treedef] = self.placement.run(
+                    jax.jit(functools.partial(self._attempt, treedef)))
+            self._last_attempt = (treedef, compiled)
+        leaves, info, summary = compiled(leaves, batch)
+        summary = np.asarray(summary)
+        step, failed_at = summary[:2].view(np.int32).tolist()
+        new_state = None
+        if failed_at < 0:
+            new_state = jax.tree.unflatten(treedef, leaves)
+            self._kept = (new_state, leaves, treedef)
+        return new_state, info, (step, failed_at, summary[2:])
+
+    def _attempt(self, treedef, leaves, batch):
+        state = jax.tree.unflatten(treedef, leaves)
         state = state._replace(failed_at=-jnp.ones_like(state.failed_at))
-        new_state, info = self.core.update(state, batch)
-        values = jnp.stack(list(info.diagnostics().values()))
-        return new_state, info, (jnp.stack([state.step, new_state.failed_at]), values)
+        candidate, finite, info = self.core.propose(state, batch)
+        failed_at = jnp.where(finite, state.failed_at, state.step)
+        counts = jnp.stack([state.step, failed_at]).astype(jnp.int32)
+        summary = jnp.concatenate([jax.lax.bitcast_convert_type(counts, jnp.float32),
+                                   jnp.stack(list(info.diagnostics().values()))])
+        return jax.tree.leaves(candidate._replace(failed_at=failed_at)), info, summary
+

@@ -1,10 +1,12 @@
 """``sample``: draw configurations of a UGM with any kernel.
 
 The chains run in one compiled program per model, kernel and *capacity*: the number of
-draws and the number of chains, each rounded up to a power of two (the draws loop has a
-dynamic trip count; extra chains run and are dropped). So calls with other counts up to
-the same powers of two, keys, parameters, warm-up or thinning reuse the program, and a
-process that asks for ever new counts keeps a few programs, not one per count.
+draws rounded up to a power of two (the draws loop has a dynamic trip count, so padding
+costs memory only) and the number of chains rounded up to a power of two up to 8, then
+to a multiple of 8 (extra chains run and are dropped: padding them costs compute). So
+calls with other counts on the same grid, keys, parameters, warm-up or thinning reuse
+the program, and a process that asks for ever new counts keeps a few programs, not one
+per count.
 """
 
 import functools
@@ -24,7 +26,7 @@ from .model.ugm import UGM
 from .model.problem import build_problem
 from .model.validation import check_normalizable
 from .runtime.distributed import to_host, warn
-from .runtime.runloop import capacity
+from .runtime.runloop import capacity, chain_capacity
 from .runtime.sharding import shard_particles, use_mesh
 from .model.target import Target
 
@@ -147,9 +149,12 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     Notes
     -----
     The compiled chains are kept (:mod:`~numpyro_ugm.runtime.compile_cache`) per model, kernel,
-    and ``num_samples`` and ``num_chains`` rounded up to powers of two: a chain count
-    that is not a power of two runs the extra chains of the rounded count, and the draws
-    are buffered at the rounded counts (at most 4 times the memory of the draws kept).
+    ``num_samples`` rounded up to a power of two and ``num_chains`` rounded up to a
+    power of two up to 8, then to a multiple of 8
+    (:func:`~numpyro_ugm.runtime.runloop.chain_capacity`; with a ``mesh``, to a power of
+    two, which the device count divides): a chain count off that grid runs the extra
+    chains of the rounded count (at most 7 past 8 chains), and the draws are buffered at
+    the rounded counts.
     The padding changes no number: the keys of a chain and of a draw do not depend on the
     counts, so the draws are the first chains' first draws of any longer run with the
     same key and settings.
@@ -231,7 +236,9 @@ def _sample(target: Target, params, rng_key, spec, num_samples, num_chains, num_
             thinning, init_state, mesh=None, with_diagnostics=False):
     """:func:`sample` on a target, arguments checked (with ``with_diagnostics``: the pair
     of the draws and their :class:`SampleDiagnostics`)."""
-    size = (capacity(num_samples), capacity(num_chains))
+    # chains split over a mesh keep a power of two, which its device count divides
+    chains = capacity(num_chains) if mesh is not None else chain_capacity(num_chains)
+    size = (capacity(num_samples), chains)
     start = None if init_state is None else _padded_start(target, init_state, num_chains,
                                                           size[1])
     run = cached(target.cache_key, ("sample", spec, size, start is None, mesh),

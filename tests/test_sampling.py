@@ -49,9 +49,10 @@ def counted_vbm(n, traces):
 
 
 def test_other_counts_reuse_the_compiled_chains():
-    """Calls with other keys, parameters, warm-up, thinning, and numbers of draws and
-    chains up to the same powers of two run the program compiled by the first call: the
-    model is not traced again (it used to be, for every new num_samples or num_chains)."""
+    """Calls with other keys, parameters, warm-up, thinning, and numbers of draws up to
+    the same power of two and of chains on the same grid (powers of two up to 8, then
+    multiples of 8) run the program compiled by the first call: the model is not traced
+    again (it used to be, for every new num_samples or num_chains)."""
     traces = []
     m = ugm.UGM(counted_vbm, 4, traces)
     params = {"W": 0.3 * jnp.ones((4, 4)), "b": 0.2 * jnp.ones(4)}
@@ -65,6 +66,22 @@ def test_other_counts_reuse_the_compiled_chains():
     assert (np.asarray(first["x"]) != np.asarray(again["x"])[:15]).any()
     ugm.sample(m, params, jax.random.PRNGKey(0), 9, num_chains=3)  # 16 draws: compiles
     assert len(traces) > before, "test is blind"
+
+
+def test_chain_counts_past_eight_round_to_a_multiple_of_eight():
+    """Issue 48: 20 chains ran as 32 (37 % of the work padding); they run as 24. The grid:
+    powers of two up to 8, then multiples of 8; and 17 to 24 chains share one program."""
+    from numpyro_ugm.runtime.runloop import chain_capacity
+
+    assert [chain_capacity(n) for n in (1, 3, 5, 8, 9, 20, 24, 25, 100)] == [
+        1, 4, 8, 8, 16, 24, 24, 32, 104]
+    traces = []
+    m = ugm.UGM(counted_vbm, 3, traces)
+    params = {"W": 0.3 * jnp.ones((3, 3)), "b": 0.2 * jnp.ones(3)}
+    ugm.sample(m, params, jax.random.PRNGKey(0), 4, num_chains=20)
+    before = len(traces)
+    ugm.sample(m, params, jax.random.PRNGKey(0), 4, num_chains=17)
+    assert len(traces) == before
 
 
 def test_padded_draws_and_chains_are_dropped():

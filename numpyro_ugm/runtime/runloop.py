@@ -54,6 +54,21 @@ def capacity(chunk: int) -> int:
     return 1 << (int(chunk) - 1).bit_length()
 
 
+#: past this many chains, chain counts are rounded up to a multiple of it, not to a power
+#: of two (every padded chain is computed, unlike a padded step or draw)
+CHAIN_GRAIN = 8
+
+
+def chain_capacity(num_chains: int) -> int:
+    """The number of chains a compiled sampler is built for, to run ``num_chains``: the
+    next power of two up to :data:`CHAIN_GRAIN`, then the next multiple of it (20 chains
+    run as 24, not 32), so that other counts on the same grid reuse the program."""
+    num_chains = int(num_chains)
+    if num_chains <= CHAIN_GRAIN:
+        return capacity(num_chains)
+    return -(-num_chains // CHAIN_GRAIN) * CHAIN_GRAIN
+
+
 class Interrupted(KeyboardInterrupt):
     """A :class:`KeyboardInterrupt` during :func:`run_loop`, raised once the loop has saved
     (with ``save``) what it had completed.

@@ -42,7 +42,7 @@ of any length up to it reuse one program.
 """
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -57,13 +57,15 @@ from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, che
                      check_enumeration, configurations, first_divergent, float_dtype,
                      log_prob_observed, log_prob_per_input, log_z, make_plan, sum_out_mode,
                      weighted_mean)
-from ._gaussian import conditional_moments, flat_values, normalizability_error
+from ._gaussian import normalizability_error
 from ._padding import first, mean_of_first, pad_examples, padded_length
 from ._prepare import model_of, observed_problem
 from ._size import MAX_CONFIGURATIONS
+from . import elimination as eliminating
+from .elimination import MAX_TABLE_SIZE
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
-           "moments", "Moments", "num_enumerated", "DEFAULT_CHUNK_SIZE",
+           "num_enumerated", "finite_result", "DEFAULT_CHUNK_SIZE",
            "MIN_SUM_OUT_REDUCTION", "MAX_CONFIGURATIONS"]
 
 
@@ -89,7 +91,7 @@ def num_enumerated(m: UGM, *, sum_out: bool | str = "auto") -> tuple[int, dict]:
     return plan.num_configurations, {**plan.summed, **dict.fromkeys(plan.integrated)}
 
 
-def _finite(owner, value, params, allow_minus_inf=False, target=None, chunk_size=None):
+def finite_result(owner, value, params, allow_minus_inf=False, target=None, chunk_size=None):
     """``value`` (a pytree), after checking that it is finite when it is concrete (under
     a user's ``jit`` or ``grad`` it is traced, and returned unchecked); ``-inf`` passes
     with ``allow_minus_inf`` (a configuration of probability zero). When it is not and
@@ -131,11 +133,22 @@ def check_integrals(owner, target, params, chunk_size):
                                 bool(quadratic), where)
 
 
+def _route(owner, m, target, method, max_table_size, chunk_size, max_configurations,
+           num=None, per_example=False, sum_out="auto"):
+    """The elimination set-up when ``method`` picks it (:func:`~numpyro_ugm.evaluate.
+    elimination.choose`), else None once enumeration is checked."""
+    return eliminating.choose(
+        m, owner, method,
+        lambda: make_plan(target, tuple(target.state_sites), sum_out).num_configurations,
+        lambda: check_enumeration(target, chunk_size, owner, max_configurations, num,
+                                  per_example, sum_out), max_table_size, target)
+
+
 def _checked(owner, values, log_zs, params, target, chunk_size):
     """``values`` (log-probabilities), after checking that log Z is finite and the
     values finite or −inf (data of probability zero)."""
-    _finite(owner + " (its log Z)", log_zs, params, target=target, chunk_size=chunk_size)
-    return _finite(owner, values, params, allow_minus_inf=True)
+    finite_result(owner + " (its log Z)", log_zs, params, target=target, chunk_size=chunk_size)
+    return finite_result(owner, values, params, allow_minus_inf=True)
 
 
 def _log_partition(target, params, chunk_size, sum_out="auto",
@@ -145,16 +158,20 @@ def _log_partition(target, params, chunk_size, sum_out="auto",
     check_size(plan, chunk_size, "log_partition", max_configurations)
     fn = cached_jit(target, ("log_partition", int(chunk_size), sum_out_mode(sum_out)),
                     lambda: lambda p: log_z(target, p, chunk_size, sum_out))
-    return _finite("log_partition", fn(params), params, target=target,
+    return finite_result("log_partition", fn(params), params, target=target,
                    chunk_size=chunk_size)
 
 
 def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                   sum_out: bool | str = "auto",
-                  max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
+                  max_configurations: int | None = MAX_CONFIGURATIONS, method: str = "auto",
+                  max_table_size: int | None = MAX_TABLE_SIZE) -> jax.Array:
     """Exact log-partition function log Z(θ) = log Σ_x exp f(x; θ).
 
-    Enumerates the configurations of the state sites chunk by chunk (memory bounded by
+    A finite model with more than 65,536 configurations whose interaction graph is thin
+    (a chain, tree, strip or small grid) is summed by variable elimination on that graph
+    (:mod:`~numpyro_ugm.evaluate.elimination`: tables of size K^(treewidth + 1)); other
+    models are enumerated. Enumeration the configurations of the state sites chunk by chunk (memory bounded by
     one chunk), after summing out in closed form the largest set of mutually
     non-interacting variables it finds when the model is multilinear (see the module
     docstring). Differentiable in ``params``: ``jax.grad`` gives E_p[∇θ f], the negative
@@ -178,6 +195,12 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         limit). It runs as one computation that Ctrl-C cannot interrupt, so a larger
         one is an error naming its size (and more than 2**24 warns); a configuration
         with n > 16 real variables integrated out counts (n / 16)² times (their Hessian).
+    method : {"auto", "enumerate", "eliminate"}
+        ``"auto"``: enumeration up to 65,536 configurations, elimination above when its
+        tables fit ``max_table_size``, else enumeration within ``max_configurations``.
+    max_table_size : int or None
+        The largest clique table elimination may build, in entries per example
+        (default 2**22); above it elimination is refused, naming the treewidth.
 
     Returns
     -------
@@ -200,6 +223,11 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_size = check_count("log_partition", "chunk_size", chunk_size)
     m = model_of("exact.log_partition", m)
     m.param_space.check(params)
+    el = _route("log_partition", m, m.target(), method, max_table_size, chunk_size,
+                max_configurations, sum_out=sum_out)
+    if el is not None:
+        eliminating.check_decomposes(el, m, params, "exact.log_partition")
+        return finite_result("log_partition", eliminating.run_log_z(el, params), params)
     return _log_partition(m.target(), params, chunk_size, sum_out, max_configurations)
 
 
@@ -232,9 +260,28 @@ def _log_probs(target, params, x, inputs, num, chunk_size):
     return fn(params, x, pad_examples(inputs, length), count)
 
 
+def _per_example(owner, m, params, data, inputs, chunk_size, max_configurations, method,
+                 max_table_size):
+    """(per-example log-probabilities, their mean, log Z's, number of examples, target)
+    by enumeration or elimination (see :func:`log_prob`)."""
+    chunk_size = check_count(owner, "chunk_size", chunk_size)
+    problem = observed_problem(f"exact.{owner}", m, params, data, inputs)
+    target, x, inputs, num = (problem.target, problem.data,
+                              problem.inputs, problem.num_examples)
+    el = _route(owner, problem.model, target, method, max_table_size, chunk_size,
+                max_configurations, num, inputs is not None)
+    if el is None:
+        return _log_probs(target, params, x, inputs, num, chunk_size) + (num, target)
+    one = None if inputs is None else jax.tree.map(lambda v: v[0], inputs)
+    eliminating.check_decomposes(el, problem.model, params, f"exact.{owner}", one)
+    values, log_zs = eliminating.run_log_probs(el, params, x, inputs)
+    return values, jnp.mean(values), log_zs, num, target
+
+
 def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
              chunk_size: int = DEFAULT_CHUNK_SIZE,
-             max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
+             max_configurations: int | None = MAX_CONFIGURATIONS, method: str = "auto",
+             max_table_size: int | None = MAX_TABLE_SIZE) -> jax.Array:
     """Per-example log p(x_n; θ), latent sites (state sites absent from ``data``)
     summed out.
 
@@ -249,27 +296,25 @@ def log_prob(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
         A CRF's per-example inputs (model keyword arguments with a leading example axis,
         as in learning and :func:`~numpyro_ugm.predict`): log p(x_n; θ, inputs_n), each
         example with its own log Z.
-    chunk_size, max_configurations
+    chunk_size, max_configurations, method, max_table_size
         As in :func:`log_partition`; latent sites are enumerated once per example (and
-        a CRF's log Z), which counts that many times.
+        a CRF's log Z), which counts that many times; elimination clamps the observed
+        variables and sums out the others.
 
     Returns
     -------
     array (num_examples,)
     """
-    chunk_size = check_count("log_prob", "chunk_size", chunk_size)
-    problem = observed_problem("exact.log_prob", m, params, data, inputs)
-    target, x, inputs, num = (problem.target, problem.data,
-                              problem.inputs, problem.num_examples)
-    check_enumeration(target, chunk_size, "log_prob", max_configurations, num,
-                      inputs is not None)
-    values, _, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
+    values, _, log_zs, num, target = _per_example(
+        "log_prob", m, params, data, inputs, chunk_size, max_configurations, method,
+        max_table_size)
     return first(_checked("log_prob", values, log_zs, params, target, chunk_size), num)
 
 
 def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = None,
                    chunk_size: int = DEFAULT_CHUNK_SIZE,
-                   max_configurations: int | None = MAX_CONFIGURATIONS) -> jax.Array:
+                   max_configurations: int | None = MAX_CONFIGURATIONS, method: str = "auto",
+                   max_table_size: int | None = MAX_TABLE_SIZE) -> jax.Array:
     """Mean over examples of log p(x_n; θ), latent sites summed out.
 
     Latent sites (state sites absent from ``data``) are summed out in closed form when
@@ -287,20 +332,16 @@ def log_likelihood(m: UGM, params: dict, data: dict, *, inputs: dict | None = No
     inputs : dict of str -> array, optional
         A CRF's per-example inputs: the mean of log p(x_n; θ, inputs_n) (see
         :func:`log_prob`).
-    chunk_size, max_configurations
+    chunk_size, max_configurations, method, max_table_size
         As in :func:`log_prob`.
 
     Returns
     -------
     scalar
     """
-    chunk_size = check_count("log_likelihood", "chunk_size", chunk_size)
-    problem = observed_problem("exact.log_likelihood", m, params, data, inputs)
-    target, x, inputs, num = (problem.target, problem.data,
-                              problem.inputs, problem.num_examples)
-    check_enumeration(target, chunk_size, "log_likelihood", max_configurations, num,
-                      inputs is not None)
-    values, mean, log_zs = _log_probs(target, params, x, inputs, num, chunk_size)
+    values, mean, log_zs, num, target = _per_example(
+        "log_likelihood", m, params, data, inputs, chunk_size, max_configurations, method,
+        max_table_size)
     if inputs is not None:  # every example's log-probability, and its own log Z
         _checked("log_likelihood", values, log_zs, params, target, chunk_size)
     return _checked("log_likelihood", mean, log_zs, params, target, chunk_size)
@@ -347,7 +388,7 @@ def expectation(m: UGM, params: dict, fn: Callable[[dict], Any], *,
             "fn over exact.sample draws estimate any other expectation")
     plan = make_plan(target, tuple(target.state_sites), False)
     check_size(plan, chunk_size, "expectation", max_configurations)
-    return _finite("expectation", jax.jit(lambda p: weighted_mean(
+    return finite_result("expectation", jax.jit(lambda p: weighted_mean(
         target, p, plan, target.reference_state(), fn, chunk_size))(params), params)
 
 
@@ -378,7 +419,8 @@ def _marginals(target, params, chunk_size):
 
 
 def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-              max_configurations: int | None = MAX_CONFIGURATIONS) -> dict:
+              max_configurations: int | None = MAX_CONFIGURATIONS, method: str = "auto",
+              max_table_size: int | None = MAX_TABLE_SIZE) -> dict:
     """Exact one-variable marginals p(x_i = k; θ).
 
     Uses the same closed-form summation as :func:`log_partition`: a variable summed out
@@ -386,8 +428,9 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
 
     Parameters
     ----------
-    m, params, chunk_size, max_configurations
-        As in :func:`log_partition`.
+    m, params, chunk_size, max_configurations, method, max_table_size
+        As in :func:`log_partition` (elimination: the gradient of log Z with respect to
+        the model's tables; pairs: :func:`~numpyro_ugm.evaluate.exact.pair_marginals`).
 
     Returns
     -------
@@ -400,90 +443,11 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     m = model_of("exact.marginals", m)
     m.param_space.check(params)
     target = m.target()
-    check_enumeration(target, chunk_size, "marginals", max_configurations)
+    el = _route("marginals", m, target, method, max_table_size, chunk_size,
+                max_configurations)
+    if el is not None:
+        eliminating.check_decomposes(el, m, params, "exact.marginals")
+        return finite_result("marginals", eliminating.run_marginals(el, params), params)
     fn = cached_jit(target, ("marginals", chunk_size),
                     lambda: lambda p: _marginals(target, p, chunk_size))
-    return _finite("marginals", fn(params), params, target=target, chunk_size=chunk_size)
-
-
-class Moments(NamedTuple):
-    """What :func:`moments` returns.
-
-    Attributes
-    ----------
-    mean : dict of str -> array ``site_shape``
-        E[x] of each real site.
-    covariance : array (n, n)
-        Cov[x] of the real variables jointly, flattened site by site in the model's
-        order of the sites (``sites``).
-    sites : tuple of str
-        The real sites, in that order.
-    """
-
-    mean: dict
-    covariance: jax.Array
-    sites: tuple
-
-
-def _moments(target, params, chunk_size):
-    plan = make_plan(target, tuple(target.state_sites))
-    check_size(plan, chunk_size, "moments")
-    domains, sites = target.state_sites, plan.integrated
-    f = target.logdensity_fn(params)
-
-    def centered(state):  # moments of x − x₀ (x₀: the base means), for less cancellation
-        mean, covariance = conditional_moments(f, state, domains, sites)
-        shift = mean - flat_values(state, sites)
-        return shift, covariance + jnp.outer(shift, shift)
-
-    base = target.reference_state()
-    shift, second = weighted_mean(target, params, plan, base, centered, chunk_size)
-    mean, start = {}, 0
-    for s in sites:
-        size = domains[s].num_variables
-        mean[s] = (shift[start:start + size].reshape(domains[s].shape_)
-                   + base[s].astype(shift.dtype))
-        start += size
-    return mean, second - jnp.outer(shift, shift)
-
-
-def moments(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-            max_configurations: int | None = MAX_CONFIGURATIONS) -> Moments:
-    """Exact mean and covariance of the real sites of a model that is Gaussian in them
-    given the finite sites (see the module docstring).
-
-    Given each configuration h of the finite sites, x | h ~ N(x*_h, P_h⁻¹); the moments
-    are their mixture over the configurations, weighted by p(h) (for a Gaussian MRF,
-    one configuration: the mean P⁻¹b and the covariance P⁻¹). The finite sites'
-    marginals are :func:`marginals`.
-
-    Parameters
-    ----------
-    m, params, chunk_size, max_configurations
-        As in :func:`log_partition`.
-
-    Returns
-    -------
-    Moments
-
-    Raises
-    ------
-    ValueError
-        If the model has no real site, or the potential is not quadratic in them.
-    FloatingPointError
-        If the potential is not normalizable at ``params`` (a precision that is not
-        positive definite), naming the real sites.
-    """
-    chunk_size = check_count("moments", "chunk_size", chunk_size)
-    m = model_of("exact.moments", m)
-    m.param_space.check(params)
-    target = m.target()
-    if not target.real_sites:
-        raise ValueError("moments: the model has no real site (for finite sites see "
-                         "exact.marginals)")
-    check_enumeration(target, chunk_size, "moments", max_configurations)
-    fn = cached_jit(target, ("moments", chunk_size),
-                    lambda: lambda p: _moments(target, p, chunk_size))
-    mean, covariance = _finite("moments", fn(params), params, target=target,
-                               chunk_size=chunk_size)
-    return Moments(mean, covariance, tuple(target.real_sites))
+    return finite_result("marginals", fn(params), params, target=target, chunk_size=chunk_size)

@@ -14,6 +14,7 @@ learner, :func:`numpyro_ugm.learn.fit_exact`, whose objective is
 """
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,16 +31,20 @@ from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_enumerati
                      check_size, chunk_states, chunks, config_budget, config_log_weight,
                      configurations, float_dtype, index_dtype, log_prob_observed,
                      log_prob_per_input, log_z, make_plan)
-from ._enumeration import (Moments, check_integrals, expectation, log_likelihood,
-                          log_partition, log_prob, marginals, moments, num_enumerated)
+from ._enumeration import (check_integrals, expectation, finite_result, log_likelihood,
+                          log_partition, log_prob, marginals, num_enumerated)
+from ._moments import Moments, moments
 from ._gaussian import draw as gaussian_draw
 from ._prepare import model_of
 from ._size import MAX_CONFIGURATIONS, WARN_CONFIGURATIONS
+from . import elimination as eliminating
+from .elimination import MAX_TABLE_SIZE
 
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "target_log_likelihood",
-           "check_enumerable", "sample", "sampler", "DEFAULT_CHUNK_SIZE",
-           "MIN_SUM_OUT_REDUCTION", "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS"]
+           "check_enumerable", "sample", "sampler", "map_state", "pair_marginals",
+           "PairMarginals", "objective", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION",
+           "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS", "MAX_TABLE_SIZE"]
 
 
 # --- on a target, for the learners -------------------------------------------------------
@@ -55,6 +60,34 @@ def target_log_likelihood(target: Target, params: dict, xs: dict, inputs: dict |
         return (jnp.mean(log_prob_observed(target, params, xs, chunk_size))
                 - log_z(target, params, chunk_size))
     return jnp.mean(log_prob_per_input(target, params, xs, inputs, chunk_size)[0])
+
+
+def objective(model: UGM, target: Target, owner: str, method: str = "auto", *,
+              chunk_size: int = DEFAULT_CHUNK_SIZE,
+              max_configurations: int | None = MAX_CONFIGURATIONS,
+              max_table_size: int | None = MAX_TABLE_SIZE, num_examples: int | None = None,
+              per_example: bool = False, params: dict | None = None,
+              inputs: dict | None = None) -> Callable:
+    """The exact mean log-likelihood ``(params, xs, inputs) -> scalar`` of a learner
+    (:func:`target_log_likelihood`), by enumeration or, where ``method`` picks it (as in
+    :func:`log_partition`), by elimination; checked before it runs (sizes; with
+    ``params``, that the potential decomposes, under the first example of ``inputs``)."""
+    el = eliminating.choose(
+        model, owner, method,
+        lambda: make_plan(target, tuple(target.state_sites)).num_configurations,
+        lambda: check_enumerable(target, chunk_size, owner, max_configurations,
+                                 num_examples, per_example), max_table_size, target)
+    if el is None:
+        return lambda p, xs, us: target_log_likelihood(target, p, xs, us, chunk_size)
+    if params is not None:
+        one = None if inputs is None else jax.tree.map(lambda v: v[0], inputs)
+        eliminating.check_decomposes(el, model, params, owner, one)
+
+    def run(p, xs, us):
+        labels, observed = eliminating.to_labels(el, xs)
+        return jnp.mean(eliminating.log_probs(el, p, labels, observed, us)[0])
+
+    return run
 
 
 def check_enumerable(target: Target, chunk_size: int, owner: str,
@@ -73,8 +106,12 @@ def check_enumerable(target: Target, chunk_size: int, owner: str,
 
 def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
            chunk_size: int = DEFAULT_CHUNK_SIZE,
-           max_configurations: int | None = MAX_CONFIGURATIONS) -> dict:
-    """Independent exact draws of every state site, by enumeration.
+           max_configurations: int | None = MAX_CONFIGURATIONS, method: str = "auto",
+           max_table_size: int | None = MAX_TABLE_SIZE) -> dict:
+    """Independent exact draws of every state site, by enumeration or, for a larger
+    finite model with a thin graph (``method``, as in :func:`log_partition`), by
+    elimination: forward filtering along the elimination order, then each variable drawn
+    backwards from its clique table given the variables drawn before it.
 
     When the enumerated configurations fit in one chunk, draws come from their inverse
     cumulative distribution; otherwise each draw is the Gumbel-max over the
@@ -96,6 +133,8 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
         Largest number of configurations scored together (reduced for many samples).
     max_configurations : int or None
         The largest enumeration allowed (:func:`log_partition`'s).
+    method, max_table_size
+        As in :func:`log_partition`.
 
     Returns
     -------
@@ -113,6 +152,16 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     m = model_of("exact.sample", m)
     m.param_space.check(params)
     target = m.target()
+    el = eliminating.choose(
+        m, "exact.sample", method,
+        lambda: make_plan(target, tuple(target.state_sites)).num_configurations,
+        lambda: check_size(make_plan(target, tuple(target.state_sites)), chunk_size,
+                           "exact.sample", max_configurations), max_table_size, target)
+    if el is not None:
+        eliminating.check_decomposes(el, m, params, "exact.sample")
+        draw = cached(target.cache_key, ("elimination.sample", num_samples), lambda: jax.jit(
+            lambda p, k: eliminating.sample_labels(el, p, k, num_samples)))
+        return eliminating.to_state(el, draw(params, rng_key))
     run, configuration = _cached_sampler("exact.sample", target, num_samples, chunk_size,
                                          max_configurations)
     draws, bad, impossible = run(params, rng_key)
@@ -233,3 +282,81 @@ def _sampler(target, plan, num_samples, chunk_size):
 
     return (run_one_chunk if num_chunks == 1 else run), configuration
 
+
+# --- the MAP state and pair marginals (elimination) ---------------------------------------
+
+
+class PairMarginals(NamedTuple):
+    """What :func:`pair_marginals` returns.
+
+    Attributes
+    ----------
+    pairs : list of (str, str)
+        The interacting pairs of variables, named ``site[index]``.
+    edges : ndarray (E, 2)
+        The same pairs as global variable indices (sites in order, each flattened).
+    probs : array (E, K, K)
+        p(x_i = a, x_j = b; θ) (values in the domains' order; K the largest number of
+        values, rows beyond a variable's own are zero).
+    log_partition : scalar
+    """
+
+    pairs: list
+    edges: np.ndarray
+    probs: jax.Array
+    log_partition: jax.Array
+
+
+def _eliminated(owner, m, params, max_table_size, inputs=None):
+    """The checked elimination set-up of ``m`` (under one example's ``inputs``)."""
+    m = model_of(owner, m)
+    m.param_space.check(params)
+    el = eliminating.prepare(m, owner, max_table_size)
+    eliminating.check_decomposes(el, m, params, owner, inputs)
+    return m, el
+
+
+def pair_marginals(m: UGM, params: dict, *,
+                   max_table_size: int | None = MAX_TABLE_SIZE) -> PairMarginals:
+    """Exact marginals of every interacting pair of variables, by elimination (the
+    gradient of log Z with respect to the pairwise tables).
+
+    Raises
+    ------
+    ValueError
+        If the model has real sites, its largest elimination table is above
+        ``max_table_size`` (naming the treewidth), or its potential is not a sum of one-
+        and two-variable terms.
+    """
+    m, el = _eliminated("exact.pair_marginals", m, params, max_table_size)
+    fn = cached(el.target.cache_key, ("elimination.pairs",), lambda: jax.jit(
+        lambda p: eliminating.marginals(el, p)))
+    log_z_value, _, probs = finite_result("exact.pair_marginals", fn(params), params)
+    name = eliminating.variable_name(el.domains)
+    pairs = [(name(int(i)), name(int(j))) for i, j in el.plan.edges]
+    return PairMarginals(pairs, el.plan.edges, probs, log_z_value)
+
+
+def map_state(m: UGM, params: dict, *, max_table_size: int | None = MAX_TABLE_SIZE
+              ) -> tuple[dict, jax.Array]:
+    """The most probable state argmax_x f(x; θ), exactly: max-product elimination and
+    back-pointers (Viterbi on a chain); ties go to the lowest label.
+
+    Returns
+    -------
+    state : dict of str -> array ``site_shape``
+        Data representation.
+    log_potential : scalar
+        f at that state (the largest log-potential).
+
+    Raises
+    ------
+    ValueError
+        As :func:`pair_marginals`.
+    """
+    m, el = _eliminated("exact.map_state", m, params, max_table_size)
+    fn = cached(el.target.cache_key, ("elimination.map",), lambda: jax.jit(
+        lambda p: eliminating.map_labels(el, p)))
+    best, labels = fn(params)
+    finite_result("exact.map_state", best, params)
+    return eliminating.to_state(el, labels), best

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import jax
 import optax
 
-from ..evaluate.exact import (DEFAULT_CHUNK_SIZE, MAX_CONFIGURATIONS, check_enumerable,
-                              target_log_likelihood)
+from ..evaluate.exact import (DEFAULT_CHUNK_SIZE, MAX_CONFIGURATIONS, MAX_TABLE_SIZE,
+                              objective)
 from ..model.ugm import UGM
 from .fit_setup import prepare_fit, run_fit
 
@@ -56,8 +56,11 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
         rng_key: jax.Array | None = None, tol: float = 1e-6,
         chunk_size: int = DEFAULT_CHUNK_SIZE, progress_bar: bool = True,
         inputs: dict | None = None, max_configurations: int | None = MAX_CONFIGURATIONS,
+        method: str = "auto", max_table_size: int | None = MAX_TABLE_SIZE,
         **model_kwargs: Any) -> ExactFitResult:
-    """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration.
+    """Exact maximum likelihood (or MAP, when parameter sites have priors) by enumeration,
+    or by variable elimination on the model's graph for a larger finite model whose graph
+    is thin (a linear-chain CRF: the forward algorithm; see ``method``).
 
     Maximizes ``mean_n log p(x_n; θ) + log p(θ) / N`` over the unconstrained parameters
     (for a CRF, the conditional ``mean_n log p(x_n; θ, inputs_n)``, each example with its
@@ -114,6 +117,10 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
         The largest enumeration one evaluation of the objective may run (as in
         :func:`ugm.exact.log_partition <numpyro_ugm.evaluate.exact.log_partition>`;
         latent sites, and a CRF's log Z, count once per example).
+    method, max_table_size
+        Enumeration or elimination, as in :func:`ugm.exact.log_partition
+        <numpyro_ugm.evaluate.exact.log_partition>` (``"auto"``: elimination for a
+        finite model above 65,536 configurations whose tables fit ``max_table_size``).
     **model_kwargs
         Keyword arguments of ``model``.
 
@@ -124,11 +131,12 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     fit = prepare_fit("fit_exact", model, data, model_args, model_kwargs, params, num_steps,
                       rng_key, inputs, tol)
     target, space = fit.problem.target, fit.problem.param_model.space
-    check_enumerable(target, chunk_size, "fit_exact", max_configurations,
-                     fit.problem.num_examples, inputs is not None)
-    out = run_fit("fit_exact", fit, lambda p, xs, us: target_log_likelihood(
-        target, p, xs, us, chunk_size), optimizer, tol, progress_bar, "exact fit",
-        (chunk_size,))
+    value = objective(fit.problem.model, target, "fit_exact", method, chunk_size=chunk_size,
+                      max_configurations=max_configurations, max_table_size=max_table_size,
+                      num_examples=fit.problem.num_examples, per_example=inputs is not None,
+                      params=fit.params, inputs=fit.problem.inputs)
+    out = run_fit("fit_exact", fit, value, optimizer, tol, progress_bar, "exact fit",
+                  (chunk_size, method))
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
     return ExactFitResult(params=space.to_constrained(out.params), log_likelihood=out.aux,

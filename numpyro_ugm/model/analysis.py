@@ -55,11 +55,14 @@ class ModelView(NamedTuple):
     trace: Callable
 
 
-def find_structure(m: ModelView, rng_key=None, **options) -> Structure:
+def find_structure(m: ModelView, rng_key=None, declared: bool = True,
+                   **options) -> Structure:
     """The colouring factors declare (:func:`numpyro_ugm.factor`), when together they
     cover every state site and every other factor is linear in the state (adds no
-    interaction); otherwise :func:`~numpyro_ugm.structure.analyze` of the log-potential."""
-    declared = _declared_structure(m)
+    interaction); otherwise (or with ``declared=False``: the interaction graph itself,
+    which a colouring does not give) :func:`~numpyro_ugm.structure.analyze` of the
+    log-potential."""
+    declared = _declared_structure(m) if declared else None
     if declared is not None:
         return declared
     return analyze(m.log_potential, m.state_sites, lambda key, rng: probe_params(m, key, rng),

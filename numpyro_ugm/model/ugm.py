@@ -190,11 +190,14 @@ class UGM:
                 cell.value = structure
         return cell.value
 
-    def analyze(self, rng_key: jax.Array | None = None, **options: Any) -> Structure:
+    def analyze(self, rng_key: jax.Array | None = None, declared: bool = True,
+                **options: Any) -> Structure:
         """A fresh structure analysis (:func:`~numpyro_ugm.model.analysis.find_structure`; not
-        cached: ``target().structure`` is). ``options``: ``num_points``,
-        ``num_interior``, ``max_flip_variables`` of :func:`~numpyro_ugm.structure.analyze`."""
-        return find_structure(self._view(), rng_key, **options)
+        cached: ``target().structure`` is); ``declared=False`` analyses the potential even
+        where factors declare a colouring (for its interaction graph). ``options``:
+        ``num_points``, ``num_interior``, ``max_flip_variables`` of
+        :func:`~numpyro_ugm.structure.analyze`."""
+        return find_structure(self._view(), rng_key, declared, **options)
 
     def _view(self) -> ModelView:
         """What the structure analysis reads of this model."""

@@ -15,12 +15,12 @@ a function they hold, so no function hides a module:
 """
 
 from .boltzmann import gaussian_rbm, rbm, vbm
-from .crf import grid_crf, grid_edges, image_features, multilabel_crf
+from .crf import chain_crf, grid_crf, grid_edges, image_features, multilabel_crf
 from .gaussian import (OffDiagonalLaplace, glasso_objective, lattice_draws, lattice_eigenvalues,
                        lattice_gmrf, lattice_log_likelihood, lattice_mle, lattice_moments,
                        sparse_gmrf)
 
-__all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm", "gaussian_rbm",
+__all__ = ["chain_crf", "grid_crf", "grid_edges", "image_features", "multilabel_crf", "rbm", "vbm", "gaussian_rbm",
            "ergm", "OffDiagonalLaplace", "sparse_gmrf", "glasso_objective", "lattice_gmrf",
            "lattice_eigenvalues", "lattice_moments", "lattice_log_likelihood", "lattice_mle",
            "lattice_draws"]

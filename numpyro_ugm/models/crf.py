@@ -3,10 +3,13 @@
 * :func:`grid_crf`: a pairwise binary CRF on an image grid (the PF paper's image CRF),
   with the features of :func:`image_features` over the bonds of :func:`grid_edges`;
 * :func:`multilabel_crf`: a fully connected pairwise CRF over L labels given a feature
-  vector (the PSMC paper's multi-label CRF).
+  vector (the PSMC paper's multi-label CRF);
+* :func:`chain_crf`: a linear-chain CRF over K labels given sparse per-position features
+  (sequence labelling: named entities, parts of speech), learned and decoded exactly
+  (``ugm.exact``: the forward-backward recursions and Viterbi on its chain).
 
 Pass the features as per-example ``inputs=`` to the learner, evaluation and prediction.
-Both models declare their Gibbs blocks (:func:`numpyro_ugm.factor` with ``colors=``), the
+The first two declare their Gibbs blocks (:func:`numpyro_ugm.factor` with ``colors=``), the
 same for every example: the grid's checkerboard, and the labels one by one. The inputs
 change the potential's weights, never its interaction graph, so no structure analysis
 runs, for the first example or the others.
@@ -20,10 +23,14 @@ import numpyro.distributions as dist
 from jax.typing import ArrayLike
 
 from ..runtime.checks import check_count
-from ..domains import Spin
+from ..domains import Categorical, Spin
 from ..model.factors import factor
 
-__all__ = ["grid_crf", "grid_edges", "image_features", "multilabel_crf"]
+__all__ = ["chain_crf", "grid_crf", "grid_edges", "image_features", "multilabel_crf"]
+
+#: the log-potential of a label other than 0 at a padded position (exp of it is 0 in
+#: float32 and float64 alike, so padding adds exactly nothing to log Z)
+PADDING_PENALTY = -1e4
 
 
 def grid_edges(height: int, width: int) -> np.ndarray:
@@ -114,3 +121,59 @@ def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
     y = numpyro.sample("y", Spin(L))
     factor("potential", y @ jnp.triu(W_E, 1) @ y + y @ (W_v @ features + b),
            colors={"y": np.arange(L)}, multilinear=True)
+
+
+def _weight(name, shape, prior_scale, l1_scale):
+    if prior_scale is not None:
+        return numpyro.sample(name, dist.Normal(0.0, prior_scale).expand(shape).to_event(2))
+    if l1_scale is not None:
+        return numpyro.sample(name, dist.Laplace(0.0, l1_scale).expand(shape).to_event(2))
+    return numpyro.param(name, jnp.zeros(shape))
+
+
+def chain_crf(features: jax.Array, mask: jax.Array, num_labels: int, num_features: int, *,
+              prior_scale: float | None = None, l1_scale: float | None = None) -> None:
+    """Linear-chain CRF: labels y ∈ {0, …, K−1}^T (site ``"y"``) given sparse features,
+
+        f(y; W, A) = Σ_t Σ_{a ∈ features[t]} W[a, y_t] + Σ_t A[y_t, y_{t+1}],
+
+    the weight table ``W`` (num_features, K) of attribute × label and the transition
+    table ``A`` (K, K), as CRFsuite's first-order CRF with every attribute–label and
+    label–label pair a feature. Pass per-example ``inputs={"features": ..., "mask":
+    ...}``: sequences of different lengths share one padded length T; position t is
+    real where ``mask[t]``, and a padded position is held at label 0 (its other labels
+    get :data:`PADDING_PENALTY`; no weight or transition reaches it), so it adds nothing to
+    f or to log Z and the likelihood is that of the unpadded sequence (give label 0
+    there in the data).
+
+    Parameters
+    ----------
+    features : int array (T, F)
+        Per position, the ids of its active attributes, padded with ``num_features``
+        (an id with no weight).
+    mask : bool array (T,)
+        Real positions (a prefix).
+    num_labels, num_features : int
+        K and the number of attributes.
+    prior_scale : float, optional
+        Normal(0, prior_scale) priors on ``W`` and ``A``: L2 regularization
+        ‖θ‖² / (2 prior_scale²) of the summed log-likelihood, as MAP.
+    l1_scale : float, optional
+        Laplace(0, l1_scale) priors instead: L1 regularization ‖θ‖₁ / l1_scale.
+    """
+    K = check_count("chain_crf", "num_labels", num_labels, minimum=2)
+    F = check_count("chain_crf", "num_features", num_features)
+    W = _weight("W", (F, K), prior_scale, l1_scale)
+    A = _weight("A", (K, K), prior_scale, l1_scale)
+    y = numpyro.sample("y", Categorical(features.shape[0], num_categories=K))
+    rows = jnp.concatenate([W, jnp.zeros((1, K), W.dtype)])
+    scores = jnp.sum(rows[jnp.clip(features, 0, F)], axis=-2)  # (T, K)
+    pinned = jnp.where(jnp.arange(K) == 0, 0.0, PADDING_PENALTY).astype(scores.dtype)
+    unary = jnp.where(mask[:, None], scores, pinned)
+    # the transitions run over every bond, padded or not, so that the pairwise part of f
+    # is the same for every example (tabulated once per batch, not once per example);
+    # into a padded position (held at 0) A[y_t, 0] is cancelled in y_t's unary term
+    into_padding = (~mask[1:]).astype(scores.dtype)[:, None] * A[:, 0]
+    unary = unary.at[:-1].add(-into_padding)
+    value = jnp.sum(y * unary) + jnp.einsum("ta,ab,tb->", y[:-1], A, y[1:])
+    factor("potential", value)

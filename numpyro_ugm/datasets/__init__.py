@@ -6,18 +6,20 @@ problems drawn from a model.
 Sources and licenses: MNIST and binarized MNIST CC BY-SA 3.0 (LeCun, Cortes & Burges;
 Larochelle & Murray 2011), the scene data MULAN's research benchmark (Boutell et al.
 2004, no license stated), statnet's networks GPL-3 (R's ergm package). The Kumar-Hebert
-images (Corel) are research-use only and never downloaded: they are read from
-``NUMPYRO_UGM_DATA`` alone.
+images (Corel) and the CoNLL-2002 Spanish NER sentences (Tjong Kim Sang 2002, EFE news
+wire) are research-use only and never downloaded: they are read from ``NUMPYRO_UGM_DATA``
+alone.
 """
 
 import numpy as np
 
+from .conll import conll2002
 from .files import load, path_of
 from .networks import NETWORKS, network
 from .synthetic import vbm_problem
 
-__all__ = ["NETWORKS", "binarized_mnist", "binary_mnist", "kumar_hebert", "mnist",
-           "network", "path_of", "scene", "vbm_problem"]
+__all__ = ["NETWORKS", "binarized_mnist", "binary_mnist", "conll2002", "kumar_hebert",
+           "mnist", "network", "path_of", "scene", "vbm_problem"]
 
 
 def binarized_mnist(split: str = "train") -> np.ndarray:

@@ -2,8 +2,9 @@
 into a user cache, each file checked against a pinned sha256.
 
 * ``NUMPYRO_UGM_DATA``: a folder holding the converted ``.npz`` files (``mnist.npz``,
-  ``binarized_mnist.npz``, ``scene.npz``, ``kumar_hebert_manmade.npz``), each checked
-  against :data:`LOCAL_SHA256`. The repository's CI and tests point it at the data folder
+  ``binarized_mnist.npz``, ``scene.npz``, ``kumar_hebert_manmade.npz``) and the
+  CoNLL-2002 text files (``conll2002/esp.train``, ...), each checked against
+  :data:`LOCAL_SHA256`. The repository's CI and tests point it at the data folder
   that sits beside the repository.
 * Otherwise each set is fetched on first use from its public source (pooch, pinned
   sha256 of every downloaded file), converted once to the same arrays and kept in
@@ -50,10 +51,13 @@ LOCAL_SHA256 = {
     "binarized_mnist.npz": "43b850ec2677ae386c774b5d94744860a5b279e1161f446d3967c446de9cad41",
     "kumar_hebert_manmade.npz":
         "4cbd44cbbb2dd790b85e38f7b895ad6da6e34a433cc146845e7a41a7a209862f",
+    "conll2002/esp.train": "a20d95cab7d88a19a86f8c1ad6329325c99fbd9529ed978cbd7e31d4b01b4008",
+    "conll2002/esp.testa": "85c17793b77881c53d19017d9d0f1e6fb98b7ddcab54a5f24b05ed1793103c87",
+    "conll2002/esp.testb": "1f8f7a392c6d4979a5592a5794eed43d7869b46da6851bbcde99714149f1d016",
 }
 
-#: the public sources of the sets that may be downloaded (the Kumar-Hebert images are
-#: research-use only and are read from a local folder, never downloaded)
+#: the public sources of the sets that may be downloaded (the Kumar-Hebert images and
+#: CoNLL-2002 are research-use only and are read from a local folder, never downloaded)
 SOURCES = {
     "mnist.npz": Source(
         (Remote("https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz",
@@ -140,8 +144,10 @@ def path_of(name: str) -> Path:
     if folder is not None:
         path = folder / name
         if not path.exists():
-            raise FileNotFoundError(f"{name} is not in NUMPYRO_UGM_DATA={folder}; unset "
-                                    "the variable to download it, or copy the file there")
+            how = ("unset the variable to download it, or copy the file there"
+                   if name in SOURCES else "copy the file there (numpyro_ugm never "
+                   "downloads it: its license does not allow it)")
+            raise FileNotFoundError(f"{name} is not in NUMPYRO_UGM_DATA={folder}; {how}")
         return checked(path, LOCAL_SHA256[name])
     if name not in SOURCES:
         raise FileNotFoundError(f"{name} is not downloaded by numpyro_ugm (its license does "

@@ -245,11 +245,13 @@ def check_decomposes(el: Elimination, m: UGM, params: dict, owner: str,
     """Raise ``ValueError`` (naming ``owner`` and the sites) if the tables of the
     potential do not reproduce it at random states, at ``params`` and at random
     parameters (under ``inputs``, one example's, when given)."""
+    fn = cached(el.target.cache_key, ("elimination.decomposition",
+                                      None if inputs is None else tuple(sorted(inputs))),
+                lambda: jax.jit(lambda p, x, u: decomposition_error(
+                    _fn(el, p, u), tables(el, p, u), el.domains, el.plan.edges, x)))
+
     def worst(p):
-        fn = jax.jit(lambda p, x: decomposition_error(_fn(el, p, inputs),
-                                                      tables(el, p, inputs), el.domains,
-                                                      el.plan.edges, x))
-        err, scale = (np.asarray(v) for v in fn(p, states))
+        err, scale = (np.asarray(v) for v in fn(p, states, inputs))
         return float(np.max(err / (1.0 + scale)))
 
     rng = np.random.default_rng(0)

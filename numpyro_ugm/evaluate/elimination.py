@@ -35,7 +35,7 @@ from ..structure.tables import (decomposition_error, labels_to_state, num_values
                                 state_to_labels, tabulate)
 
 __all__ = ["Elimination", "prepare", "choose", "tables", "log_z", "log_probs",
-           "marginals", "map_labels", "sample_labels", "check_decomposes", "variable_name",
+           "marginals", "map_labels", "score", "sample_labels", "check_decomposes", "variable_name",
            "to_labels", "to_state", "run_log_z", "run_log_probs", "run_marginals",
            "ENUMERATION_PREFERRED", "MAX_TABLE_SIZE", "METHODS"]
 
@@ -204,6 +204,11 @@ def marginals(el: Elimination, params: dict, inputs: dict | None = None):
     t = tables(el, params, inputs)
     value, mu, mu2 = contraction.marginals(el.plan, t.unary, t.pairwise)
     return t.constant + value, _site_arrays(el, mu), mu2
+
+
+def score(el: Elimination, t, labels: jax.Array) -> jax.Array:
+    """f at flat ``labels`` (n,) from the tables ``t``: constant + Σ unary + Σ pairwise."""
+    return t.constant + contraction.score(el.plan, t.unary, t.pairwise, labels)
 
 
 def map_labels(el: Elimination, params: dict, inputs: dict | None = None):

@@ -12,6 +12,7 @@ import optax
 from ..evaluate.exact import (DEFAULT_CHUNK_SIZE, MAX_CONFIGURATIONS, MAX_TABLE_SIZE,
                               objective)
 from ..model.ugm import UGM, as_ugm
+from ..runtime.compile_cache import cached
 from .fit_setup import prepare_fit, run_fit, run_fit_groups
 
 __all__ = ["fit_exact", "ExactFitResult"]
@@ -88,8 +89,9 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
         Observed sites (data representation), leading example axis; absent state sites
         are latent and summed out. A list: groups of examples of different shapes (a
         CRF's sentences in length buckets), each with its ``inputs`` (a list as long);
-        the model is traced (and its structure found) once per group, with the group's
-        first example.
+        the model is traced (and its structure found) once per group shape, with the
+        group's first example (kept with the model: later fits reuse it and its
+        compiled program).
     *model_args
         Positional arguments of ``model``.
     params : dict, optional
@@ -163,7 +165,9 @@ def _fit_groups(model, data, model_args, model_kwargs, params, num_steps, optimi
     m, fits = as_ugm(model, *model_args, **model_kwargs), []
     for group, group_inputs in zip(data, inputs):
         first = {k: np.asarray(v)[0] for k, v in group_inputs.items()}
-        traced = UGM(m.model, *m.args, init_strategy=m.init_strategy, **{**m.kwargs, **first})
+        shapes = tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in sorted(first.items()))
+        traced = cached(m.target().cache_key, ("fit_exact.group", shapes), lambda: UGM(
+            m.model, *m.args, init_strategy=m.init_strategy, **{**m.kwargs, **first}))
         fits.append(prepare_fit("fit_exact", traced, group, (), {},
                                 fits[0].params if fits else params, num_steps, rng_key,
                                 group_inputs, tol))

@@ -14,7 +14,7 @@ import numpy as np
 from .factors import check_conditionals
 from .params import ParamSpace
 from .sites import log_terms
-from ..structure import Structure, analyze, cover, from_colors
+from ..structure import Structure, analyze, cover, from_colors, greedy_coloring
 
 __all__ = ["ModelView", "find_structure", "covering_structure",
            "check_declared_conditionals", "probe_params"]
@@ -77,7 +77,8 @@ def _declared_structure(m):
     declared, terms = m.declared, m.terms
     if not declared:
         return None
-    if set().union(*(set(colors) for colors, _ in declared.values())) != set(m.state_sites):
+    covered = [set(colors) | set(edges or {}) for colors, _, edges in declared.values()]
+    if set().union(*covered) != set(m.state_sites):
         return None
     probe = m.init_params(jax.random.PRNGKey(0))
     state0 = _probe_states(m.state_sites)[0]
@@ -95,12 +96,19 @@ def _declared_structure(m):
             if not _is_linear(lambda x: rest(params, x), state, m.state_sites, rng):
                 return None
     colors = {}
-    for s in m.state_sites:
-        rows = [np.asarray(c[s], np.int64).reshape(-1) for c, _ in declared.values() if s in c]
+    for s, d in m.state_sites.items():
+        rows = [np.asarray(c[s], np.int64).reshape(-1) for c, _, _ in declared.values()
+                if s in c]
+        rows += [greedy_coloring(d.num_variables, e[s]) for _, _, e in declared.values()
+                 if e is not None and s in e]
         colors[s] = (rows[0] if len(rows) == 1
                      else np.unique(np.stack(rows, 1), axis=0, return_inverse=True)[1].reshape(-1))
-    multilinear = all(flag for _, flag in declared.values())
-    return from_colors(m.state_sites, colors, multilinear)
+    multilinear = all(flag for _, flag, _ in declared.values())
+    edges = None
+    if all(e is not None for _, _, e in declared.values()):  # every factor gave its graph
+        edges = {s: np.concatenate([e[s] for _, _, e in declared.values() if s in e])
+                 for s in m.state_sites if any(s in e for _, _, e in declared.values())}
+    return from_colors(m.state_sites, colors, multilinear, edges)
 
 
 def _is_linear(f, state, domains, rng, num_pairs: int = 16, tol: float = 1e-5) -> bool:

@@ -21,18 +21,20 @@ from numpyro.distributions import Unit
 
 from ..conditionals import scatter
 
-__all__ = ["factor", "own_conditionals", "check_conditionals", "CONDITIONALS", "COLORS",
+__all__ = ["factor", "own_conditionals", "check_conditionals", "CONDITIONALS", "COLORS", "EDGES",
            "MULTILINEAR"]
 
 #: keys of the site's ``infer`` dict
 CONDITIONALS = "ugm_conditionals"
 COLORS = "ugm_colors"
 MULTILINEAR = "ugm_multilinear"
+EDGES = "ugm_edges"
 
 
 def factor(name: str, log_factor: Any, *, conditionals: Callable | None = None,
            colors: Mapping[str, np.ndarray] | None = None,
-           multilinear: bool = False) -> None:
+           multilinear: bool = False,
+           edges: Mapping[str, np.ndarray] | None = None) -> None:
     """Add ``log_factor`` to the log-potential, as ``numpyro.factor`` does.
 
     Parameters
@@ -55,8 +57,16 @@ def factor(name: str, log_factor: Any, *, conditionals: Callable | None = None,
         model takes it as its structure (no analysis) when no other factor depends on
         the state; the caller guarantees it.
     multilinear : bool
-        With ``colors``: whether ``log_factor`` is multilinear in each variable (then
-        conditionals may also be read off a gradient, e.g. to sum out latent sites).
+        With ``colors`` or ``edges``: whether ``log_factor`` is multilinear in each
+        variable (then conditionals may also be read off a gradient, e.g. to sum out
+        latent sites).
+    edges : dict of str -> int array (E, 2), optional
+        Per state site, the pairs of its variables (flat indices) that interact under
+        this factor, for every example of a CRF: the model takes this graph (and its
+        greedy colouring as Gibbs blocks) as its structure, with no analysis — for the
+        first example or the others — when the declaring factors cover every state
+        site and no other factor depends on the state (exact elimination checks its
+        tables against the potential).
     """
     unit = Unit(log_factor)
     infer = {"is_auxiliary": True}
@@ -65,6 +75,9 @@ def factor(name: str, log_factor: Any, *, conditionals: Callable | None = None,
             raise TypeError(f"factor {name!r}: conditionals must be callable, got "
                             f"{conditionals!r}")
         infer[CONDITIONALS] = conditionals
+    if edges is not None:
+        infer[EDGES] = {s: np.asarray(e, np.int64).reshape(-1, 2) for s, e in edges.items()}
+        infer[MULTILINEAR] = bool(multilinear)
     if colors is not None:
         infer[COLORS] = {s: np.asarray(c, np.int64) for s, c in colors.items()}
         infer[MULTILINEAR] = bool(multilinear)

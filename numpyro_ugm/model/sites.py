@@ -9,7 +9,7 @@ from numpyro import handlers
 from numpyro.distributions import ExpandedDistribution, Independent, Unit, constraints
 
 from ..domains import Domain
-from .factors import COLORS, CONDITIONALS, MULTILINEAR
+from .factors import COLORS, CONDITIONALS, EDGES, MULTILINEAR
 from .params import ParamSite, value_shape
 
 __all__ = ["trace_model", "find_sites", "Sites", "log_terms", "domain_of", "TRACE_LOCK"]
@@ -136,8 +136,8 @@ def find_sites(trace) -> Sites:
     infers = {name: site.get("infer") or {} for name, site in trace.items()
               if site["type"] == "sample" and site["is_observed"]}
     hooked = tuple(name for name, infer in infers.items() if CONDITIONALS in infer)
-    declared = {name: (infer[COLORS], infer[MULTILINEAR])
-                for name, infer in infers.items() if COLORS in infer}
+    declared = {name: (infer.get(COLORS) or {}, infer[MULTILINEAR], infer.get(EDGES))
+                for name, infer in infers.items() if COLORS in infer or EDGES in infer}
     return Sites(params, state, hooked, declared)
 
 

@@ -176,4 +176,5 @@ def chain_crf(features: jax.Array, mask: jax.Array, num_labels: int, num_feature
     into_padding = (~mask[1:]).astype(scores.dtype)[:, None] * A[:, 0]
     unary = unary.at[:-1].add(-into_padding)
     value = jnp.sum(y * unary) + jnp.einsum("ta,ab,tb->", y[:-1], A, y[1:])
-    factor("potential", value)
+    bonds = np.stack([np.arange(features.shape[0] - 1), np.arange(1, features.shape[0])], 1)
+    factor("potential", value, edges={"y": bonds}, multilinear=True)

@@ -8,7 +8,11 @@ one structure valid for every example of a CRF.
 * :mod:`~numpyro_ugm.structure.discovery`: :func:`analyze`, the interaction graph and
   multilinearity of a log-potential, probed at random states and parameters;
 * :mod:`~numpyro_ugm.structure.covering`: :func:`cover`, a structure whose blocks hold
-  for every example of a conditional model (its graph may depend on the inputs).
+  for every example of a conditional model (its graph may depend on the inputs);
+* exact inference on the graph: :mod:`~numpyro_ugm.structure.tables` (the potential's
+  unary and pairwise tables), :mod:`~numpyro_ugm.structure.elimination` (the elimination
+  order and its table sizes) and :mod:`~numpyro_ugm.structure.contraction` (log Z,
+  marginals, MAP and exact draws on the tables).
 
 This package knows nothing of :class:`~numpyro_ugm.model.UGM`: it works on a
 log-potential function ``(params, state) -> scalar`` (``(params, state, inputs)`` for

@@ -128,7 +128,7 @@ def cover(structure: Structure, log_potential: Callable[[dict, dict, Any], Any],
         When a block's variables depend on each other in some example but moving them
         one at a time finds no interaction (naming the example and the variables).
     """
-    if structure.edges is None:  # complete graph: one variable per block, always valid
+    if structure.edges is None or structure.declared:  # complete, or the factors' own
         return structure
     rng_key = jax.random.PRNGKey(20100621) if rng_key is None else rng_key
     cache = {} if cache is None else cache

@@ -36,6 +36,9 @@ class Structure(NamedTuple):
         Real sites whose potential is not quadratic in their variables: in no block
         (colour -1), moved jointly by a gradient kernel
         (:mod:`numpyro_ugm.kernels.gradient`).
+    declared : bool
+        Whether the model's factors declared ``edges`` (their graph holds for every
+        example of a CRF: no covering check).
     """
 
     sites: tuple
@@ -45,6 +48,7 @@ class Structure(NamedTuple):
     blocks: list
     multilinear: bool
     moved: tuple = ()
+    declared: bool = False
 
     @property
     def num_variables(self):
@@ -126,12 +130,14 @@ def with_blocks(domains, offsets, edges, colors, multilinear, moved=()):
     return Structure(tuple(domains), offsets, edges, colors, blocks, multilinear, moved)
 
 
-def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structure:
+def from_colors(domains: Mapping, colors: Mapping, multilinear: bool,
+                edges: Mapping | None = None) -> Structure:
     """The :class:`Structure` of a coloring the model declares (see
     :func:`numpyro_ugm.factor`): per site, a color for each variable (flat order).
     Its interaction graph is unknown (``edges`` is ``None``, so
     :meth:`Structure.independent` answers conservatively) unless there is one color
-    (no interactions)."""
+    (no interactions) or the factors declared their ``edges`` (per site, pairs of flat
+    indices: then the graph, ``declared``)."""
     sizes = [d.num_variables for d in domains.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     flat = []
@@ -143,5 +149,11 @@ def from_colors(domains: Mapping, colors: Mapping, multilinear: bool) -> Structu
         flat.append(c)
     _, dense = np.unique(np.concatenate(flat), return_inverse=True)  # colors 0..C−1
     # one color: every variable independent of the others, so the graph is known (empty)
+    if edges is not None:
+        starts = dict(zip(domains, offsets[:-1]))
+        pairs = [np.asarray(e, np.int64).reshape(-1, 2) + starts[s] for s, e in edges.items()]
+        graph = unique_pairs(np.concatenate(pairs)) if pairs else np.zeros((0, 2), np.int64)
+        return with_blocks(domains, offsets, graph, dense.astype(np.int64),
+                           multilinear)._replace(declared=True)
     edges = np.zeros((0, 2), np.int64) if dense.size and dense.max() == 0 else None
     return with_blocks(domains, offsets, edges, dense.astype(np.int64), multilinear)

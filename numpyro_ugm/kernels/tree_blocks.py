@@ -1,0 +1,235 @@
+"""Tree-block Gibbs: whole forests and strips of the interaction graph drawn exactly
+given the rest (Hamze & de Freitas, "From fields to trees", UAI 2004).
+
+The blocks come from the graph the structure analysis found
+(:func:`~numpyro_ugm.structure.forests.forest_covers`): a forest is drawn whole; other
+graphs are covered by the paths of each edge stride (a grid's even rows, odd rows, even
+columns, odd columns), so that every edge lies inside some block. A block's components
+are conditionally independent trees given the rest: each is drawn by forward filtering
+and backward sampling (:func:`~numpyro_ugm.structure.contraction.sample_labels`) on its
+conditional — the unary tables of its variables plus the pairwise tables of the edges
+leaving the block at the other ends' current values, and the pairwise tables of its own
+edges — with components of one shape (the rows of a grid) mapped through one plan.
+
+The unary and pairwise log tables are read off the log-density itself
+(:func:`~numpyro_ugm.structure.tables.tabulate`, from derivatives at the origin for
+multilinear potentials): they depend on the parameters, not the state, so by default
+they are computed when a chain state is made (``init``: a new log-density, a new β, new
+parameters — every caller initializes or refreshes its states on a new log-density) and
+kept in the state; ``cache_tables=False`` recomputes them at every step instead (once for
+all chains: they do not depend on the chain).
+"""
+
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..runtime.checks import check_count
+from ..structure import contraction
+from ..structure.elimination import MAX_TABLE_SIZE, plan_elimination
+from ..structure.forests import block_groups, forest_covers, has_triangle
+from ..structure.graph import unique_pairs
+from ..structure.tables import labels_to_state, num_values_of, state_to_labels, tabulate
+from .base import Kernel, KernelInfo, KernelSpec
+
+__all__ = ["tree_gibbs", "TreeGibbsState"]
+
+#: relative error above which a potential is not a sum of its tables (see ``check``)
+DECOMPOSITION_TOLERANCE = 1e-4
+
+
+class TreeGibbsState(NamedTuple):
+    """One chain: its position and (``cache_tables``) the tables of the log-density it
+    was made with: ``unary`` (n, K) and ``oriented`` (2E + 1, K, K), each edge's table,
+    then transposed, then a zero table."""
+
+    position: dict
+    unary: jax.Array | None = None
+    oriented: jax.Array | None = None
+
+
+class _Layout(NamedTuple):
+    """What a tree-block kernel precomputes on the host: the model's domains, edges,
+    number of values and multilinearity, and per cover, per block, the ``(plan,
+    group)`` pairs of its component shapes."""
+
+    domains: dict
+    edges: np.ndarray
+    num_values: int
+    multilinear: bool
+    covers: list
+    check: bool
+
+
+def _layout(target, max_table_size) -> _Layout:
+    """The blocks of ``target``; errors naming the sites for a model they do not fit."""
+    structure, domains = target.structure, target.state_sites
+    if target.real_sites or structure.moved:
+        raise ValueError(f"tree_gibbs: the sites {list(target.real_sites)} are real; "
+                         "tree blocks are for finite sites (use gibbs())")
+    if structure.edges is None:
+        raise ValueError(f"tree_gibbs: the interaction graph of sites {list(domains)} is "
+                         "unknown (a declared colouring); tree blocks need the graph the "
+                         "structure analysis finds (use gibbs())")
+    if tuple(structure.sites) != tuple(domains):
+        raise ValueError(f"tree_gibbs: the structure's sites {list(structure.sites)} are "
+                         f"not the state sites {list(domains)}")
+    n = structure.num_variables
+    edges = unique_pairs(structure.edges) if len(structure.edges) else np.zeros((0, 2), int)
+    k = int(num_values_of(domains).max())
+    plans, covers = {}, []
+    for cover in forest_covers(n, edges):
+        blocks = []
+        for components in cover:
+            pairs = []
+            for group in block_groups(n, edges, components):
+                shape = (group.variables.shape[1], group.edges.tobytes())
+                if shape not in plans:
+                    plans[shape] = plan_elimination(group.variables.shape[1], k, group.edges,
+                                                    max_table_size=max_table_size,
+                                                    owner="tree_gibbs")
+                pairs.append((plans[shape], group))
+            blocks.append(pairs)
+        covers.append(blocks)
+    return _Layout(dict(domains), edges, k, bool(structure.multilinear), covers,
+                   has_triangle(n, edges))
+
+
+def _tables(layout, logdensity_fn, dtype):
+    """``(constant, unary (n, K), oriented (2E + 1, K, K))`` of ``logdensity_fn``."""
+    t = tabulate(logdensity_fn, layout.domains, layout.edges, layout.multilinear,
+                 layout.num_values, dtype)
+    k = layout.num_values
+    oriented = jnp.concatenate([t.pairwise, jnp.swapaxes(t.pairwise, 1, 2),
+                                jnp.zeros((1, k, k), t.pairwise.dtype)])
+    return t.constant, t.unary, oriented
+
+
+def _raise_if_not_pairwise(error, sites):
+    worst = float(np.max(np.asarray(error)))
+    if not worst <= DECOMPOSITION_TOLERANCE:
+        raise ValueError(
+            f"tree_gibbs: the log-potential over sites {sites} is not a sum of one- and "
+            f"two-variable terms over its interaction graph (at a chain's state its "
+            f"tables miss it by {worst:.2e} of its size): it has terms over three or "
+            "more variables at once, which tree blocks do not handle; use gibbs()")
+
+
+def _check(layout, logdensity_fn, constant, unary, oriented, labels, position):
+    """On a graph with triangles (where a term over three variables could hide), raise
+    from the host if the tables do not reproduce ``logdensity_fn`` at ``position``."""
+    if not layout.check:
+        return
+    e, n = layout.edges, len(layout.edges)
+    rebuilt = (constant + jnp.sum(unary[jnp.arange(labels.shape[0]), labels])
+               + jnp.sum(oriented[jnp.arange(n), labels[e[:, 0]], labels[e[:, 1]]]))
+    f = logdensity_fn(position)
+    error = jnp.abs(f - rebuilt) / (1.0 + jnp.abs(f) + jnp.abs(rebuilt))
+    jax.debug.callback(functools.partial(_raise_if_not_pairwise,
+                                         sites=list(layout.domains)), error)
+
+
+def _update(plan, group, rng_key, labels, unary, oriented):
+    """The components of ``group`` drawn exactly given the other variables."""
+    x = labels[group.others]  # (G, m, D)
+    field = unary[group.variables] + jnp.sum(oriented[group.boundary, :, x], axis=2)
+    inner = oriented[group.inner]  # (G, F, K, K)
+    keys = jax.random.split(rng_key, group.variables.shape[0])
+    new = jax.vmap(lambda u, w, k: contraction.sample_labels(plan, u, w, k, 1)[0])(
+        field, inner, keys)
+    return labels.at[group.variables.reshape(-1)].set(new.reshape(-1))
+
+
+def _float_dtype(position):
+    for leaf in jax.tree.leaves(position):
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            return leaf.dtype
+    return jnp.result_type(float)
+
+
+@dataclasses.dataclass(frozen=True)
+class tree_gibbs(KernelSpec):
+    """Tree-block Gibbs sampler: forests and strips of the interaction graph drawn
+    exactly given the rest (see :mod:`numpyro_ugm.kernels.tree_blocks`), for finite
+    models whose potential is a sum of one- and two-variable terms.
+
+    One sweep visits every block of every cover (every variable at least once, every
+    edge inside some block). ``info.acceptance_rate`` is 1.
+
+    Parameters
+    ----------
+    num_sweeps : int
+        Sweeps per ``step``.
+    cache_tables : bool
+        Keep the log-density's tables in the chain state (computed by ``init``) rather
+        than recompute them at every step.
+    backward : bool
+        Visit the blocks in reverse order (the reverse operator, :meth:`reverse`).
+    max_table_size : int or None
+        Refuse a block whose elimination needs a larger table (a tree's is K²).
+    """
+
+    num_sweeps: int = 1
+    cache_tables: bool = True
+    backward: bool = False
+    max_table_size: int | None = MAX_TABLE_SIZE
+
+    def __post_init__(self):
+        object.__setattr__(self, "num_sweeps",
+                           check_count("tree_gibbs", "num_sweeps", self.num_sweeps))
+
+    def reverse(self) -> "tree_gibbs":
+        """The same blocks in reverse order."""
+        return dataclasses.replace(self, backward=not self.backward)
+
+    def build(self, target) -> Kernel:
+        layout = _layout(target, self.max_table_size)
+        updates = [pair for cover in layout.covers for block in cover for pair in block]
+        if self.backward:
+            updates = updates[::-1]
+        sweeps, cache = int(self.num_sweeps), bool(self.cache_tables)
+        sites = layout.domains
+
+        def tables(position, logdensity_fn):
+            labels = state_to_labels(sites, position)
+            constant, unary, oriented = _tables(layout, logdensity_fn,
+                                                _float_dtype(position))
+            _check(layout, logdensity_fn, constant, unary, oriented, labels, position)
+            return unary, oriented
+
+        def init(position, logdensity_fn=None):
+            position = dict(position)
+            if not cache:
+                return TreeGibbsState(position)
+            if logdensity_fn is None:
+                raise ValueError("tree_gibbs: init needs the log-density (its tables are "
+                                 "kept in the state)")
+            return TreeGibbsState(position, *tables(position, logdensity_fn))
+
+        def step(rng_key, state, logdensity_fn, **unused):
+            position = state.position
+            if cache:
+                unary, oriented = state.unary, state.oriented
+            else:
+                unary, oriented = tables(position, logdensity_fn)
+
+            def sweep(i, labels):
+                keys = jax.random.split(jax.random.fold_in(rng_key, i), len(updates))
+                for key, (plan, group) in zip(keys, updates):
+                    labels = _update(plan, group, key, labels, unary, oriented)
+                return labels
+
+            labels = jax.lax.fori_loop(0, sweeps, sweep, state_to_labels(sites, position))
+            new, start = {}, 0
+            for s, d in sites.items():
+                part = labels[start:start + d.num_variables]
+                new[s] = labels_to_state({s: d}, part, position[s].dtype)[s].reshape(
+                    position[s].shape)
+                start += d.num_variables
+            return state._replace(position=new), KernelInfo(jnp.ones((), jnp.float32))
+
+        return Kernel(init, step)

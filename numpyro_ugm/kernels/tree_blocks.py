@@ -6,10 +6,12 @@ The blocks come from the graph the structure analysis found
 graphs are covered by the paths of each edge stride (a grid's even rows, odd rows, even
 columns, odd columns), so that every edge lies inside some block. A block's components
 are conditionally independent trees given the rest: each is drawn by forward filtering
-and backward sampling (:func:`~numpyro_ugm.structure.contraction.sample_labels`) on its
-conditional — the unary tables of its variables plus the pairwise tables of the edges
-leaving the block at the other ends' current values, and the pairwise tables of its own
-edges — with components of one shape (the rows of a grid) mapped through one plan.
+and backward sampling on its conditional — the unary tables of its variables plus the
+pairwise tables of the edges leaving the block at the other ends' current values, and
+the pairwise tables of its own edges — with components of one shape (the rows of a
+grid) drawn together. Paths go through :func:`sample_paths` (prefix products: log L
+dependent steps for a path of L variables, not L), other trees through their
+elimination plan (:func:`~numpyro_ugm.structure.contraction.sample_labels`, vmapped).
 
 The unary and pairwise log tables are read off the log-density itself
 (:func:`~numpyro_ugm.structure.tables.tabulate`, from derivatives at the origin for
@@ -36,20 +38,19 @@ from ..structure.graph import unique_pairs
 from ..structure.tables import labels_to_state, num_values_of, state_to_labels, tabulate
 from .base import Kernel, KernelInfo, KernelSpec
 
-__all__ = ["tree_gibbs", "TreeGibbsState"]
+__all__ = ["tree_gibbs", "TreeGibbsState", "sample_paths"]
 
 #: relative error above which a potential is not a sum of its tables (see ``check``)
 DECOMPOSITION_TOLERANCE = 1e-4
 
 
 class TreeGibbsState(NamedTuple):
-    """One chain: its position and (``cache_tables``) the tables of the log-density it
-    was made with: ``unary`` (n, K) and ``oriented`` (2E + 1, K, K), each edge's table,
-    then transposed, then a zero table."""
+    """One chain: its position and (``cache_tables``) the log tables of the log-density
+    it was made with, per block update: its variables' unary tables, their boundary
+    edges' and its own edges' pairwise tables."""
 
     position: dict
-    unary: jax.Array | None = None
-    oriented: jax.Array | None = None
+    tables: tuple | None = None
 
 
 class _Layout(NamedTuple):
@@ -67,14 +68,15 @@ class _Layout(NamedTuple):
 
 def _layout(target, max_table_size) -> _Layout:
     """The blocks of ``target``; errors naming the sites for a model they do not fit."""
-    structure, domains = target.structure, target.state_sites
+    structure, domains = target.interaction_graph(), target.state_sites
     if target.real_sites or structure.moved:
         raise ValueError(f"tree_gibbs: the sites {list(target.real_sites)} are real; "
                          "tree blocks are for finite sites (use gibbs())")
     if structure.edges is None:
         raise ValueError(f"tree_gibbs: the interaction graph of sites {list(domains)} is "
-                         "unknown (a declared colouring); tree blocks need the graph the "
-                         "structure analysis finds (use gibbs())")
+                         "unknown (a declared colouring, on a target without its model); "
+                         "tree blocks need the graph the structure analysis finds (use "
+                         "gibbs())")
     if tuple(structure.sites) != tuple(domains):
         raise ValueError(f"tree_gibbs: the structure's sites {list(structure.sites)} are "
                          f"not the state sites {list(domains)}")
@@ -133,14 +135,89 @@ def _check(layout, logdensity_fn, constant, unary, oriented, labels, position):
                                          sites=list(layout.domains)), error)
 
 
-def _update(plan, group, rng_key, labels, unary, oriented):
+def _scaled_product(a, b):
+    """Matrix products of stacks of non-negative (..., K, K), each divided by its
+    largest entry (the prefix products of :func:`sample_paths` are needed up to a
+    positive factor; the scaling keeps them in range)."""
+    c = jnp.einsum("...ij,...jk->...ik", a, b)
+    top = jnp.max(c, axis=(-2, -1), keepdims=True)
+    return c / jnp.where(top > 0, top, 1)
+
+
+def _weights(log_values, axes):
+    """exp(log_values) scaled by its largest entry over ``axes``."""
+    top = jnp.max(log_values, axis=axes, keepdims=True)
+    return jnp.exp(log_values - jnp.where(jnp.isfinite(top), top, 0))
+
+
+def _draw(uniforms, weights):
+    """Labels by inversion of the non-negative ``weights`` (..., K) at ``uniforms``."""
+    cumulative = jnp.cumsum(weights, axis=-1)
+    u = uniforms * cumulative[..., -1]
+    return jnp.sum(cumulative[..., :-1] <= u[..., None], axis=-1, dtype=jnp.int32)
+
+
+def sample_paths(unary, pairwise, uniforms):
+    """Exact draws of chain models x_0 − x_1 − … − x_{L−1}, in parallel over positions.
+
+    Forward filtering: α_t ∝ α_0 M_1 ⋯ M_t with M_t = exp(pairwise[t − 1] + unary[t])
+    are prefix products (``associative_scan``: depth log L instead of L sequential
+    steps, without a logarithm: each product is scaled by its largest entry). Backward
+    sampling draws x_t = g_t(x_{t+1}), where g_t maps each value of x_{t+1} to the draw
+    from α_t · exp(pairwise[t][:, x_{t+1}]) at the uniform of position t, and the
+    suffix compositions g_t ∘ … ∘ g_{L−2} are again an associative scan. The law of the
+    sequential forward filtering and backward sampling of
+    :func:`~numpyro_ugm.structure.contraction.sample_labels`, up to the weights that
+    underflow (terms below e^−87 of the largest in float32).
+
+    Parameters
+    ----------
+    unary : (..., L, K)
+    pairwise : (..., L − 1, K, K)
+        Log tables over (x_t, x_{t+1}).
+    uniforms : (..., L)
+
+    Returns
+    -------
+    labels : (..., L) int32
+    """
+    first = _weights(unary[..., 0, :], -1)
+    steps = _weights(pairwise + unary[..., 1:, None, :], (-2, -1))
+    steps = jnp.concatenate([first[..., None, :, None] * steps[..., :1, :, :],
+                             steps[..., 1:, :, :]], axis=-3)
+    prefix = jax.lax.associative_scan(_scaled_product, steps, axis=-3)
+    alpha = jnp.concatenate([first[..., None, :], jnp.sum(prefix, axis=-2)], axis=-2)
+    last = _draw(uniforms[..., -1], alpha[..., -1, :])
+    # g_t[b]: x_t drawn given x_{t+1} = b, for every b
+    weights = alpha[..., :-1, :, None] * _weights(pairwise, (-2, -1))  # (..., t, a, b)
+    maps = _draw(jnp.broadcast_to(uniforms[..., :-1, None], weights.shape[:-1]),
+                 jnp.swapaxes(weights, -1, -2))
+    composed = jax.lax.associative_scan(lambda a, b: jnp.take_along_axis(b, a, -1),
+                                        jnp.flip(maps, -2), axis=-2)
+    suffix = jnp.flip(composed, -2)  # (..., L − 1, K): x_t as a function of x_{L−1}
+    index = jnp.broadcast_to(last[..., None, None], suffix.shape[:-1] + (1,))
+    head = jnp.take_along_axis(suffix, index, -1)[..., 0]
+    return jnp.concatenate([head, last[..., None]], -1)
+
+
+def _group_tables(group, unary, oriented):
+    """A group's log tables: its variables' unary (G, m, K), their boundary edges'
+    (G, m, D, K, K; the variable first) and its own edges' (G, F, K, K)."""
+    return unary[group.variables], oriented[group.boundary], oriented[group.inner]
+
+
+def _update(plan, group, rng_key, labels, tables):
     """The components of ``group`` drawn exactly given the other variables."""
-    x = labels[group.others]  # (G, m, D)
-    field = unary[group.variables] + jnp.sum(oriented[group.boundary, :, x], axis=2)
-    inner = oriented[group.inner]  # (G, F, K, K)
-    keys = jax.random.split(rng_key, group.variables.shape[0])
-    new = jax.vmap(lambda u, w, k: contraction.sample_labels(plan, u, w, k, 1)[0])(
-        field, inner, keys)
+    unary, boundary, inner = tables
+    others = jax.nn.one_hot(labels[group.others], unary.shape[-1], dtype=unary.dtype)
+    field = unary + jnp.einsum("gmdvc,gmdc->gmv", boundary, others)
+    if plan.chain:
+        uniforms = jax.random.uniform(rng_key, group.variables.shape, field.dtype)
+        new = sample_paths(field, inner, uniforms)
+    else:
+        keys = jax.random.split(rng_key, group.variables.shape[0])
+        new = jax.vmap(lambda u, w, k: contraction.sample_labels(plan, u, w, k, 1)[0])(
+            field, inner, keys)
     return labels.at[group.variables.reshape(-1)].set(new.reshape(-1))
 
 
@@ -199,7 +276,7 @@ class tree_gibbs(KernelSpec):
             constant, unary, oriented = _tables(layout, logdensity_fn,
                                                 _float_dtype(position))
             _check(layout, logdensity_fn, constant, unary, oriented, labels, position)
-            return unary, oriented
+            return tuple(_group_tables(group, unary, oriented) for _, group in updates)
 
         def init(position, logdensity_fn=None):
             position = dict(position)
@@ -208,19 +285,16 @@ class tree_gibbs(KernelSpec):
             if logdensity_fn is None:
                 raise ValueError("tree_gibbs: init needs the log-density (its tables are "
                                  "kept in the state)")
-            return TreeGibbsState(position, *tables(position, logdensity_fn))
+            return TreeGibbsState(position, tables(position, logdensity_fn))
 
         def step(rng_key, state, logdensity_fn, **unused):
             position = state.position
-            if cache:
-                unary, oriented = state.unary, state.oriented
-            else:
-                unary, oriented = tables(position, logdensity_fn)
+            prepared = state.tables if cache else tables(position, logdensity_fn)
 
             def sweep(i, labels):
                 keys = jax.random.split(jax.random.fold_in(rng_key, i), len(updates))
-                for key, (plan, group) in zip(keys, updates):
-                    labels = _update(plan, group, key, labels, unary, oriented)
+                for key, (plan, group), t in zip(keys, updates, prepared):
+                    labels = _update(plan, group, key, labels, t)
                 return labels
 
             labels = jax.lax.fori_loop(0, sweeps, sweep, state_to_labels(sites, position))

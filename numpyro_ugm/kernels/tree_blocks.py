@@ -152,20 +152,39 @@ def _weights(log_values, axes):
 
 def _draw(uniforms, weights):
     """Labels by inversion of the non-negative ``weights`` (..., K) at ``uniforms``."""
+    if weights.shape[-1] == 2:
+        return (uniforms * (weights[..., 0] + weights[..., 1]) >= weights[..., 0]).astype(
+            jnp.int32)
     cumulative = jnp.cumsum(weights, axis=-1)
     u = uniforms * cumulative[..., -1]
     return jnp.sum(cumulative[..., :-1] <= u[..., None], axis=-1, dtype=jnp.int32)
 
 
-def sample_paths(unary, pairwise, uniforms):
+def _apply(maps, x):
+    """``maps[..., x]``: maps (..., K) of values to values at ``x`` (..., broadcast
+    against ``maps.shape[:-1]``); a select for two values."""
+    if maps.shape[-1] == 2:
+        return jnp.where(x == 0, maps[..., 0], maps[..., 1])
+    index = jnp.broadcast_to(x[..., None], maps.shape[:-1] + (1,))
+    return jnp.take_along_axis(maps, index, -1)[..., 0]
+
+
+def _compose(inner, outer):
+    """outer ∘ inner of stacks of maps (..., K)."""
+    if inner.shape[-1] == 2:
+        return jnp.where(inner == 0, outer[..., :1], outer[..., 1:])
+    return jnp.take_along_axis(outer, inner, -1)
+
+
+def sample_paths(unary, weights, uniforms):
     """Exact draws of chain models x_0 − x_1 − … − x_{L−1}, in parallel over positions.
 
-    Forward filtering: α_t ∝ α_0 M_1 ⋯ M_t with M_t = exp(pairwise[t − 1] + unary[t])
+    Forward filtering: α_t ∝ α_0 M_1 ⋯ M_t with M_t = weights[t − 1] · exp(unary[t])
     are prefix products (``associative_scan``: depth log L instead of L sequential
     steps, without a logarithm: each product is scaled by its largest entry). Backward
     sampling draws x_t = g_t(x_{t+1}), where g_t maps each value of x_{t+1} to the draw
-    from α_t · exp(pairwise[t][:, x_{t+1}]) at the uniform of position t, and the
-    suffix compositions g_t ∘ … ∘ g_{L−2} are again an associative scan. The law of the
+    from α_t · weights[t][:, x_{t+1}] at the uniform of position t, and the suffix
+    compositions g_t ∘ … ∘ g_{L−2} are again an associative scan. The law of the
     sequential forward filtering and backward sampling of
     :func:`~numpyro_ugm.structure.contraction.sample_labels`, up to the weights that
     underflow (terms below e^−87 of the largest in float32).
@@ -173,37 +192,40 @@ def sample_paths(unary, pairwise, uniforms):
     Parameters
     ----------
     unary : (..., L, K)
-    pairwise : (..., L − 1, K, K)
-        Log tables over (x_t, x_{t+1}).
+        Log tables.
+    weights : (..., L − 1, K, K)
+        exp of the pairwise log tables over (x_t, x_{t+1}), each scaled by a positive
+        factor (:func:`_weights`).
     uniforms : (..., L)
 
     Returns
     -------
     labels : (..., L) int32
     """
-    first = _weights(unary[..., 0, :], -1)
-    steps = _weights(pairwise + unary[..., 1:, None, :], (-2, -1))
-    steps = jnp.concatenate([first[..., None, :, None] * steps[..., :1, :, :],
+    fields = _weights(unary, -1)
+    steps = weights * fields[..., 1:, None, :]
+    steps = jnp.concatenate([fields[..., :1, :, None] * steps[..., :1, :, :],
                              steps[..., 1:, :, :]], axis=-3)
     prefix = jax.lax.associative_scan(_scaled_product, steps, axis=-3)
-    alpha = jnp.concatenate([first[..., None, :], jnp.sum(prefix, axis=-2)], axis=-2)
+    alpha = jnp.concatenate([fields[..., :1, :], jnp.sum(prefix, axis=-2)], axis=-2)
     last = _draw(uniforms[..., -1], alpha[..., -1, :])
     # g_t[b]: x_t drawn given x_{t+1} = b, for every b
-    weights = alpha[..., :-1, :, None] * _weights(pairwise, (-2, -1))  # (..., t, a, b)
-    maps = _draw(jnp.broadcast_to(uniforms[..., :-1, None], weights.shape[:-1]),
-                 jnp.swapaxes(weights, -1, -2))
-    composed = jax.lax.associative_scan(lambda a, b: jnp.take_along_axis(b, a, -1),
-                                        jnp.flip(maps, -2), axis=-2)
+    given = alpha[..., :-1, :, None] * weights  # (..., t, a, b)
+    maps = _draw(jnp.broadcast_to(uniforms[..., :-1, None], given.shape[:-1]),
+                 jnp.swapaxes(given, -1, -2))
+    composed = jax.lax.associative_scan(_compose, jnp.flip(maps, -2), axis=-2)
     suffix = jnp.flip(composed, -2)  # (..., L − 1, K): x_t as a function of x_{L−1}
-    index = jnp.broadcast_to(last[..., None, None], suffix.shape[:-1] + (1,))
-    head = jnp.take_along_axis(suffix, index, -1)[..., 0]
-    return jnp.concatenate([head, last[..., None]], -1)
+    return jnp.concatenate([_apply(suffix, last[..., None]), last[..., None]], -1)
 
 
-def _group_tables(group, unary, oriented):
-    """A group's log tables: its variables' unary (G, m, K), their boundary edges'
-    (G, m, D, K, K; the variable first) and its own edges' (G, F, K, K)."""
-    return unary[group.variables], oriented[group.boundary], oriented[group.inner]
+def _group_tables(group, plan, unary, oriented):
+    """A group's tables: its variables' unary (G, m, K), their boundary edges' (G, m, D,
+    K, K; the variable first) and its own edges' (G, F, K, K), log space; for a path,
+    its own edges' as weights (:func:`sample_paths`)."""
+    inner = oriented[group.inner]
+    if plan.chain:
+        inner = _weights(inner, (-2, -1))
+    return unary[group.variables], oriented[group.boundary], inner
 
 
 def _update(plan, group, rng_key, labels, tables):
@@ -212,13 +234,17 @@ def _update(plan, group, rng_key, labels, tables):
     others = jax.nn.one_hot(labels[group.others], unary.shape[-1], dtype=unary.dtype)
     field = unary + jnp.einsum("gmdvc,gmdc->gmv", boundary, others)
     if plan.chain:
-        uniforms = jax.random.uniform(rng_key, group.variables.shape, field.dtype)
+        # computed apart: fused into its several consumers, the generator's hashing
+        # would run once per use (a 64 x 64 grid's sweep 3.5x slower)
+        uniforms = jax.lax.optimization_barrier(
+            jax.random.uniform(rng_key, group.variables.shape, field.dtype))
         new = sample_paths(field, inner, uniforms)
     else:
         keys = jax.random.split(rng_key, group.variables.shape[0])
         new = jax.vmap(lambda u, w, k: contraction.sample_labels(plan, u, w, k, 1)[0])(
             field, inner, keys)
-    return labels.at[group.variables.reshape(-1)].set(new.reshape(-1))
+    merged = jnp.concatenate([labels, new.reshape(-1).astype(labels.dtype)])
+    return merged[group.merge]
 
 
 def _float_dtype(position):
@@ -276,7 +302,8 @@ class tree_gibbs(KernelSpec):
             constant, unary, oriented = _tables(layout, logdensity_fn,
                                                 _float_dtype(position))
             _check(layout, logdensity_fn, constant, unary, oriented, labels, position)
-            return tuple(_group_tables(group, unary, oriented) for _, group in updates)
+            return tuple(_group_tables(group, plan, unary, oriented)
+                         for plan, group in updates)
 
         def init(position, logdensity_fn=None):
             position = dict(position)

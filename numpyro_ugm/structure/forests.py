@@ -160,6 +160,9 @@ class Group(NamedTuple):
         e's first, e + E when its second, 2E for padding.
     others : ndarray (G, m, D)
         The variable at the other end of each such edge (0 for padding).
+    merge : ndarray (n,)
+        Gathers the new values into all variables' values: entry v is v outside the
+        group and n + k for its k-th variable (``concat([old, new.ravel()])[merge]``).
     """
 
     variables: np.ndarray
@@ -167,6 +170,7 @@ class Group(NamedTuple):
     inner: np.ndarray
     boundary: np.ndarray
     others: np.ndarray
+    merge: np.ndarray
 
 
 def block_groups(num_variables: int, edges: np.ndarray, components: list) -> list:
@@ -212,8 +216,10 @@ def block_groups(num_variables: int, edges: np.ndarray, components: list) -> lis
             for a, out in enumerate(bs):
                 for d, (e, u) in enumerate(out):
                     bnd[g, a, d], oth[g, a, d] = e, u
-        groups.append(Group(np.stack([m[0] for m in members]),
-                            np.asarray(local, np.int64).reshape(-1, 2),
+        variables = np.stack([m[0] for m in members])
+        merge = np.arange(num_variables)
+        merge[variables.reshape(-1)] = num_variables + np.arange(variables.size)
+        groups.append(Group(variables, np.asarray(local, np.int64).reshape(-1, 2),
                             np.asarray([m[1] for m in members], np.int64).reshape(
-                                len(members), len(local)), bnd, oth))
+                                len(members), len(local)), bnd, oth, merge))
     return groups

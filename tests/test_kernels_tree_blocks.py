@@ -13,7 +13,7 @@ import numpy as np
 import numpyro
 import optax
 import pytest
-from helpers.models import potts5
+from helpers.models import abs7, potts5
 from helpers.states import check_tv, random_params
 
 import numpyro_ugm as ugm
@@ -102,10 +102,22 @@ def spin_chain(n):
     numpyro.factor("bonds", jnp.sum(w * x[:-1] * x[1:]) + b @ x)
 
 
-def test_a_chain_is_drawn_exactly_in_one_step():
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_chain_is_drawn_exactly_in_one_step(parallel):
+    """By sequential scans or by prefix products."""
     m = ugm.UGM(spin_chain, 8)
     params = random_params(m, 2, {"w": 1.5, "b": 0.5})
-    check_tv(m, params, ugm.kernels.tree_gibbs(), 5000, 1)
+    check_tv(m, params, ugm.kernels.tree_gibbs(parallel_paths=parallel), 5000, 1)
+
+
+@pytest.mark.slow
+def test_invariant_on_a_potential_that_is_not_multilinear_in_code():
+    """|.| on the bonds and the square of a sum (pairwise on the domain): fields from
+    the tables of the boundary edges, a complete graph covered by its strides, the
+    tables checked against the potential (the graph has triangles)."""
+    m, params = abs7()
+    assert not m.target().structure.multilinear
+    check_tv(m, params, ugm.kernels.tree_gibbs(), 5000, 4)
 
 
 def test_moves_every_variable_and_cached_tables_draw_the_same():
@@ -156,7 +168,8 @@ def test_runs_in_pcd_ais_and_predict():
     np.testing.assert_array_equal(best.labels["x"], ugm.exact.map_state(m, params)[0]["x"])
 
 
-def test_refuses_real_sites_and_terms_over_three_variables():
+@pytest.mark.slow
+def test_refuses_real_sites():
     def mixed():
         x = numpyro.sample("x", ugm.Spin(3))
         z = numpyro.sample("z", ugm.Real(2))
@@ -166,6 +179,9 @@ def test_refuses_real_sites_and_terms_over_three_variables():
         ugm.sample(ugm.UGM(mixed), {}, jax.random.PRNGKey(0), 2,
                    kernel=ugm.kernels.tree_gibbs())
 
+
+@pytest.mark.slow
+def test_refuses_terms_over_three_variables():
     def triple():
         x = numpyro.sample("x", ugm.Spin(4))
         numpyro.factor("f", 2.0 * x[0] * x[1] * x[2] + x[2] * x[3])

@@ -375,6 +375,11 @@ class tree_gibbs(KernelSpec):
         Draw path components by prefix products (:func:`sample_paths`, log L dependent
         steps) instead of sequential scans (:func:`scan_paths`, L steps but fewer
         operations: faster on a CPU).
+    table_fields : bool
+        Take a multilinear model's fields given the rest from the tables of the
+        block's boundary edges (kept with the tables) instead of one gradient per
+        block: faster where the gradient is costly (a CRF whose bonds gather their
+        features; the Ising grid's gradient is a few slices).
     """
 
     num_sweeps: int = 1
@@ -382,6 +387,7 @@ class tree_gibbs(KernelSpec):
     backward: bool = False
     max_table_size: int | None = MAX_TABLE_SIZE
     parallel_paths: bool = False
+    table_fields: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "num_sweeps",
@@ -400,11 +406,12 @@ class tree_gibbs(KernelSpec):
         sites = layout.domains
         keeps = [_outside(sites, group) for _, group in updates]
         paths = sample_paths if self.parallel_paths else scan_paths
+        table_fields = bool(self.table_fields)
 
         def by_gradient(logdensity_fn):
             """Whether the fields come from a gradient (multilinear, and no declared
             conditionals: those hold at domain values only)."""
-            return layout.multilinear and getattr(
+            return not table_fields and layout.multilinear and getattr(
                 logdensity_fn, "conditional_logits", None) is None
 
         def tables(position, logdensity_fn):

@@ -190,3 +190,20 @@ def test_refuses_terms_over_three_variables():
     kernel = ugm.kernels.tree_gibbs().build(target)
     with pytest.raises(Exception, match=r"tree_gibbs: the log-potential over sites \['x'\]"):
         kernel.init(target.reference_state(), target.logdensity_fn({}))
+
+
+@pytest.mark.slow
+def test_invariant_with_two_sites_and_an_isolated_variable():
+    """An RBM (the blocks' paths run across its two sites) and a chain beside a lone
+    spin (a forest: drawn exactly in one step)."""
+    m = ugm.UGM(ugm.models.rbm, 4, 3)
+    check_tv(m, random_params(m, 5, {"W": 1.0, "b": 0.5, "c": 0.5}),
+             ugm.kernels.tree_gibbs(), 5000, 5)
+
+    def chain_and_lone_spin():
+        b = numpyro.param("b", jnp.array([0.3, -0.2, 0.5, 1.0]))
+        x = numpyro.sample("x", ugm.Spin(4))
+        numpyro.factor("f", 0.8 * x[0] * x[1] - 0.6 * x[1] * x[2] + b @ x)
+
+    m = ugm.UGM(chain_and_lone_spin)
+    check_tv(m, m.init_params(jax.random.PRNGKey(0)), ugm.kernels.tree_gibbs(), 5000, 1)

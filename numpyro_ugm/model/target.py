@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from ..conditionals import (LogDensity, block_gradients, linear_combination, mean_and_entropy,
                            scaled, site_variables, zero_logits)
 from ..domains import Domain
+from ..runtime.compile_cache import cached
 from ..structure import Structure
 
 __all__ = ["Target", "free_energy", "free_energies"]
@@ -51,6 +52,9 @@ class Target:
         under its model keyword arguments (which may be traced).
     cache_key : hashable
         Identifies the model and its arguments in :mod:`numpyro_ugm.runtime.compile_cache`.
+    graph_fn : callable or None
+        ``() -> Structure``: a fresh analysis of the potential, for its interaction
+        graph where factors declare a colouring (see :meth:`interaction_graph`).
     """
 
     state_sites: Mapping[str, Domain]
@@ -61,6 +65,7 @@ class Target:
     terms: Optional[Callable] = None
     binder: Optional[Callable[[dict], "Target"]] = None
     cache_key: Hashable = None
+    graph_fn: Optional[Callable[[], Structure]] = None
 
     @property
     def observed_sites(self) -> tuple:
@@ -76,6 +81,14 @@ class Target:
     def blocks(self) -> list:
         """Blocks of conditionally independent variables (``structure.blocks``)."""
         return self.structure.blocks
+
+    def interaction_graph(self) -> Structure:
+        """A structure that holds the interaction graph: ``structure``, or where factors
+        declare a colouring (``structure.edges`` is None) a fresh analysis of the
+        potential (``graph_fn``), kept per model."""
+        if self.structure.edges is not None or self.graph_fn is None:
+            return self.structure
+        return cached(self.cache_key, ("elimination.graph",), self.graph_fn)
 
     @property
     def log_num_states(self) -> float:

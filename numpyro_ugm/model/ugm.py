@@ -266,7 +266,8 @@ class UGM:
                 conditionals=self._hooked_conditionals if self._sites.hooked else None,
                 terms=lambda params, state: list(self._terms(params, state)),
                 binder=lambda inputs: self.for_example(**inputs).target(),
-                cache_key=(self._cache_token, tuple(self._latent), self._base_key))
+                cache_key=(self._cache_token, tuple(self._latent), self._base_key),
+                graph_fn=lambda: self.analyze(declared=False))
         return self._target
 
     def _hooked_conditionals(self, params, state, domains, block):

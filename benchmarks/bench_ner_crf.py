@@ -217,6 +217,7 @@ def package_side(data, c2, max_iterations):
     score = nf.entity_f1([[tag for *_, tag in s] for s in data.test],
                          nf.tags_of(data.test_buckets, predicted))
     state, transitions = (np.asarray(result.params[k], np.float64) for k in ("W", "A"))
+    state = np.concatenate([state, np.zeros((1, state.shape[1]))])  # the padding id's row
     steps = max(result.num_steps, 1)
     return {"score": score, "train_s": train_s, "first_fit_s": first_s,
             "iterations": result.num_steps, "median_iteration_s": train_s / steps,

@@ -76,17 +76,6 @@ def variable_name(domains):
     return name
 
 
-def _graph(m: UGM, target: Target):
-    """The interaction graph of ``target`` (of ``m``): its structure's edges, or (a
-    declared colouring, whose graph is unknown) those of a fresh analysis of ``m``, kept
-    per model."""
-    structure = target.structure
-    if structure.edges is None:
-        structure = cached(target.cache_key, ("elimination.graph",),
-                           lambda: m.analyze(declared=False))
-    return structure
-
-
 def prepare(m: UGM, owner: str, max_table_size: int | None = MAX_TABLE_SIZE,
             target: Target | None = None) -> Elimination:
     """The :class:`Elimination` of ``m`` (on ``target``, e.g. the target observing a
@@ -103,7 +92,7 @@ def prepare(m: UGM, owner: str, max_table_size: int | None = MAX_TABLE_SIZE,
         raise ValueError(f"{owner}: exact elimination is for finite sites; "
                          f"{list(target.real_sites)} are real (use enumeration, which "
                          "integrates Gaussian sites, or AIS)")
-    structure = _graph(m, target)
+    structure = target.interaction_graph()
     domains = target.state_sites
     edges = unique_pairs(structure.edges) if len(structure.edges) else np.zeros((0, 2), np.int64)
     k = int(num_values_of(domains).max())

@@ -1,7 +1,14 @@
-"""``predict``: labels of a (conditional) UGM for each example's inputs, by MCMC.
+"""``predict``: labels of a (conditional) UGM for each example's inputs — exactly where
+the model's graph is thin, by MCMC otherwise.
 
-Two methods, both vectorized over the examples (``jax.vmap``) and over chains, and
-jitted as one computation:
+**Exactly** (``exact="auto"``, the default, whenever the model is finite, its
+potential pairwise and its elimination tables within ``max_table_size``:
+:mod:`~numpyro_ugm.evaluate.elimination`): ``"marginal"`` gives the exact marginals
+(forward–backward on a chain) and their maximizers, ``"map"`` the exact MAP labeling
+(max-product with back-pointers: Viterbi on a chain), vectorized over the examples.
+
+**By MCMC** otherwise, two methods, both vectorized over the examples (``jax.vmap``) and
+over chains, and jitted as one computation:
 
 * ``"marginal"`` — posterior marginals p(x_i = k | u; θ) estimated from Gibbs (or any
   kernel's) chains, and the labels that maximize them (maximum posterior marginals, the
@@ -29,11 +36,13 @@ import numpy as np
 from .runtime.checks import as_key, check_count
 from .runtime.compile_cache import cached
 from .conditionals import block_logits, scaled, site_variables
-from .model.diagnose import check_finite, potential_is_finite
+from .model.diagnose import check_finite, non_finite_error, potential_is_finite
 from .kernels import gibbs
 from .kernels.base import as_spec, bound_kernel, init_chains, refresh_chains, step_chains
 from .model.ugm import UGM
 from .model.problem import build_problem
+from .evaluate import elimination as eliminating
+from .evaluate.elimination import MAX_TABLE_SIZE
 from .runtime.distributed import warn
 from .runtime.runloop import capacity
 from .sampling import MIN_DRAWS_FOR_R_HAT, R_HAT_LIMIT
@@ -183,7 +192,8 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
             method: str = "marginal", *, rng_key: jax.Array | None = None,
             num_chains: int | None = None, num_samples: int | None = None,
             num_warmup: int | None = None, kernel: Any = None, beta_min: float = 0.1,
-            beta_max: float = 1000.0, rao_blackwell: bool = True) -> Prediction:
+            beta_max: float = 1000.0, rao_blackwell: bool = True, exact: bool | str = "auto",
+            max_table_size: int | None = MAX_TABLE_SIZE) -> Prediction:
     """Predict the state of a UGM (a CRF's labels) for each example's inputs.
 
     Parameters
@@ -228,6 +238,13 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
     rao_blackwell : bool
         ``"marginal"``, multilinear models: average the conditional probabilities
         p(x_i | x_−i) instead of indicators of the sampled values (lower variance).
+    exact : {"auto", True, False}
+        ``"auto"``: exact marginals / MAP by elimination where the model allows it (see
+        the module docstring; the sampling settings are then unused), MCMC elsewhere;
+        ``True``: exactly or an error saying why not; ``False``: always MCMC.
+    max_table_size : int
+        The largest elimination table, in entries per example (see
+        :func:`ugm.exact.log_partition <numpyro_ugm.evaluate.exact.log_partition>`).
 
     Returns
     -------
@@ -279,6 +296,12 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
             f"predict: the real site(s) {list(target.real_sites)} have no labels to "
             "predict (marginals and MAP labels are for finite sites); draw them with "
             "ugm.sample(ugm.UGM(model, **inputs_of_one_example), params, ...)")
+    if exact not in ("auto", True, False):
+        raise ValueError(f"predict: exact must be 'auto', True or False, got {exact!r}")
+    if exact is not False:
+        done = _exactly(problem, params, method, max_table_size, exact is True)
+        if done is not None:
+            return done
     spec = as_spec(kernel, gibbs())
     rao_blackwell = bool(rao_blackwell) and method == "marginal"
     num_chains, num_samples = settings["num_chains"], settings["num_samples"]
@@ -307,6 +330,39 @@ def predict(m: UGM | Callable, params: dict, inputs: dict | None = None,
                  else np.full(np.shape(v), np.nan) for s, v in r_hat.items()}
         _warn_if_chains_disagree(r_hat, inputs is not None)
     return Prediction(labels, marginals, values, r_hat)
+
+
+def _exactly(problem, params, method, max_table_size, required):
+    """The exact :class:`Prediction` by elimination, or None (``required``: an error)
+    when the model does not allow it."""
+    target, inputs = problem.target, problem.inputs
+    one = None if inputs is None else jax.tree.map(lambda v: v[0], inputs)
+    try:
+        el = eliminating.prepare(problem.model, "predict", max_table_size, target)
+        eliminating.check_decomposes(el, problem.model, params, "predict", one)
+    except ValueError:
+        if required:
+            raise
+        return None
+
+    def run(p, u):
+        if method == "map":
+            value, labels = eliminating.map_labels(el, p, u)
+            return labels, None, value
+        _, probs, _ = eliminating.marginals(el, p, u)
+        best = {s: jnp.argmax(probs[s], -1) for s in probs}
+        labels = jnp.concatenate([best[s].reshape(-1) for s in el.domains])
+        t = eliminating.tables(el, p, u)
+        return labels, probs, eliminating.score(el, t, labels)
+
+    keys = None if inputs is None else tuple(sorted(inputs))
+    fn = cached(target.cache_key, ("predict.exact", method, keys), lambda: jax.jit(
+        run if inputs is None else jax.vmap(run, in_axes=(None, 0))))
+    labels, probs, values = fn(params, inputs)
+    if not np.all(np.isfinite(np.asarray(values))):
+        raise non_finite_error("predict", "the exact prediction's log-potential is not "
+                               "finite", params)
+    return Prediction(eliminating.to_state(el, labels), probs, values, None)
 
 
 def _accumulated(acc, probs, i, num_samples):

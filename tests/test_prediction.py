@@ -1,5 +1,5 @@
-"""``ugm.predict`` (marginals and MAP labels of a CRF, per example) against exact
-enumeration on the 3×3 grid CRFs of ``helpers.crf.crf_data`` (512 labelings per image); the
+"""``ugm.predict`` (marginals and MAP labels of a CRF, per example; by elimination by
+default, by MCMC with ``exact=False``) against exact enumeration on the 3×3 grid CRFs of ``helpers.crf.crf_data`` (512 labelings per image); the
 samplers' check of a potential that is not finite (``predict`` and ``ugm.sample``)."""
 
 import itertools
@@ -50,7 +50,7 @@ def test_predict_marginals_match_exact(prediction_case):
         warnings.simplefilter("error")  # chains that agree: no R-hat warning
         pred = ugm.predict(case["m"], case["params"], case["inputs"], "marginal",
                            rng_key=jax.random.PRNGKey(3), num_chains=16, num_samples=300,
-                           num_warmup=50)
+                           num_warmup=50, exact=False)
     assert pred.r_hat["x"].shape == (3, 3, 3) and np.nanmax(pred.r_hat["x"]) < 1.1
     assert pred.marginals["x"].shape == (3, 3, 3, 2)
     assert pred.labels["x"].shape == (3, 3, 3) and pred.labels["x"].dtype == np.int8
@@ -69,10 +69,27 @@ def test_predict_marginals_match_exact(prediction_case):
 def test_predict_map_finds_brute_force_map(prediction_case):
     case = prediction_case
     pred = ugm.predict(case["m"], case["params"], case["inputs"], "map",
-                       rng_key=jax.random.PRNGKey(4), num_chains=4, num_samples=200)
+                       rng_key=jax.random.PRNGKey(4), num_chains=4, num_samples=200,
+                       exact=False)
     assert pred.marginals is None and pred.r_hat is None
     np.testing.assert_array_equal(pred.labels["x"], case["map"])
     np.testing.assert_allclose(pred.log_potential, case["map_value"], rtol=1e-5)
+
+
+def test_exact_predictions_by_elimination(prediction_case):
+    """By default (the grid is thin) ``predict`` is exact: the marginals are enumeration's
+    to float rounding and the MAP is the brute-force one, with no chains (no R-hat)."""
+    case = prediction_case
+    marginal = ugm.predict(case["m"], case["params"], case["inputs"], "marginal")
+    assert marginal.r_hat is None and marginal.labels["x"].dtype == np.int8
+    np.testing.assert_allclose(marginal.marginals["x"], case["marginals"], atol=2e-6)
+    exact_labels = np.where(np.asarray(case["marginals"])[..., 1] > 0.5, 1, -1)
+    np.testing.assert_array_equal(marginal.labels["x"], exact_labels)
+    best = ugm.predict(case["m"], case["params"], case["inputs"], "map", exact=True)
+    np.testing.assert_array_equal(best.labels["x"], case["map"])
+    np.testing.assert_allclose(best.log_potential, case["map_value"], rtol=1e-5)
+    with pytest.raises(ValueError, match=r"predict: exact must be"):
+        ugm.predict(case["m"], case["params"], case["inputs"], exact="yes")
 
 
 def test_predict_warns_when_its_chains_disagree():
@@ -95,9 +112,12 @@ def test_predict_warns_when_its_chains_disagree():
     exact_marginals = (p / p.sum()) @ ((x + 1) / 2)
     with pytest.warns(RuntimeWarning, match=r"^predict: split R-hat .* > 1.1 at site 'x': "
                                             r"the chains disagree"):
-        pred = ugm.predict(m, params)
+        pred = ugm.predict(m, params, exact=False)
     error = np.abs(np.asarray(pred.marginals["x"])[..., 1].ravel() - exact_marginals).max()
     assert error > 0.1  # the wrong answer it warns about
+    exactly = ugm.predict(m, params)  # the default: elimination (issue 49), no chains
+    np.testing.assert_allclose(np.asarray(exactly.marginals["x"])[..., 1].ravel(),
+                               exact_marginals, atol=2e-6)
     assert pred.r_hat["x"].shape == (size, size) and np.nanmin(pred.r_hat["x"]) > 1.5
 
 
@@ -143,7 +163,7 @@ def test_predict_with_an_overflowing_potential_is_an_error(prediction_case):
     with pytest.raises(FloatingPointError, match=r"predict: the log-potential or its "
                        r"conditional log-odds are not finite at the last state of chain \d "
                        r"under the given params \(.*'w': 3e\+38"):
-        ugm.predict(case["m"], HUGE, num_chains=2, num_samples=2, num_warmup=0)
+        ugm.predict(case["m"], HUGE, num_chains=2, num_samples=2, num_warmup=0, exact=False)
 
 
 def test_sample_of_an_overflowing_potential_is_an_error(problem):
@@ -169,13 +189,13 @@ def test_other_counts_reuse_the_compiled_sampler(method):
     traces = []
     m = ugm.UGM(counted_vbm, 4, traces)
     params = {"W": 0.3 * jnp.ones((4, 4)), "b": 0.2 * jnp.ones(4)}
-    first = ugm.predict(m, params, None, method, num_chains=2, num_samples=5)
+    first = ugm.predict(m, params, None, method, num_chains=2, num_samples=5, exact=False)
     before = len(traces)
     for key, num_samples, num_warmup, beta_max in [(1, 6, 0, 10.0), (2, 8, 3, 100.0)]:
         again = ugm.predict(m, params, None, method, rng_key=jax.random.PRNGKey(key),
                             num_chains=2, num_samples=num_samples, num_warmup=num_warmup,
-                            beta_max=beta_max)
+                            beta_max=beta_max, exact=False)
     assert len(traces) == before
     assert first.labels["x"].shape == again.labels["x"].shape == (4,)
-    ugm.predict(m, params, None, method, num_chains=3, num_samples=5)  # chains: compiles
+    ugm.predict(m, params, None, method, num_chains=3, num_samples=5, exact=False)
     assert len(traces) > before, "test is blind"

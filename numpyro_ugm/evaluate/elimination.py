@@ -35,7 +35,7 @@ from ..structure.tables import (decomposition_error, labels_to_state, num_values
                                 state_to_labels, tabulate)
 
 __all__ = ["Elimination", "prepare", "choose", "tables", "log_z", "log_probs",
-           "marginals", "map_labels", "sample_labels", "check_decomposes", "variable_name",
+           "marginals", "map_labels", "score", "sample_labels", "check_decomposes", "variable_name",
            "to_labels", "to_state", "run_log_z", "run_log_probs", "run_marginals",
            "ENUMERATION_PREFERRED", "MAX_TABLE_SIZE", "METHODS"]
 
@@ -206,6 +206,11 @@ def marginals(el: Elimination, params: dict, inputs: dict | None = None):
     return t.constant + value, _site_arrays(el, mu), mu2
 
 
+def score(el: Elimination, t, labels: jax.Array) -> jax.Array:
+    """f at flat ``labels`` (n,) from the tables ``t``: constant + Σ unary + Σ pairwise."""
+    return t.constant + contraction.score(el.plan, t.unary, t.pairwise, labels)
+
+
 def map_labels(el: Elimination, params: dict, inputs: dict | None = None):
     """(max_x f(x), the flat labels attaining it) under one example's inputs."""
     t = tables(el, params, inputs)
@@ -245,11 +250,13 @@ def check_decomposes(el: Elimination, m: UGM, params: dict, owner: str,
     """Raise ``ValueError`` (naming ``owner`` and the sites) if the tables of the
     potential do not reproduce it at random states, at ``params`` and at random
     parameters (under ``inputs``, one example's, when given)."""
+    fn = cached(el.target.cache_key, ("elimination.decomposition",
+                                      None if inputs is None else tuple(sorted(inputs))),
+                lambda: jax.jit(lambda p, x, u: decomposition_error(
+                    _fn(el, p, u), tables(el, p, u), el.domains, el.plan.edges, x)))
+
     def worst(p):
-        fn = jax.jit(lambda p, x: decomposition_error(_fn(el, p, inputs),
-                                                      tables(el, p, inputs), el.domains,
-                                                      el.plan.edges, x))
-        err, scale = (np.asarray(v) for v in fn(p, states))
+        err, scale = (np.asarray(v) for v in fn(p, states, inputs))
         return float(np.max(err / (1.0 + scale)))
 
     rng = np.random.default_rng(0)

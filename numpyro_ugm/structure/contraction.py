@@ -10,8 +10,10 @@ state, max-product with back-pointers) or a draw (exact independent samples, for
 filtering and backward sampling). Marginals are the gradient of log Z with respect to the
 tables (:func:`marginals`), never a second hand-written pass.
 
-Chains (``plan.chain``) run as ``lax.scan`` over positions — the forward algorithm and
-Viterbi, one compiled step whatever the length; other plans unroll one step per variable.
+Banded plans (``plan.band``: chains, strips) run as one ``lax.scan`` over the variables
+carrying a table over the last b of them — on a chain the forward algorithm and Viterbi,
+on a strip the transfer matrix —, one compiled step whatever the length; other plans
+unroll one step per variable.
 All functions are pure and traceable in the tables (``jit``, ``grad``, ``vmap`` over
 examples).
 """
@@ -28,21 +30,79 @@ __all__ = ["eliminate", "backtrack", "log_partition", "max_score", "marginals",
            "map_labels", "sample_labels", "score"]
 
 
+def _logsumexp(x, axis):
+    """log Σ exp along ``axis``; −inf, with a zero gradient, where every term is −inf
+    (an impossible value, a clamped variable, the band's dummy slots), where
+    ``jax.nn.logsumexp``'s gradient is NaN."""
+    top = jax.lax.stop_gradient(jnp.max(x, axis, keepdims=True))
+    top = jnp.where(jnp.isfinite(top), top, 0.0)
+    total = jnp.sum(jnp.exp(x - top), axis)
+    positive = total > 0
+    return jnp.where(positive, jnp.log(jnp.where(positive, total, 1.0))
+                     + jnp.squeeze(top, axis), -jnp.inf)
+
+
 def _reduce(kind):
-    return {"sum": jax.nn.logsumexp, "max": jnp.max}[kind]
+    return {"sum": _logsumexp, "max": jnp.max}[kind]
 
 
-def _chain_forward(unary, pairwise, kind):
-    """Forward recursion α_t(b) = unary[t, b] + ⊕_a (α_{t−1}(a) + pairwise[t−1, a, b])."""
-    red = _reduce(kind)
+def _band_inputs(plan, unary, pairwise):
+    """Per position of the band's order: the unary table (n, K) and the tables of its
+    edges to the window (n, b, K, K), [old, new], zero where there is no edge."""
+    band = plan.band
+    u = unary[band.order]
+    w = pairwise[np.maximum(band.edge, 0)]
+    w = jnp.where(band.flip[..., None, None], jnp.swapaxes(w, -1, -2), w)
+    return u, jnp.where((band.edge >= 0)[..., None, None], w, 0.0)
 
-    def step(alpha, inputs):
-        u, w = inputs
-        nxt = u + red(alpha[:, None] + w, axis=0)
-        return nxt, nxt
 
-    last, alphas = jax.lax.scan(step, unary[0], (unary[1:], pairwise))
-    return red(last), jnp.concatenate([unary[:1], alphas])
+def _band_forward(plan, unary, pairwise, kind):
+    """The banded scan: the table over the window of the last b variables (slots before
+    the first variable hold a dummy with one value) gains the next variable, then sums
+    (or maximizes) out its oldest slot."""
+    red, b, k = _reduce(kind), plan.band.width, plan.num_values
+    u, w = _band_inputs(plan, unary, pairwise)
+    start = jnp.full((k,) * b, -jnp.inf, unary.dtype).at[(0,) * b].set(0.0)
+
+    def step(carry, inputs):
+        window, total, error = carry
+        u_p, w_p = inputs
+        table = window[..., None] + u_p
+        for slot in range(b):
+            shape = [1] * (b + 1)
+            shape[slot], shape[b] = k, k
+            table = table + w_p[slot].reshape(shape)
+        window = red(table, axis=0)
+        # keep the window's largest entry at 0 and add it to a compensated (Kahan) sum:
+        # entries stay small and exact to float rounding over thousands of steps
+        top = jax.lax.stop_gradient(jnp.max(window))
+        top = jnp.where(jnp.isfinite(top), top, 0.0)
+        term = top - error
+        new_total = total + term
+        return (window - top, new_total, (new_total - total) - term), table
+
+    zero = jnp.zeros((), unary.dtype)
+    (last, total, _), tables = jax.lax.scan(step, (start, zero, zero), (u, w))
+    return red(last.reshape(-1), axis=0) + total, (last, tables)
+
+
+def _band_backtrack(plan, state, pick, keys):
+    """Labels in the band's order, last window first (jointly from its table), then each
+    window's oldest variable from its step's table given the b variables after it."""
+    last, tables = state
+    b, k, n = plan.band.width, plan.num_values, plan.num_variables
+    flat = pick(keys[n], last.reshape(-1))
+    window = jnp.stack(jnp.unravel_index(flat, (k,) * b)).astype(jnp.int32)
+
+    def step(window, inputs):
+        table, key = inputs
+        x = pick(key, table[(slice(None),) + tuple(window[i] for i in range(b))]).astype(
+            jnp.int32)
+        return jnp.concatenate([x[None], window[:-1]]), x
+
+    _, xs = jax.lax.scan(step, window, (tables, keys[:n]), reverse=True)
+    ordered = jnp.concatenate([xs, window])[b:]  # positions −b..n−1, dummies dropped
+    return jnp.zeros(n, jnp.int32).at[plan.band.order].set(ordered)
 
 
 def _place(table, axes, rank):
@@ -60,9 +120,9 @@ def eliminate(plan: EliminationPlan, unary: jax.Array, pairwise: jax.Array,
     """Run ``plan`` on the tables: ``unary`` (n, K), ``pairwise`` (E, K, K) in the
     plan's edge order, log space (−inf: impossible value). ``kind`` "sum" gives log Z,
     "max" the best score. Returns the value and what :func:`backtrack` needs (each
-    step's clique table; for a chain, the forward messages)."""
-    if plan.chain:
-        return _chain_forward(unary, pairwise, kind)
+    step's clique table; for a banded plan, its last window and every step's table)."""
+    if plan.band is not None:
+        return _band_forward(plan, unary, pairwise, kind)
     red = _reduce(kind)
     factors = list(pairwise)
     tables, total = [], jnp.zeros((), unary.dtype)
@@ -84,18 +144,10 @@ def backtrack(plan: EliminationPlan, pairwise: jax.Array, tables, pick: Callable
     """Labels (n,) chosen in reverse elimination order, each by ``pick(key, scores)``
     from its clique table at the labels of its (later-eliminated) neighbours."""
     n = plan.num_variables
-    keys = (jax.random.split(rng_key, n) if rng_key is not None
-            else jnp.zeros((n, 2), jnp.uint32))
-    if plan.chain:
-        last = pick(keys[n - 1], tables[n - 1])
-
-        def step(nxt, inputs):
-            alpha, w, key = inputs
-            x = pick(key, alpha + w[:, nxt])
-            return x, x
-
-        _, xs = jax.lax.scan(step, last, (tables[:-1], pairwise, keys[:-1]), reverse=True)
-        return jnp.concatenate([xs, last[None]]).astype(jnp.int32)
+    keys = (jax.random.split(rng_key, n + 1) if rng_key is not None
+            else jnp.zeros((n + 1, 2), jnp.uint32))
+    if plan.band is not None:
+        return _band_backtrack(plan, tables, pick, keys)
     labels = [None] * n
     for t in reversed(range(len(plan.steps))):
         step = plan.steps[t]

@@ -11,20 +11,43 @@ graph on n variables width n − 1. Min-fill (eliminate the variable whose neigh
 the fewest edges among them, ties to the fewest neighbours, then the lowest index) finds
 the optimal order on chains, trees and strips.
 
-A graph that is a path through the variables in index order (a linear-chain CRF) is
-marked ``chain``: :mod:`~numpyro_ugm.structure.contraction` runs it as a scan (the
-forward-backward recursions) instead of unrolling one step per variable.
+**Banded plans.** Unrolled, a plan compiles one step per variable: fine for a tree of a
+few hundred variables, slow for a 10 × 200 strip. When the variables have an order of
+small bandwidth b (every edge joins variables at most b apart in it: a chain in index
+order has b = 1, a strip taken column by column b = its width; the index order and the
+reverse Cuthill–McKee order are tried) and K^(b+1) is within a factor
+:data:`BAND_SLACK` of the min-fill clique, the plan is ``banded``:
+:mod:`~numpyro_ugm.structure.contraction` runs it as one ``lax.scan`` over the variables in
+that order, carrying a table over the last b of them — the forward-backward recursions
+on a chain, the transfer matrix on a strip — one compiled step whatever the length.
 """
 
 import heapq
 from typing import NamedTuple
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-__all__ = ["EliminationPlan", "Step", "plan_elimination", "is_chain", "MAX_TABLE_SIZE"]
+__all__ = ["EliminationPlan", "Step", "Band", "plan_elimination", "MAX_TABLE_SIZE",
+           "BAND_SLACK"]
 
 #: the largest clique table (entries, per example) an elimination may build by default
 MAX_TABLE_SIZE = 2 ** 22
+
+#: a banded plan is taken when its table is at most this many times the min-fill clique's
+BAND_SLACK = 4
+
+
+class Band(NamedTuple):
+    """A banded plan: the variables in ``order`` (n,); at position p the edges to the
+    b positions before it (``edge`` (n, b): edge id or −1, the window's oldest slot
+    first; ``flip`` (n, b): whether that edge's table is stored (new, old))."""
+
+    width: int
+    order: np.ndarray
+    edge: np.ndarray
+    flip: np.ndarray
 
 
 class Step(NamedTuple):
@@ -53,9 +76,9 @@ class EliminationPlan(NamedTuple):
     width : int
         The largest clique minus one (the treewidth of the order).
     table_size : int
-        Entries of the largest clique table, K^(width + 1).
-    chain : bool
-        Whether the graph is the path 0 − 1 − … − (n − 1).
+        Entries of the largest table, K^(width + 1) (banded: K^(band width + 1)).
+    band : Band or None
+        The banded plan, when it is taken (see the module docstring).
     """
 
     num_variables: int
@@ -64,20 +87,36 @@ class EliminationPlan(NamedTuple):
     steps: tuple
     width: int
     table_size: int
-    chain: bool
+    band: Band | None
 
     @property
     def order(self) -> tuple:
         return tuple(s.variable for s in self.steps)
 
 
-def is_chain(num_variables: int, edges: np.ndarray) -> bool:
-    """Whether ``edges`` are exactly the bonds (i, i + 1) of a path through the variables
-    in index order."""
-    edges = np.asarray(edges).reshape(-1, 2)
-    return (num_variables >= 2 and len(edges) == num_variables - 1
-            and np.array_equal(np.sort(edges, 1), np.stack(
-                [np.arange(num_variables - 1), np.arange(1, num_variables)], 1)))
+def _band(num_variables, edges):
+    """The :class:`Band` of the better of the index order and the reverse Cuthill–McKee
+    order (the smaller bandwidth)."""
+    if not len(edges):
+        return None
+    graph = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])),
+                       shape=(num_variables, num_variables)).tocsr()
+    best = None
+    for order in (np.arange(num_variables),
+                  np.asarray(reverse_cuthill_mckee(graph, symmetric_mode=False), np.int64)):
+        position = np.empty(num_variables, np.int64)
+        position[order] = np.arange(num_variables)
+        width = int(np.max(np.abs(position[edges[:, 0]] - position[edges[:, 1]])))
+        if best is None or width < best[0]:
+            best = (width, order, position)
+    width, order, position = best
+    edge = -np.ones((num_variables, width), np.int64)
+    flip = np.zeros((num_variables, width), bool)
+    a, b = position[edges[:, 0]], position[edges[:, 1]]
+    new, old = np.maximum(a, b), np.minimum(a, b)
+    edge[new, width - (new - old)] = np.arange(len(edges))
+    flip[new, width - (new - old)] = a > b  # stored (i, j) with i the newer position
+    return Band(width, order, edge, flip)
 
 
 def _min_fill_order(num_variables, edges):
@@ -142,6 +181,7 @@ def plan_elimination(num_variables: int, num_values: int, edges: np.ndarray, *,
         size and its variables.
     """
     edges = np.asarray(edges, np.int64).reshape(-1, 2)
+    edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]
     order = _min_fill_order(num_variables, edges)
     position = np.empty(num_variables, np.int64)
     position[order] = np.arange(num_variables)
@@ -169,7 +209,10 @@ def plan_elimination(num_variables: int, num_values: int, edges: np.ndarray, *,
             holders[u].append(t)
         if len(others) > width:
             width, widest = len(others), tuple(clique)
-    table_size = int(num_values) ** (width + 1)
+    band = _band(num_variables, edges)
+    if band is not None and num_values ** band.width > BAND_SLACK * num_values ** width:
+        band = None
+    table_size = int(num_values) ** ((width if band is None else band.width) + 1)
     if max_table_size is not None and table_size > max_table_size:
         shown = ", ".join(names(u) if names else str(u) for u in widest[:12])
         more = f" and {len(widest) - 12} more" if len(widest) > 12 else ""
@@ -180,4 +223,4 @@ def plan_elimination(num_variables: int, num_values: int, edges: np.ndarray, *,
             f"{max_table_size:,}; raise max_table_size (memory: 4 bytes an entry, per "
             f"example) or use a sampler and AIS")
     return EliminationPlan(int(num_variables), int(num_values), edges, tuple(steps), width,
-                           table_size, bool(is_chain(num_variables, edges)))
+                           table_size, band)

@@ -40,7 +40,7 @@ default block-Gibbs kernel, uniform base, ``--chains`` forward chains over ``--b
 βs, reverse chains from as many exact draws by ``ugm.exact.sample``): the bracket, its
 width, whether it holds the exact value.
 
-Run: python benchmarks/bench_exact_peers.py [--trees 200 1000] [--strips 4x50 10x20]
+Run: python benchmarks/bench_exact_peers.py [--trees 200 1000] [--strips 4x50 10x20 10x200]
 [--repeats 3] [--beta 0.44] [--betas 1000] [--chains 100] [--skip-ais]
 """
 
@@ -265,7 +265,7 @@ def main(args):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", type=int, nargs="*", default=[200, 1000])
-    parser.add_argument("--strips", nargs="*", default=["4x50", "10x20"])
+    parser.add_argument("--strips", nargs="*", default=["4x50", "10x20", "10x200"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--beta", type=float, default=0.44)
     parser.add_argument("--betas", type=int, default=1000)

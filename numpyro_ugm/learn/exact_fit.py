@@ -6,12 +6,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 import optax
 
 from ..evaluate.exact import (DEFAULT_CHUNK_SIZE, MAX_CONFIGURATIONS, MAX_TABLE_SIZE,
                               objective)
-from ..model.ugm import UGM
-from .fit_setup import prepare_fit, run_fit
+from ..model.ugm import UGM, as_ugm
+from .fit_setup import prepare_fit, run_fit, run_fit_groups
 
 __all__ = ["fit_exact", "ExactFitResult"]
 
@@ -83,9 +84,12 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     model : callable or UGM
         numpyro model function (called with ``model_args`` and ``model_kwargs``) or a
         traced :class:`~numpyro_ugm.model.UGM` (then give no model arguments).
-    data : dict of str -> array
+    data : dict of str -> array, or list of them
         Observed sites (data representation), leading example axis; absent state sites
-        are latent and summed out.
+        are latent and summed out. A list: groups of examples of different shapes (a
+        CRF's sentences in length buckets), each with its ``inputs`` (a list as long);
+        the model is traced (and its structure found) once per group, with the group's
+        first example.
     *model_args
         Positional arguments of ``model``.
     params : dict, optional
@@ -128,15 +132,49 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     -------
     ExactFitResult
     """
+    if isinstance(data, (list, tuple)):
+        return _fit_groups(model, data, model_args, model_kwargs, params, num_steps,
+                           optimizer, rng_key, tol, chunk_size, progress_bar, inputs,
+                           max_configurations, method, max_table_size)
     fit = prepare_fit("fit_exact", model, data, model_args, model_kwargs, params, num_steps,
                       rng_key, inputs, tol)
-    target, space = fit.problem.target, fit.problem.param_model.space
-    value = objective(fit.problem.model, target, "fit_exact", method, chunk_size=chunk_size,
-                      max_configurations=max_configurations, max_table_size=max_table_size,
-                      num_examples=fit.problem.num_examples, per_example=inputs is not None,
-                      params=fit.params, inputs=fit.problem.inputs)
+    value = _objective(fit, chunk_size, max_configurations, method, max_table_size)
     out = run_fit("fit_exact", fit, value, optimizer, tol, progress_bar, "exact fit",
                   (chunk_size, method))
+    return _result(fit.problem.param_model.space, out)
+
+
+def _objective(fit, chunk_size, max_configurations, method, max_table_size):
+    return objective(fit.problem.model, fit.problem.target, "fit_exact", method,
+                     chunk_size=chunk_size, max_configurations=max_configurations,
+                     max_table_size=max_table_size, num_examples=fit.problem.num_examples,
+                     per_example=fit.problem.inputs is not None, params=fit.params,
+                     inputs=fit.problem.inputs)
+
+
+def _fit_groups(model, data, model_args, model_kwargs, params, num_steps, optimizer,
+                rng_key, tol, chunk_size, progress_bar, inputs, max_configurations, method,
+                max_table_size):
+    """:func:`fit_exact` on groups of examples of different shapes (see ``data``)."""
+    if not isinstance(inputs, (list, tuple)) or len(inputs) != len(data) or not data:
+        raise ValueError("fit_exact: with data a list of groups, inputs must be a list of "
+                         f"as many groups' inputs (got {len(data)} data groups and "
+                         f"{type(inputs).__name__} inputs)")
+    m, fits = as_ugm(model, *model_args, **model_kwargs), []
+    for group, group_inputs in zip(data, inputs):
+        first = {k: np.asarray(v)[0] for k, v in group_inputs.items()}
+        traced = UGM(m.model, *m.args, init_strategy=m.init_strategy, **{**m.kwargs, **first})
+        fits.append(prepare_fit("fit_exact", traced, group, (), {},
+                                fits[0].params if fits else params, num_steps, rng_key,
+                                group_inputs, tol))
+    values = [_objective(f, chunk_size, max_configurations, method, max_table_size)
+              for f in fits]
+    out = run_fit_groups("fit_exact", fits, values, optimizer, tol, progress_bar,
+                         "exact fit", (chunk_size, method))
+    return _result(fits[0].problem.param_model.space, out)
+
+
+def _result(space, out):
     trace = {"objective": -out.trace["value"], "log_likelihood": out.trace["aux"],
              "grad_norm": out.trace["grad_norm"]}
     return ExactFitResult(params=space.to_constrained(out.params), log_likelihood=out.aux,

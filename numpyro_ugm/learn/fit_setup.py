@@ -17,7 +17,7 @@ from ..runtime.compile_cache import cached
 from ..model.problem import ParamModel, Problem, build_problem
 from ..runtime.runloop import MinimizeResult, minimize
 
-__all__ = ["FitSetup", "prepare_fit", "run_fit", "warn_unconverged"]
+__all__ = ["FitSetup", "prepare_fit", "run_fit", "run_fit_groups", "warn_unconverged"]
 
 
 class FitSetup(NamedTuple):
@@ -103,6 +103,32 @@ def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: flo
                    fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
                    cached=lambda build: cached(problem.target.cache_key, key, build))
     warn_unconverged(owner, out, fit.num_steps, tol)
+    return out
+
+
+def run_fit_groups(owner: str, fits: list, values: list, optimizer: Any, tol: float,
+                   progress_bar: bool, desc: str, static: tuple = ()) -> MinimizeResult:
+    """:func:`run_fit` over groups of examples of different shapes (a CRF's sentences in
+    length buckets: one problem each, the same parameters): maximize
+    ``Σ_g N_g value_g(θ, data_g, inputs_g) / N + log p(θ) / N`` from the first fit's
+    starting point, one compiled program for all the groups."""
+    first = fits[0].problem
+    sizes = [f.problem.num_examples for f in fits]
+    total = sum(sizes)
+
+    def loss(u, *groups):
+        p = first.param_model.space.to_constrained(u)
+        v = sum(n / total * value(p, xs, us)
+                for n, value, (xs, us) in zip(sizes, values, groups))
+        return -(v + first.param_model.log_prior(p) / total), v
+
+    args = tuple((f.problem.data, f.problem.inputs) for f in fits)
+    shapes = tuple(tuple(np.shape(v) for v in jax.tree.leaves(a)) for a in args)
+    key = (owner, "groups", *static, optimizer, shapes)
+    out = minimize(loss, first.param_model.space.to_unconstrained(fits[0].params), optimizer,
+                   fits[0].num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
+                   cached=lambda build: cached(first.target.cache_key, key, build))
+    warn_unconverged(owner, out, fits[0].num_steps, tol)
     return out
 
 

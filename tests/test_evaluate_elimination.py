@@ -1,7 +1,7 @@
 """Exact inference by variable elimination (``ugm.exact`` with ``method="eliminate"``,
 evaluate/elimination.py) against enumeration (``method="enumerate"``) and brute force
 written here (every configuration's log-potential, in float64) on small models — chains,
-a tree, a cycle, a grid, a Potts model, a model with two sites, CRFs with per-example
+a tree, a star, a cycle, a 0/1 ring, a grid, Potts models, a model with two sites, CRFs with per-example
 inputs, data with a latent site — and against transfer-matrix recursions written here on
 a 1000-spin chain and a 10 × 200 strip; and its errors."""
 
@@ -52,6 +52,14 @@ def potts_grid(height, width, K):
     right = jnp.einsum("ija,ab,ijb->", x[:, :-1], A, x[:, 1:])
     down = jnp.einsum("ija,ab,ijb->", x[:-1], B, x[1:])
     numpyro.factor("f", right + down + jnp.sum(h * x))
+
+
+def binary_ring(n):
+    """0/1 variables on a ring (couplings W, fields b)."""
+    W = numpyro.param("W", jnp.zeros(n))
+    b = numpyro.param("b", jnp.zeros(n))
+    x = numpyro.sample("x", ugm.Binary(n))
+    numpyro.factor("f", jnp.sum(W * x * jnp.roll(x, -1)) + b @ x)
 
 
 def two_sites():
@@ -272,11 +280,12 @@ def check_against_enumeration(m, params, draws=True):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["chain", "cycle", "tree", "star", "potts", "potts star",
-                                  "two sites"])
+@pytest.mark.parametrize("name", ["chain", "cycle", "binary ring", "tree", "star", "potts",
+                                  "potts star", "two sites"])
 def test_public_entry_points_agree_with_enumeration(name):
     m = {"chain": lambda: ugm.UGM(spin_graph, 6, CHAIN),
          "cycle": lambda: ugm.UGM(spin_graph, 6, CYCLE),
+         "binary ring": lambda: ugm.UGM(binary_ring, 7),
          "tree": lambda: ugm.UGM(spin_graph, 9, random_tree(9, 2)),
          "star": lambda: ugm.UGM(star_abs, 7),
          "potts": lambda: ugm.UGM(potts_grid, 2, 3, 3),

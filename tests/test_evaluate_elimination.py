@@ -1,9 +1,9 @@
 """Exact inference by variable elimination (``ugm.exact`` with ``method="eliminate"``,
 evaluate/elimination.py) against enumeration (``method="enumerate"``) and brute force
 written here (every configuration's log-potential, in float64) on small models — chains,
-a tree, a star, a cycle, a 0/1 ring, a grid, Potts models, a model with two sites, CRFs with per-example
-inputs, data with a latent site — and against transfer-matrix recursions written here on
-a 1000-spin chain and a 10 × 200 strip; and its errors."""
+a tree, a star, a cycle, a 0/1 ring, a grid, Potts models, a model with two sites, CRFs
+with per-example inputs, data with a latent site — and against transfer-matrix
+recursions written here on a 1000-spin chain and a 10 × 200 strip; and its errors."""
 
 import re
 

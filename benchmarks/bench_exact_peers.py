@@ -20,8 +20,8 @@ probability space stay in float64's range). Measured:
 * all single-variable marginals: ``ugm.exact.marginals`` and, on trees, pgmpy's
   ``BeliefPropagation`` (junction tree, one calibration, each variable's marginal read
   off a clique belief that holds it); on strips pgmpy's junction tree exhausts the
-  memory (a 4 × 50 strip was killed above 20 GB), so one ``VariableElimination`` query
-  per variable, timed on 8 variables and scaled to all of them.
+  memory (a 4 × 50 strip: killed for memory on a 23 GB machine), so one
+  ``VariableElimination`` query per variable, timed on 8 variables and scaled to all.
 
 ugm's first call (compilation with it; the model is traced and analysed before) is
 reported apart from later calls (the median of ``--repeats``, timed interleaved with

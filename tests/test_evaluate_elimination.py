@@ -460,9 +460,6 @@ def test_a_table_above_max_table_size_is_an_error_naming_the_treewidth():
         exact.log_partition(m, params, method="eliminate", max_table_size=8)
 
 
-@pytest.mark.xfail(strict=True, reason="a banded plan wider than the treewidth is refused "
-                   "instead of falling back to the min-fill plan, and the error states "
-                   "2^5 = 64 entries")
 def test_a_plan_within_the_budget_is_not_refused_for_its_band():
     """A 4 × 5 grid: treewidth 4 (2^5 = 32 entries by min-fill); the index order's band
     is 5 wide (64 entries). A budget of 32 admits the min-fill plan."""

@@ -12,7 +12,8 @@ tables (:func:`marginals`), never a second hand-written pass.
 
 Banded plans (``plan.band``: chains, strips) run as one ``lax.scan`` over the variables
 carrying a table over the last b of them — on a chain the forward algorithm and Viterbi,
-on a strip the transfer matrix —, one compiled step whatever the length; other plans
+on a strip the transfer matrix —, one compiled step whatever the length; forest plans
+(``plan.forest``: trees) as one scan over the levels of the rooted trees; other plans
 unroll one step per variable.
 All functions are pure and traceable in the tables (``jit``, ``grad``, ``vmap`` over
 examples).
@@ -105,6 +106,48 @@ def _band_backtrack(plan, state, pick, keys):
     return jnp.zeros(n, jnp.int32).at[plan.band.order].set(ordered)
 
 
+def _forest_forward(plan, unary, pairwise, kind):
+    """The forest plan: level by level, deepest first, each variable's belief (its unary
+    table and its children's messages) sends the message ⊕_{x_v} (belief + edge table)
+    to its parent; log Z (or the best score) is the sum over the roots of ⊕ of their
+    beliefs."""
+    red, forest = _reduce(kind), plan.forest
+    padded = jnp.concatenate([unary, jnp.zeros_like(unary[:1])])  # the dummy variable n
+    w = pairwise[np.maximum(forest.edge, 0)]
+    w = jnp.where(forest.flip[..., None, None], jnp.swapaxes(w, -1, -2), w)
+    w = jnp.where((forest.edge >= 0)[..., None, None], w, 0.0)  # [x_node, x_parent]
+
+    def level(incoming, inputs):
+        node, parent, table = inputs
+        joint = (padded[node] + incoming[node])[:, :, None] + table
+        return incoming.at[parent].add(red(joint, axis=1)), joint
+
+    incoming, tables = jax.lax.scan(
+        level, jnp.zeros_like(padded), (forest.node, forest.parent, w))
+    beliefs = padded[forest.roots] + incoming[forest.roots]
+    return jnp.sum(red(beliefs, axis=1)), (beliefs, tables)
+
+
+def _forest_backtrack(plan, state, pick, keys):
+    """The roots from their beliefs, then level by level from the top each variable
+    from its table given its parent's label."""
+    beliefs, tables = state
+    forest, n = plan.forest, plan.num_variables
+    roots = jax.vmap(pick)(keys[:len(forest.roots)], beliefs)
+    labels = jnp.zeros(n + 1, jnp.int32).at[forest.roots].set(roots.astype(jnp.int32))
+    level_keys = jax.random.split(keys[n], forest.node.size).reshape(
+        forest.node.shape + keys.shape[1:])
+
+    def level(labels, inputs):
+        node, parent, table, k = inputs
+        scores = jnp.take_along_axis(table, labels[parent][:, None, None], axis=2)[..., 0]
+        return labels.at[node].set(jax.vmap(pick)(k, scores).astype(jnp.int32)), None
+
+    labels, _ = jax.lax.scan(level, labels, (forest.node, forest.parent, tables,
+                                             level_keys), reverse=True)
+    return labels[:n]
+
+
 def _place(table, axes, rank):
     """``table`` (one axis per entry of ``axes``) broadcast into a clique of ``rank``
     axes: its axes moved to positions ``axes``, size 1 elsewhere."""
@@ -123,6 +166,8 @@ def eliminate(plan: EliminationPlan, unary: jax.Array, pairwise: jax.Array,
     step's clique table; for a banded plan, its last window and every step's table)."""
     if plan.band is not None:
         return _band_forward(plan, unary, pairwise, kind)
+    if plan.forest is not None:
+        return _forest_forward(plan, unary, pairwise, kind)
     red = _reduce(kind)
     factors = list(pairwise)
     tables, total = [], jnp.zeros((), unary.dtype)
@@ -148,6 +193,8 @@ def backtrack(plan: EliminationPlan, pairwise: jax.Array, tables, pick: Callable
             else jnp.zeros((n + 1, 2), jnp.uint32))
     if plan.band is not None:
         return _band_backtrack(plan, tables, pick, keys)
+    if plan.forest is not None:
+        return _forest_backtrack(plan, tables, pick, keys)
     labels = [None] * n
     for t in reversed(range(len(plan.steps))):
         step = plan.steps[t]

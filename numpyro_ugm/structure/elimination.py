@@ -8,8 +8,9 @@ which become pairwise connected ("fill-in"). The largest clique, v with its neig
 its elimination, has K^(w+1) entries, w the width of the order (the graph's treewidth for
 the best order): a chain or tree has width 1, an L × W strip width min(L, W), a complete
 graph on n variables width n − 1. Min-fill (eliminate the variable whose neighbours lack
-the fewest edges among them, ties to the fewest neighbours, then the lowest index) finds
-the optimal order on chains, trees and strips.
+the fewest edges among them, ties to the fewest neighbours, then the lowest index) is a
+heuristic: optimal on chains and trees, not always on grids (width 15 on a 10 × 20 grid,
+whose treewidth is 10; the banded order below gets 11 or 10 there).
 
 **Banded plans.** Unrolled, a plan compiles one step per variable: fine for a tree of a
 few hundred variables, slow for a 10 × 200 strip. When the variables have an order of
@@ -20,6 +21,11 @@ reverse Cuthill–McKee order are tried) and K^(b+1) is within a factor
 :mod:`~numpyro_ugm.structure.contraction` runs it as one ``lax.scan`` over the variables in
 that order, carrying a table over the last b of them — the forward-backward recursions
 on a chain, the transfer matrix on a strip — one compiled step whatever the length.
+
+**Forest plans.** A forest (width 1) without a narrow band — a tree CRF — is rooted at
+the centre of each tree and run level by level, deepest first (:class:`Forest`): one
+``lax.scan`` over the levels, each level's messages to the parents at once; its depth,
+not its size, sets the number of steps.
 """
 
 import heapq
@@ -29,8 +35,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-__all__ = ["EliminationPlan", "Step", "Band", "plan_elimination", "MAX_TABLE_SIZE",
-           "BAND_SLACK"]
+__all__ = ["EliminationPlan", "Step", "Band", "Forest", "plan_elimination",
+           "MAX_TABLE_SIZE", "BAND_SLACK"]
 
 #: the largest clique table (entries, per example) an elimination may build by default
 MAX_TABLE_SIZE = 2 ** 22
@@ -59,6 +65,66 @@ class Step(NamedTuple):
     inputs: tuple
 
 
+class Forest(NamedTuple):
+    """A forest plan: per level, deepest first, its variables (``node`` (L, W), padded
+    with the dummy n), their parents (``parent``, the dummy n for padding), the edge to the
+    parent (``edge``, −1 for padding) and whether its table is stored (parent, node)
+    (``flip``); ``roots`` (R,)."""
+
+    node: np.ndarray
+    parent: np.ndarray
+    edge: np.ndarray
+    flip: np.ndarray
+    roots: np.ndarray
+
+
+def _forest(num_variables, edges):
+    """The :class:`Forest` of a graph without cycles, each tree rooted at its centre (the
+    middle of a longest path: the fewest levels)."""
+    nbrs = [[] for _ in range(num_variables)]
+    for e, (i, j) in enumerate(edges):
+        nbrs[i].append((int(j), e))
+        nbrs[j].append((int(i), e))
+
+    def bfs(start):
+        parent, order = {start: (-1, -1)}, [start]
+        for v in order:
+            for u, e in nbrs[v]:
+                if u not in parent:
+                    parent[u] = (v, e)
+                    order.append(u)
+        return parent, order
+
+    seen = np.zeros(num_variables, bool)
+    roots, links, depth = [], {}, np.zeros(num_variables, np.int64)
+    for start in range(num_variables):
+        if seen[start]:
+            continue
+        far = bfs(start)[1][-1]
+        parent, order = bfs(far)
+        path = [order[-1]]
+        while parent[path[-1]][0] >= 0:
+            path.append(parent[path[-1]][0])
+        root = path[len(path) // 2]
+        parent, order = bfs(root)
+        roots.append(root)
+        seen[order] = True
+        for v in order[1:]:
+            links[v] = parent[v]
+            depth[v] = depth[parent[v][0]] + 1
+    levels = [np.flatnonzero(depth == d) for d in range(int(depth.max()), 0, -1)]
+    width = max((len(level) for level in levels), default=1)
+    shape = (len(levels), width)
+    node, up = np.full(shape, num_variables), np.full(shape, num_variables)
+    edge, flip = -np.ones(shape, np.int64), np.zeros(shape, bool)
+    for k, level in enumerate(levels):
+        node[k, :len(level)] = level
+        up[k, :len(level)] = [links[v][0] for v in level]
+        edge[k, :len(level)] = [links[v][1] for v in level]
+        flip[k, :len(level)] = [edges[links[v][1], 0] != v for v in level]
+    return Forest(node, up, edge, flip, np.asarray(roots, np.int64))
+
+
 class EliminationPlan(NamedTuple):
     """What :func:`plan_elimination` decides.
 
@@ -79,6 +145,8 @@ class EliminationPlan(NamedTuple):
         Entries of the largest table, K^(width + 1) (banded: K^(band width + 1)).
     band : Band or None
         The banded plan, when it is taken (see the module docstring).
+    forest : Forest or None
+        The forest plan, when it is taken.
     """
 
     num_variables: int
@@ -88,6 +156,7 @@ class EliminationPlan(NamedTuple):
     width: int
     table_size: int
     band: Band | None
+    forest: Forest | None = None
 
     @property
     def order(self) -> tuple:
@@ -210,8 +279,10 @@ def plan_elimination(num_variables: int, num_values: int, edges: np.ndarray, *,
         if len(others) > width:
             width, widest = len(others), tuple(clique)
     band = _band(num_variables, edges)
-    if band is not None and num_values ** band.width > BAND_SLACK * num_values ** width:
+    if band is not None and (num_values ** band.width > BAND_SLACK * num_values ** width or (
+            max_table_size is not None and num_values ** (band.width + 1) > max_table_size)):
         band = None
+    forest = _forest(num_variables, edges) if band is None and width <= 1 else None
     table_size = int(num_values) ** ((width if band is None else band.width) + 1)
     if max_table_size is not None and table_size > max_table_size:
         shown = ", ".join(names(u) if names else str(u) for u in widest[:12])
@@ -223,4 +294,4 @@ def plan_elimination(num_variables: int, num_values: int, edges: np.ndarray, *,
             f"{max_table_size:,}; raise max_table_size (memory: 4 bytes an entry, per "
             f"example) or use a sampler and AIS")
     return EliminationPlan(int(num_variables), int(num_values), edges, tuple(steps), width,
-                           table_size, band)
+                           table_size, band, forest)

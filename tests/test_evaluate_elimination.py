@@ -485,3 +485,51 @@ def test_eliminating_a_model_with_a_real_site_is_an_error():
     with pytest.raises(ValueError, match=r"log_partition: .*finite sites; \['r'\] are "
                        r"real"):
         exact.log_partition(m, {"w": jnp.asarray(0.5)}, method="eliminate")
+
+
+@pytest.mark.slow
+def test_fit_exact_on_groups_of_lengths_reaches_the_brute_force_optimum():
+    """``fit_exact`` with data and inputs as lists (sentences in two length buckets, padded
+    and masked): its optimum is that of the MAP objective summed by brute force over each
+    sentence's unpadded labelings (numpy): scipy's L-BFGS-B cannot improve it."""
+    import itertools
+
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(0)
+    K, A = 3, 12
+    groups = []
+    for num, length in ((5, 3), (4, 6)):
+        lengths = rng.integers(1, length + 1, num)
+        mask = np.arange(length)[None] < lengths[:, None]
+        feats = np.where(mask[..., None], rng.integers(0, A, (num, length, 2)), A)
+        y = (rng.integers(0, K, (num, length)) * mask).astype(np.int32)
+        groups.append(({"y": y}, {"features": feats.astype(np.int32), "mask": mask}))
+    m = ugm.UGM(ugm.models.chain_crf, features=groups[0][1]["features"][0],
+                mask=groups[0][1]["mask"][0], num_labels=K, num_features=A, prior_scale=1.0)
+    fit = ugm.fit_exact(m, [d for d, _ in groups], inputs=[u for _, u in groups],
+                        progress_bar=False)
+    assert fit.converged
+
+    def objective(x):
+        W = np.vstack([x[:A * K].reshape(A, K), np.zeros((1, K))])
+        T = x[A * K:].reshape(K, K)
+        total = 0.0
+        for d, u in groups:
+            for y, f, mk in zip(d["y"], u["features"], u["mask"]):
+                n = int(mk.sum())
+                scores = W[f[:n]].sum(1)
+
+                def value(lab):
+                    return scores[np.arange(n), lab].sum() + T[lab[:-1], lab[1:]].sum()
+
+                lz = np.logaddexp.reduce([value(np.array(c)) for c in
+                                          itertools.product(range(K), repeat=n)])
+                total += value(y[:n]) - lz
+        return -(total - 0.5 * np.sum(x ** 2)) / 9
+
+    x0 = np.concatenate([np.ravel(fit.params["W"]), np.ravel(fit.params["A"])]).astype(float)
+    better = minimize(objective, x0, method="L-BFGS-B")
+    assert objective(x0) - better.fun < 1e-5
+    np.testing.assert_allclose(-objective(x0) - 45 * 0.5 * np.log(2 * np.pi) / 9,
+                               fit.objective, rtol=1e-5)

@@ -57,3 +57,20 @@ def test_multilabel_crf_potential():
                                expected, rtol=1e-5)
     assert len(m.target().blocks) == 3
     assert set(ugm.UGM(multilabel_crf, features, 3, bias=False).param_sites) == {"W_E", "W_v"}
+
+
+def test_chain_crf_declares_its_chain_for_every_example():
+    """``chain_crf`` declares its graph (``ugm.factor(..., edges=)``): the structure is the
+    chain with its two-colour blocks, taken without analysis, and it holds for examples
+    with other masks with no covering check (the model is returned as it is)."""
+    features = np.array([[0, 3], [1, 3], [2, 3], [3, 3]], np.int32)  # 3 = padding id
+    mask = np.array([True, True, True, False])
+    m = ugm.UGM(ugm.models.chain_crf, features=features, mask=mask, num_labels=3,
+                num_features=3)
+    structure = m.target().structure
+    assert structure.declared and structure.multilinear
+    np.testing.assert_array_equal(structure.edges, [[0, 1], [1, 2], [2, 3]])
+    np.testing.assert_array_equal(structure.colors, [0, 1, 0, 1])
+    others = {"features": np.stack([features] * 3), "mask": np.array(
+        [[True, False, False, False], [True, True, True, True], mask])}
+    assert m.for_inputs(others) is m

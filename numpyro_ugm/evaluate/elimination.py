@@ -63,6 +63,8 @@ class Elimination(NamedTuple):
 
 
 def variable_name(domains):
+    """``variable -> "site[i, j]"``: the name of a global variable index (sites in order,
+    each flattened)."""
     offsets = np.cumsum([0] + [d.num_variables for d in domains.values()])
     names = list(domains)
 

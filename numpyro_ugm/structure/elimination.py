@@ -162,6 +162,13 @@ class EliminationPlan(NamedTuple):
     def order(self) -> tuple:
         return tuple(s.variable for s in self.steps)
 
+    @property
+    def chain(self) -> bool:
+        """Whether the graph is the path 0 − 1 − … − (n − 1) (its edges in that order)."""
+        n = self.num_variables
+        bonds = np.stack([np.arange(n - 1), np.arange(1, n)], 1)
+        return n >= 2 and self.edges.shape == bonds.shape and np.array_equal(self.edges, bonds)
+
 
 def _band(num_variables, edges):
     """The :class:`Band` of the better of the index order and the reverse Cuthill–McKee

@@ -191,7 +191,7 @@ def _package_fit(data, c2, num_steps):
     result = ugm.fit_exact(m, [{"y": b.tags} for b in data.train_buckets],
                            inputs=[{"features": b.features, "mask": b.mask}
                                    for b in data.train_buckets],
-                           num_steps=num_steps, progress_bar=False)
+                           num_steps=num_steps, progress_bar=num_steps > 1)
     return m, result, time.perf_counter() - t
 
 

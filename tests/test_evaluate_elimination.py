@@ -451,6 +451,7 @@ def test_a_three_variable_term_is_an_error_naming_the_sites():
         exact.log_partition(m, m.init_params(jax.random.PRNGKey(0)), method="eliminate")
 
 
+@pytest.mark.slow
 def test_a_table_above_max_table_size_is_an_error_naming_the_treewidth():
     m = ugm.UGM(ising_grid, 3, 3)
     params = {"beta": jnp.asarray(0.44), "h": jnp.zeros((3, 3))}
@@ -480,6 +481,7 @@ def spins_and_a_real():
     numpyro.factor("f", w * x[0] * x[1] + r[0] * x[0] - 0.5 * r[0] ** 2)
 
 
+@pytest.mark.slow
 def test_eliminating_a_model_with_a_real_site_is_an_error():
     m = ugm.UGM(spins_and_a_real)
     with pytest.raises(ValueError, match=r"log_partition: .*finite sites; \['r'\] are "

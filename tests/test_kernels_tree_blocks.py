@@ -102,6 +102,7 @@ def spin_chain(n):
     numpyro.factor("bonds", jnp.sum(w * x[:-1] * x[1:]) + b @ x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parallel", [False, True])
 def test_a_chain_is_drawn_exactly_in_one_step(parallel):
     """By sequential scans or by prefix products."""
@@ -120,6 +121,7 @@ def test_invariant_on_a_potential_that_is_not_multilinear_in_code():
     check_tv(m, params, ugm.kernels.tree_gibbs(), 5000, 4)
 
 
+@pytest.mark.slow
 def test_moves_every_variable_and_cached_tables_draw_the_same():
     """Without couplings or fields every variable is a fair coin after one step: about
     half the chains flip each one. Tables kept in the state or recomputed at each step

@@ -180,7 +180,7 @@ def log_probs(el: Elimination, params: dict, labels: jax.Array, observed: np.nda
 
 
 def _site_arrays(el, flat):
-    """Per-variable rows (n, ...) as a dict of site arrays (*site_shape, ...)."""
+    """Per-variable rows ``(n, ...)`` as a dict of site arrays ``(*site_shape, ...)``."""
     out, start = {}, 0
     for s, d in el.domains.items():
         part = flat[..., start:start + d.num_variables, :d.num_values]
@@ -190,7 +190,7 @@ def _site_arrays(el, flat):
 
 
 def marginals(el: Elimination, params: dict, inputs: dict | None = None):
-    """(log Z, site marginals dict of (*site_shape, K), pair marginals (E, K, K) in the
+    """(log Z, site marginals dict of ``(*site_shape, K)``, pair marginals (E, K, K) in the
     order of ``el.plan.edges``) under one example's inputs."""
     t = tables(el, params, inputs)
     value, mu, mu2 = contraction.marginals(el.plan, t.unary, t.pairwise)
@@ -291,5 +291,5 @@ def run_log_probs(el: Elimination, params: dict, data: dict, inputs: dict | None
 
 
 def run_marginals(el: Elimination, params: dict) -> dict:
-    """Site marginals (dict of (*site_shape, K)), compiled once per model."""
+    """Site marginals (dict of ``(*site_shape, K)``), compiled once per model."""
     return _compiled(el, "marginals", lambda: lambda p: marginals(el, p)[1])(params)

@@ -188,8 +188,9 @@ def tabulate(fn, domains, edges: np.ndarray, multilinear: bool, num_values: int,
 
 def decomposition_error(fn, tables: Tables, domains, edges, labels: jax.Array
                         ) -> tuple[jax.Array, jax.Array]:
-    """At each row of ``labels`` (S, n): |f(x) − (constant + Σ unary + Σ pairwise)| and
-    the size of the terms it compares (|f| + Σ|terms|), for a relative test."""
+    """At each row of ``labels`` (S, n): ``abs(f(x) − (constant + Σ unary + Σ pairwise))``
+    and the size of the terms it compares (``abs(f) + Σ abs(terms)``), for a relative
+    test."""
     edges = np.asarray(edges, np.int64).reshape(-1, 2)
     dtype = tables.unary.dtype
 

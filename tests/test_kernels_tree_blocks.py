@@ -90,6 +90,7 @@ def test_invariant_on_an_ising_grid():
     check_tv(m, params, ugm.kernels.tree_gibbs(), 20000, 8, wrong_beta=0.75)
 
 
+@pytest.mark.slow
 def test_invariant_on_a_potts_ring():
     m, params = potts5()
     check_tv(m, params, ugm.kernels.tree_gibbs(), 5000, 6, wrong_beta=0.75)

@@ -109,25 +109,23 @@ def multilabel_crf(features: jax.Array, num_labels: int, *, bias: bool = True,
     """
     L, d = check_count("multilabel_crf", "num_labels", num_labels), features.shape[-1]
 
-    def weight(name, shape):
-        if prior_scale is None:
-            return numpyro.param(name, jnp.zeros(shape))
-        return numpyro.sample(name, dist.Normal(0.0, prior_scale).expand(shape)
-                              .to_event(len(shape)))
-
-    W_E = weight("W_E", (L, L))
-    W_v = weight("W_v", (L, d))
-    b = weight("b", (L,)) if bias else jnp.zeros(L)
+    W_E = _weight("W_E", (L, L), prior_scale)
+    W_v = _weight("W_v", (L, d), prior_scale)
+    b = _weight("b", (L,), prior_scale) if bias else jnp.zeros(L)
     y = numpyro.sample("y", Spin(L))
     factor("potential", y @ jnp.triu(W_E, 1) @ y + y @ (W_v @ features + b),
            colors={"y": np.arange(L)}, multilinear=True)
 
 
-def _weight(name, shape, prior_scale, l1_scale):
+def _weight(name, shape, prior_scale, l1_scale=None):
+    """A weight of the CRFs: Normal(0, prior_scale) (L2, MAP) or Laplace(0, l1_scale)
+    (L1) priors, else a parameter initialized at 0."""
     if prior_scale is not None:
-        return numpyro.sample(name, dist.Normal(0.0, prior_scale).expand(shape).to_event(2))
+        return numpyro.sample(name, dist.Normal(0.0, prior_scale).expand(shape)
+                              .to_event(len(shape)))
     if l1_scale is not None:
-        return numpyro.sample(name, dist.Laplace(0.0, l1_scale).expand(shape).to_event(2))
+        return numpyro.sample(name, dist.Laplace(0.0, l1_scale).expand(shape)
+                              .to_event(len(shape)))
     return numpyro.param(name, jnp.zeros(shape))
 
 

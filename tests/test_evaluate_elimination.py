@@ -315,6 +315,38 @@ def crf_examples(num, length, num_attributes, active, seed):
     return jnp.asarray(features), jnp.asarray(mask), labels
 
 
+def test_auto_counts_the_enumerations_of_every_example():
+    """``method="auto"`` enumerates a CRF only while its examples' enumerations add up to
+    at most ENUMERATION_PREFERRED configurations: 300 sentences of 8 words with 9 labels
+    (9**4 configurations each after closed-form sums) are eliminated (enumerating them
+    took 1.5 s per evaluation, the forward algorithm 2 ms)."""
+    from numpyro_ugm.evaluate._engine import enumeration_sizes
+
+    features, mask, _ = crf_examples(1, 8, 5, 2, 3)
+    m = ugm.UGM(ugm.models.chain_crf, features=features[0], mask=mask[0], num_labels=9,
+                num_features=5)
+    target = m.target()
+    assert enumeration_sizes(target, 300, per_example=True) == (9 ** 4, 300 * 9 ** 4, 300)
+    assert enumeration_sizes(target, 300) == (9 ** 4, 9 ** 4, 1)  # one log Z, no inputs
+
+    def chosen(num, model=m):
+        return elimination.choose(model, "t", "auto",
+                                  lambda: enumeration_sizes(target, num, per_example=True),
+                                  lambda: None, target=target)
+
+    assert chosen(4) is None
+    assert chosen(300) is not None and chosen(300).plan.band is not None
+    # an RBM's graph has no narrow band: its small enumeration stays, whatever the count
+    rbm = ugm.UGM(ugm.models.rbm, 12, 3)
+    rbm_target = rbm.target()
+    assert elimination.choose(rbm, "t", "auto", lambda: (8, 8 * 10 ** 6, 10 ** 6),
+                              lambda: None, target=rbm_target) is None
+    # a potential with a three-variable term, counted large: enumerated, not refused
+    third = ugm.UGM(third_order, 5)
+    assert elimination.choose(third, "t", "auto", lambda: (16, 10 ** 6, 1), lambda: None,
+                              params=third.init_params(jax.random.PRNGKey(0))) is None
+
+
 @pytest.mark.slow
 def test_chain_crf_with_masks_agrees_with_enumeration():
     K, F = 3, 7

@@ -30,11 +30,12 @@ from ..runtime.compile_cache import cached
 from ..conditionals import scatter, sum_out
 from ..model.target import Target
 from ._gaussian import integrated_size, log_integral, not_gaussian_error, quadratic_terms
-from ._size import check_work
+from ._size import check_work, work
 
 __all__ = ["Plan", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION", "MAX_HESSIAN_FLOATS",
-           "make_plan", "check_size", "check_enumeration", "sum_out_mode", "log_sum",
-           "weighted_mean", "log_z", "log_prob_observed", "log_prob_per_input", "cached_jit",
+           "make_plan", "check_size", "check_enumeration", "enumeration_sizes",
+           "sum_out_mode", "log_sum", "weighted_mean", "log_z", "log_prob_observed",
+           "log_prob_per_input", "cached_jit",
            "fill", "configurations", "chunks", "chunk_states", "config_log_weight",
            "config_budget", "first_divergent", "index_dtype", "float_dtype"]
 
@@ -220,6 +221,25 @@ def check_size(plan: Plan, chunk_size: int, what: str,
             f"index ({limit}); use annealed importance sampling for models this large")
     if max_configurations is not None:
         check_work(plan, what, max_configurations, repeats)
+
+
+def enumeration_sizes(target: Target, num_examples: int | None = None,
+                      per_example: bool = False,
+                      sum_out: bool | str = "auto") -> tuple[float, float, int]:
+    """The :func:`~numpyro_ugm.evaluate._size.work` of one enumeration of ``target`` (its
+    log Z) and of every enumeration an exact call on it runs (as
+    :func:`check_enumeration` counts them: its log Z, once or once per example with
+    ``per_example``, and with ``num_examples`` its latent sites' per example), and how
+    many examples an elimination would contract one by one instead (1 when the call
+    needs one log Z)."""
+    one = work(make_plan(target, tuple(target.state_sites), sum_out))
+    every, examples = one * (num_examples if per_example else 1), 1
+    if per_example:
+        examples = num_examples
+    if num_examples is not None and target.latent_sites:
+        every += work(make_plan(target, target.latent_sites), num_examples)
+        examples = num_examples
+    return one, every, examples
 
 
 def check_enumeration(target: Target, chunk_size: int, what: str, max_configurations: int,

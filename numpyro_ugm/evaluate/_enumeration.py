@@ -54,9 +54,9 @@ from ..model.diagnose import non_finite_error
 from ..model.ugm import UGM
 from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, cached_jit, check_size,
-                     check_enumeration, configurations, first_divergent, float_dtype,
-                     log_prob_observed, log_prob_per_input, log_z, make_plan, sum_out_mode,
-                     weighted_mean)
+                     check_enumeration, configurations, enumeration_sizes, first_divergent,
+                     float_dtype, log_prob_observed, log_prob_per_input, log_z, make_plan,
+                     sum_out_mode, weighted_mean)
 from ._gaussian import normalizability_error
 from ._padding import first, mean_of_first, pad_examples, padded_length
 from ._prepare import model_of, observed_problem
@@ -134,14 +134,17 @@ def check_integrals(owner, target, params, chunk_size):
 
 
 def _route(owner, m, target, method, max_table_size, chunk_size, max_configurations,
-           num=None, per_example=False, sum_out="auto"):
+           params, num=None, inputs=None, sum_out="auto"):
     """The elimination set-up when ``method`` picks it (:func:`~numpyro_ugm.evaluate.
-    elimination.choose`), else None once enumeration is checked."""
+    elimination.choose`, checked at ``params`` under the first example of ``inputs``),
+    else None once enumeration is checked."""
+    per_example = inputs is not None
     return eliminating.choose(
-        m, owner, method,
-        lambda: make_plan(target, tuple(target.state_sites), sum_out).num_configurations,
+        m, f"exact.{owner}", method,
+        lambda: enumeration_sizes(target, num, per_example, sum_out),
         lambda: check_enumeration(target, chunk_size, owner, max_configurations, num,
-                                  per_example, sum_out), max_table_size, target)
+                                  per_example, sum_out), max_table_size, target,
+        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
 
 
 def _checked(owner, values, log_zs, params, target, chunk_size):
@@ -171,8 +174,8 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     A finite model with more than 65,536 configurations whose interaction graph is thin
     (a chain, tree, strip or small grid) is summed by variable elimination on that graph
     (:mod:`~numpyro_ugm.evaluate.elimination`: tables of size K^(treewidth + 1)); other
-    models are enumerated. Enumeration the configurations of the state sites chunk by chunk (memory bounded by
-    one chunk), after summing out in closed form the largest set of mutually
+    models are enumerated: the configurations of the state sites chunk by chunk (memory
+    bounded by one chunk), after summing out in closed form the largest set of mutually
     non-interacting variables it finds when the model is multilinear (see the module
     docstring). Differentiable in ``params``: ``jax.grad`` gives E_p[∇θ f], the negative
     phase of the log-likelihood gradient, exactly.
@@ -196,8 +199,9 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
         one is an error naming its size (and more than 2**24 warns); a configuration
         with n > 16 real variables integrated out counts (n / 16)² times (their Hessian).
     method : {"auto", "enumerate", "eliminate"}
-        ``"auto"``: enumeration up to 65,536 configurations, elimination above when its
-        tables fit ``max_table_size``, else enumeration within ``max_configurations``.
+        ``"auto"``: enumeration up to 65,536 configurations (in all: a CRF's log Z and
+        latent sites count once per example), elimination above when its tables fit
+        ``max_table_size``, else enumeration within ``max_configurations``.
     max_table_size : int or None
         The largest clique table elimination may build, in entries per example
         (default 2**22); above it elimination is refused, naming the treewidth.
@@ -224,9 +228,8 @@ def log_partition(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     m = model_of("exact.log_partition", m)
     m.param_space.check(params)
     el = _route("log_partition", m, m.target(), method, max_table_size, chunk_size,
-                max_configurations, sum_out=sum_out)
+                max_configurations, params, sum_out=sum_out)
     if el is not None:
-        eliminating.check_decomposes(el, m, params, "exact.log_partition")
         return finite_result("log_partition", eliminating.run_log_z(el, params), params)
     return _log_partition(m.target(), params, chunk_size, sum_out, max_configurations)
 
@@ -269,11 +272,9 @@ def _per_example(owner, m, params, data, inputs, chunk_size, max_configurations,
     target, x, inputs, num = (problem.target, problem.data,
                               problem.inputs, problem.num_examples)
     el = _route(owner, problem.model, target, method, max_table_size, chunk_size,
-                max_configurations, num, inputs is not None)
+                max_configurations, params, num, inputs)
     if el is None:
         return _log_probs(target, params, x, inputs, num, chunk_size) + (num, target)
-    one = None if inputs is None else jax.tree.map(lambda v: v[0], inputs)
-    eliminating.check_decomposes(el, problem.model, params, f"exact.{owner}", one)
     values, log_zs = eliminating.run_log_probs(el, params, x, inputs)
     return values, jnp.mean(values), log_zs, num, target
 
@@ -444,9 +445,8 @@ def marginals(m: UGM, params: dict, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
     m.param_space.check(params)
     target = m.target()
     el = _route("marginals", m, target, method, max_table_size, chunk_size,
-                max_configurations)
+                max_configurations, params)
     if el is not None:
-        eliminating.check_decomposes(el, m, params, "exact.marginals")
         return finite_result("marginals", eliminating.run_marginals(el, params), params)
     fn = cached_jit(target, ("marginals", chunk_size),
                     lambda: lambda p: _marginals(target, p, chunk_size))

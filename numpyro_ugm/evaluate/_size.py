@@ -35,6 +35,8 @@ def work(plan, repeats: int = 1) -> float:
     without real sites: each configuration counts max(1, (n / :data:`INTEGRATED_SCALE`)²)
     times when n real variables are integrated out for it."""
     weight = max(1.0, (plan.num_integrated / INTEGRATED_SCALE) ** 2)
+    if plan.num_configurations.bit_length() > 1000:  # past float's range (9**620)
+        return math.inf
     return float(plan.num_configurations) * weight * repeats
 
 

@@ -29,7 +29,8 @@ from ..model.target import Target
 from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_enumeration,
                      check_size, chunk_states, chunks, config_budget, config_log_weight,
-                     configurations, float_dtype, index_dtype, log_prob_observed,
+                     configurations, enumeration_sizes, float_dtype, index_dtype,
+                     log_prob_observed,
                      log_prob_per_input, log_z, make_plan)
 from ._enumeration import (check_integrals, expectation, finite_result, log_likelihood,
                           log_partition, log_prob, marginals, num_enumerated)
@@ -74,14 +75,12 @@ def objective(model: UGM, target: Target, owner: str, method: str = "auto", *,
     ``params``, that the potential decomposes, under the first example of ``inputs``)."""
     el = eliminating.choose(
         model, owner, method,
-        lambda: make_plan(target, tuple(target.state_sites)).num_configurations,
+        lambda: enumeration_sizes(target, num_examples, per_example),
         lambda: check_enumerable(target, chunk_size, owner, max_configurations,
-                                 num_examples, per_example), max_table_size, target)
+                                 num_examples, per_example), max_table_size, target,
+        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
     if el is None:
         return lambda p, xs, us: target_log_likelihood(target, p, xs, us, chunk_size)
-    if params is not None:
-        one = None if inputs is None else jax.tree.map(lambda v: v[0], inputs)
-        eliminating.check_decomposes(el, model, params, owner, one)
 
     def run(p, xs, us):
         labels, observed = eliminating.to_labels(el, xs)
@@ -154,11 +153,11 @@ def sample(m: UGM, params: dict, rng_key: jax.Array, num_samples: int, *,
     target = m.target()
     el = eliminating.choose(
         m, "exact.sample", method,
-        lambda: make_plan(target, tuple(target.state_sites)).num_configurations,
+        lambda: enumeration_sizes(target),
         lambda: check_size(make_plan(target, tuple(target.state_sites)), chunk_size,
-                           "exact.sample", max_configurations), max_table_size, target)
+                           "exact.sample", max_configurations), max_table_size, target,
+        params=params)
     if el is not None:
-        eliminating.check_decomposes(el, m, params, "exact.sample")
         draw = cached(target.cache_key, ("elimination.sample", num_samples), lambda: jax.jit(
             lambda p, k: eliminating.sample_labels(el, p, k, num_samples)))
         return eliminating.to_state(el, draw(params, rng_key))

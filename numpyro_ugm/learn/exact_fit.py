@@ -126,7 +126,8 @@ def fit_exact(model: Callable | UGM, data: dict, *model_args: Any, params: dict 
     method, max_table_size
         Enumeration or elimination, as in :func:`ugm.exact.log_partition
         <numpyro_ugm.evaluate.exact.log_partition>` (``"auto"``: elimination for a
-        finite model above 65,536 configurations whose tables fit ``max_table_size``).
+        finite model whose enumeration over all examples would pass 65,536
+        configurations and whose tables fit ``max_table_size``).
     **model_kwargs
         Keyword arguments of ``model``.
 

@@ -60,17 +60,21 @@ def prepare_fit(owner: str, model: Any, data: dict, model_args: tuple, model_kwa
     return FitSetup(problem, params, num_steps)
 
 
-def penalized_loss(param_model: ParamModel, value: Callable) -> Callable:
+def penalized_loss(param_model: ParamModel, value: Callable) -> tuple[Callable, Callable]:
     """``loss(u, data[, inputs]) -> (−objective, value)`` in the unconstrained parameters
     u, the objective ``value(θ, data, inputs) + log p(θ) / N`` (``value``: a mean over
     the N examples); the data (and inputs) are arguments of the compiled steps, not
-    constants in them."""
-    def loss(u, xs, us=None):
-        p = param_model.space.to_constrained(u)
-        v = value(p, xs, us)
-        return -(v + param_model.log_prior(p) / jax.tree.leaves(xs)[0].shape[0]), v
+    constants in them. And ``aux(u, −objective, data[, inputs]) -> value``, recovered
+    without evaluating it (:func:`~numpyro_ugm.runtime.runloop.minimize`'s ``aux``)."""
+    def prior(u, xs):
+        return param_model.log_prior(param_model.space.to_constrained(u)) / \
+            jax.tree.leaves(xs)[0].shape[0]
 
-    return loss
+    def loss(u, xs, us=None):
+        v = value(param_model.space.to_constrained(u), xs, us)
+        return -(v + prior(u, xs)), v
+
+    return loss, lambda u, negative, xs, us=None: -negative - prior(u, xs)
 
 
 def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: float,
@@ -98,10 +102,11 @@ def run_fit(owner: str, fit: FitSetup, value: Callable, optimizer: Any, tol: flo
     args = (problem.data,) if problem.inputs is None else (problem.data, problem.inputs)
     key = (owner, tuple(problem.data), *static, optimizer, problem.num_examples,
            None if problem.inputs is None else tuple(sorted(problem.inputs)))
-    out = minimize(penalized_loss(problem.param_model, value),
-                   problem.param_model.space.to_unconstrained(fit.params), optimizer,
+    loss, aux = penalized_loss(problem.param_model, value)
+    out = minimize(loss, problem.param_model.space.to_unconstrained(fit.params), optimizer,
                    fit.num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
-                   cached=lambda build: cached(problem.target.cache_key, key, build))
+                   cached=lambda build: cached(problem.target.cache_key, key, build),
+                   aux=aux)
     warn_unconverged(owner, out, fit.num_steps, tol)
     return out
 
@@ -116,18 +121,22 @@ def run_fit_groups(owner: str, fits: list, values: list, optimizer: Any, tol: fl
     sizes = [f.problem.num_examples for f in fits]
     total = sum(sizes)
 
+    def prior(u):
+        return first.param_model.log_prior(first.param_model.space.to_constrained(u)) / total
+
     def loss(u, *groups):
         p = first.param_model.space.to_constrained(u)
         v = sum(n / total * value(p, xs, us)
                 for n, value, (xs, us) in zip(sizes, values, groups))
-        return -(v + first.param_model.log_prior(p) / total), v
+        return -(v + prior(u)), v
 
     args = tuple((f.problem.data, f.problem.inputs) for f in fits)
     shapes = tuple(tuple(np.shape(v) for v in jax.tree.leaves(a)) for a in args)
     key = (owner, "groups", *static, optimizer, shapes)
     out = minimize(loss, first.param_model.space.to_unconstrained(fits[0].params), optimizer,
                    fits[0].num_steps, *args, tol=tol, progress_bar=progress_bar, desc=desc,
-                   cached=lambda build: cached(first.target.cache_key, key, build))
+                   cached=lambda build: cached(first.target.cache_key, key, build),
+                   aux=lambda u, negative, *groups: -negative - prior(u))
     warn_unconverged(owner, out, fits[0].num_steps, tol)
     return out
 

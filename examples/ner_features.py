@@ -9,8 +9,9 @@ linear-chain CRF fitted by numpyro_ugm and by python-crfsuite on the same attrib
   libraries see the same 0/1 attributes.
 * :func:`build_index` / :class:`FeatureIndex`: attribute strings of the training set to
   integer ids (unknown attributes of new sentences dropped, as CRFsuite drops them).
-* :func:`to_arrays`: padded int arrays in length buckets for the package's learner;
-  :func:`tags_of` maps predictions back to tag strings in the sentences' order.
+* :func:`to_arrays`: padded int arrays for the package's learner, in length buckets or
+  packed several sentences a row; :func:`tags_of` maps predictions back to tag strings
+  in the sentences' order.
 * :func:`entity_f1`: entity-level precision, recall and F1 as conlleval computes them for
   IOB2 tags.
 """
@@ -94,20 +95,45 @@ def bucket_length(length, scheme: str = "mult8", minimum: int = 8) -> int:
 
 
 class Bucket(NamedTuple):
-    """The sentences of one padded length T: ``features`` int32 (N, T, F) attribute ids
-    (padding id = ``num_attributes``), ``mask`` bool (N, T) real tokens, ``tags`` int32
-    (N, T) label ids (padding 0), ``rows`` int (N,) the sentences' indices in the input."""
+    """Rows of one padded length T: ``features`` int32 (R, T, F) attribute ids (padding id
+    = ``num_attributes``), ``mask`` bool (R, T) real tokens, ``tags`` int32 (R, T) label
+    ids (padding 0), ``spans`` int (S, 4) where each of its S sentences lies: its index
+    in the input, its row, its first position and its length."""
 
     features: np.ndarray
     mask: np.ndarray
     tags: np.ndarray
-    rows: np.ndarray
+    spans: np.ndarray
 
 
-def to_arrays(sentences, index, labels=LABELS, *, scheme="mult8", minimum=8, features=None,
-              max_features=None) -> list[Bucket]:
-    """The sentences as padded arrays, grouped by :func:`bucket_length`, shortest bucket
-    first.
+def _pack(lengths, width):
+    """First-fit decreasing: ``{row length: [(sentence, row, start), ...]}``, sentences
+    shorter than ``width`` in rows of ``width``, each followed by one padded position;
+    a longer one alone in a row of the next multiple of ``width``."""
+    groups, free = {}, np.zeros(0, np.int64)
+    for n in np.argsort(-np.asarray(lengths), kind="stable"):
+        length = int(lengths[n])
+        if length >= width:
+            size = -(-length // width) * width
+            rows = groups.setdefault(size, [])
+            rows.append((int(n), len(rows), 0))
+            continue
+        fits = np.flatnonzero(free >= length + 1)
+        row = int(fits[0]) if fits.size else len(free)
+        if not fits.size:
+            free = np.append(free, width)
+        groups.setdefault(width, []).append((int(n), row, width - int(free[row])))
+        free[row] -= length + 1
+    return groups
+
+
+def to_arrays(sentences, index, labels=LABELS, *, scheme="mult8", minimum=8, width=128,
+              features=None, max_features=None) -> list[Bucket]:
+    """The sentences as padded arrays, shortest rows first: grouped by
+    :func:`bucket_length` (one sentence a row), or packed (``scheme="pack"``: several
+    sentences a row of ``width`` positions, each followed by a padded one, which cuts
+    ``ugm.models.chain_crf``'s chain; esp.train fits in 2,115 rows of 128 with 3.4%
+    padding, plus 7 longer sentences in rows of 256, 384 and 1,280).
 
     Parameters
     ----------
@@ -115,7 +141,11 @@ def to_arrays(sentences, index, labels=LABELS, *, scheme="mult8", minimum=8, fea
     index : FeatureIndex
     labels : sequence of str
         The label set; a tag's id is its position.
-    scheme, minimum : see :func:`bucket_length`.
+    scheme : {"mult8", "pow2", "pack"}
+    minimum : int
+        See :func:`bucket_length`.
+    width : int
+        The row length of ``"pack"``.
     features : list, optional
         ``[sentence_features(s) for s in sentences]`` when already computed.
     max_features : int, optional
@@ -125,35 +155,42 @@ def to_arrays(sentences, index, labels=LABELS, *, scheme="mult8", minimum=8, fea
     label_id = {label: i for i, label in enumerate(labels)}
     features = features or [sentence_features(s) for s in sentences]
     ids = [[index.encode(token) for token in sentence] for sentence in features]
-    width = max_features or max(len(t) for sentence in ids for t in sentence)
-    padded = np.array([bucket_length(len(s), scheme, minimum) for s in sentences])
+    num_slots = max_features or max(len(t) for sentence in ids for t in sentence)
+    if scheme == "pack":
+        groups = _pack([len(s) for s in sentences], width)
+    else:
+        padded = np.array([bucket_length(len(s), scheme, minimum) for s in sentences])
+        groups = {int(length): [(int(n), r, 0) for r, n in
+                                enumerate(np.flatnonzero(padded == length))]
+                  for length in np.unique(padded)}
     buckets = []
-    for length in np.unique(padded):
-        rows = np.flatnonzero(padded == length)
-        feats = np.full((len(rows), length, width), index.num_attributes, np.int32)
-        mask = np.zeros((len(rows), length), bool)
-        tags = np.zeros((len(rows), length), np.int32)
-        for n, row in enumerate(rows):
-            for t, token in enumerate(ids[row]):
-                if len(token) > width:
+    for length in sorted(groups):
+        spans = np.array([(n, r, start, len(ids[n])) for n, r, start in groups[length]])
+        num_rows = int(spans[:, 1].max()) + 1
+        feats = np.full((num_rows, length, num_slots), index.num_attributes, np.int32)
+        mask = np.zeros((num_rows, length), bool)
+        tags = np.zeros((num_rows, length), np.int32)
+        for n, r, start, size in spans:
+            for t, token in enumerate(ids[n]):
+                if len(token) > num_slots:
                     raise ValueError(f"to_arrays: a token has {len(token)} attributes, more "
-                                     f"than max_features={width}")
-                feats[n, t, :len(token)] = token
-            mask[n, :len(ids[row])] = True
-            tags[n, :len(ids[row])] = [label_id[tok[2]] for tok in sentences[row]]
-        buckets.append(Bucket(feats, mask, tags, rows))
+                                     f"than max_features={num_slots}")
+                feats[r, start + t, :len(token)] = token
+            mask[r, start:start + size] = True
+            tags[r, start:start + size] = [label_id[tok[2]] for tok in sentences[n]]
+        buckets.append(Bucket(feats, mask, tags, spans))
     return buckets
 
 
 def tags_of(buckets, predicted, labels=LABELS) -> list[list[str]]:
-    """Predicted label ids (one (N, T) int array per bucket) as tag strings, one list per
+    """Predicted label ids (one (R, T) int array per bucket) as tag strings, one list per
     sentence in the order the buckets were made from (padding dropped)."""
     out = {}
     for bucket, pred in zip(buckets, predicted):
         pred = np.asarray(pred)
-        for n, row in enumerate(bucket.rows):
-            out[int(row)] = [labels[k] for k in pred[n][bucket.mask[n]]]
-    return [out[row] for row in range(len(out))]
+        for n, r, start, size in bucket.spans:
+            out[int(n)] = [labels[k] for k in pred[r, start:start + size]]
+    return [out[n] for n in range(len(out))]
 
 
 def entities(tags) -> set[tuple[int, int, str]]:

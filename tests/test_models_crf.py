@@ -74,3 +74,34 @@ def test_chain_crf_declares_its_chain_for_every_example():
     others = {"features": np.stack([features] * 3), "mask": np.array(
         [[True, False, False, False], [True, True, True, True], mask])}
     assert m.for_inputs(others) is m
+
+
+def test_chain_crf_packs_sequences_cut_by_padding():
+    """Padding cuts ``chain_crf`` wherever it is: a row holding a 2-word and a 3-word
+    sentence, each followed by a padded position, has the log-likelihood of the two
+    sentences apart (each alone, unpadded, from brute force over its labelings)."""
+    from scipy.special import logsumexp
+
+    K, F = 3, 4
+    rng = np.random.default_rng(0)
+    W, A = rng.normal(size=(F, K)), rng.normal(size=(K, K))
+    ids = rng.integers(0, F, (7, 2))
+    mask = np.array([True, True, False, True, True, True, False])
+    ids[~mask] = F
+    labels = np.where(mask, rng.integers(0, K, 7), 0)
+    m = ugm.UGM(ugm.models.chain_crf, features=ids, mask=mask, num_labels=K, num_features=F)
+    params = {"W": jnp.asarray(W, jnp.float32), "A": jnp.asarray(A, jnp.float32)}
+    got = ugm.exact.log_prob(m, params, {"y": labels[None]},
+                             inputs={"features": ids[None], "mask": mask[None]},
+                             method="eliminate")
+
+    def alone(positions):
+        unary = W[ids[positions]].sum(1)
+        configs = np.stack(np.meshgrid(*[np.arange(K)] * len(positions), indexing="ij"),
+                           -1).reshape(-1, len(positions))
+        f = unary[np.arange(len(positions)), configs].sum(1) + A[configs[:, :-1],
+                                                                  configs[:, 1:]].sum(1)
+        y = labels[positions]
+        return unary[np.arange(len(positions)), y].sum() + A[y[:-1], y[1:]].sum() - logsumexp(f)
+
+    np.testing.assert_allclose(got[0], alone([0, 1]) + alone([3, 4, 5]), rtol=1e-5)

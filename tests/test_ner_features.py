@@ -70,7 +70,7 @@ def test_arrays_are_padded_in_buckets_and_map_back():
     buckets = nf.to_arrays(SENTENCES, index)
     assert [b.features.shape[:2] for b in buckets] == [(2, 8), (1, 16)]
     short, long = buckets
-    np.testing.assert_array_equal(short.rows, [0, 1])
+    np.testing.assert_array_equal(short.spans, [[0, 0, 0, 3], [1, 1, 0, 1]])
     assert short.features.dtype == short.tags.dtype == np.int32 and short.mask.dtype == bool
     np.testing.assert_array_equal(short.mask.sum(1), [3, 1])
     np.testing.assert_array_equal(short.tags[0, :4], [0, 1, 5, 0])
@@ -81,3 +81,21 @@ def test_arrays_are_padded_in_buckets_and_map_back():
                                                       minimum=1)] == [1, 4, 16]
     predicted = [b.tags for b in buckets]
     assert nf.tags_of(buckets, predicted) == [[t for *_, t in s] for s in SENTENCES]
+
+
+def test_packed_rows_hold_several_sentences_cut_by_padding_and_map_back():
+    """``scheme="pack"``: first-fit decreasing into rows of ``width``, each sentence
+    followed by a padded position; a sentence as long as a row gets one of its own."""
+    index = nf.build_index(nf.sentence_features(s) for s in SENTENCES)
+    lengths = [len(s) for s in SENTENCES]
+    short, long = nf.to_arrays(SENTENCES, index, scheme="pack", width=8)
+    assert short.features.shape[:2] == (1, 8) and long.features.shape[:2] == (1, 16)
+    # the longest short sentence first, then the others after its padded position
+    np.testing.assert_array_equal(short.spans, [[0, 0, 0, 3], [1, 0, 4, 1]])
+    np.testing.assert_array_equal(short.mask[0], [1, 1, 1, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(long.spans, [[2, 0, 0, lengths[2]]])
+    assert np.all(short.features[~short.mask] == index.num_attributes)
+    assert np.all(short.tags[~short.mask] == 0)
+    buckets = [short, long]
+    assert nf.tags_of(buckets, [b.tags for b in buckets]) == [[t for *_, t in s]
+                                                              for s in SENTENCES]

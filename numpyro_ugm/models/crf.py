@@ -142,7 +142,10 @@ def chain_crf(features: jax.Array, mask: jax.Array, num_labels: int, num_feature
     real where ``mask[t]``, and a padded position is held at label 0 (its other labels
     get :data:`PADDING_PENALTY`; no weight or transition reaches it), so it adds nothing to
     f or to log Z and the likelihood is that of the unpadded sequence (give label 0
-    there in the data).
+    there in the data). Padding cuts the chain wherever it is: a row may hold several
+    sequences, each followed by a padded position (packing: one row's likelihood is
+    the product of its sequences', and a few long rows run faster than many short
+    ones).
 
     Parameters
     ----------
@@ -150,7 +153,7 @@ def chain_crf(features: jax.Array, mask: jax.Array, num_labels: int, num_feature
         Per position, the ids of its active attributes, padded with ``num_features``
         (an id with no weight).
     mask : bool array (T,)
-        Real positions (a prefix).
+        Real positions (a prefix, or several runs separated by padding).
     num_labels, num_features : int
         K and the number of attributes.
     prior_scale : float, optional
@@ -170,9 +173,11 @@ def chain_crf(features: jax.Array, mask: jax.Array, num_labels: int, num_feature
     unary = jnp.where(mask[:, None], scores, pinned)
     # the transitions run over every bond, padded or not, so that the pairwise part of f
     # is the same for every example (tabulated once per batch, not once per example);
-    # into a padded position (held at 0) A[y_t, 0] is cancelled in y_t's unary term
+    # into a padded position (held at 0) A[y_t, 0] is cancelled in y_t's unary term,
+    # out of one A[0, y_t]
     into_padding = (~mask[1:]).astype(scores.dtype)[:, None] * A[:, 0]
-    unary = unary.at[:-1].add(-into_padding)
+    out_of_padding = (~mask[:-1] & mask[1:]).astype(scores.dtype)[:, None] * A[0]
+    unary = unary.at[:-1].add(-into_padding).at[1:].add(-out_of_padding)
     value = jnp.sum(y * unary) + jnp.einsum("ta,ab,tb->", y[:-1], A, y[1:])
     bonds = np.stack([np.arange(features.shape[0] - 1), np.arange(1, features.shape[0])], 1)
     factor("potential", value, edges={"y": bonds}, multilinear=True)

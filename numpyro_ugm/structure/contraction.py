@@ -12,9 +12,10 @@ tables (:func:`marginals`), never a second hand-written pass.
 
 Banded plans (``plan.band``: chains, strips) run as one ``lax.scan`` over the variables
 carrying a table over the last b of them — on a chain the forward algorithm and Viterbi,
-on a strip the transfer matrix —, one compiled step whatever the length; forest plans
-(``plan.forest``: trees) as one scan over the levels of the rooted trees; other plans
-unroll one step per variable.
+on a strip the transfer matrix —, one compiled step whatever the length (log Z of a
+chain in scaled probability space when its pairwise tables allow it:
+:func:`runs_scaled`); forest plans (``plan.forest``: trees) as one scan over the levels
+of the rooted trees; other plans unroll one step per variable.
 All functions are pure and traceable in the tables (``jit``, ``grad``, ``vmap`` over
 examples).
 """
@@ -28,7 +29,7 @@ import numpy as np
 from .elimination import EliminationPlan
 
 __all__ = ["eliminate", "backtrack", "log_partition", "max_score", "marginals",
-           "map_labels", "sample_labels", "score"]
+           "map_labels", "sample_labels", "score", "runs_scaled", "SCALED_SPAN"]
 
 
 def _logsumexp(x, axis):
@@ -78,13 +79,73 @@ def _band_forward(plan, unary, pairwise, kind):
         # entries stay small and exact to float rounding over thousands of steps
         top = jax.lax.stop_gradient(jnp.max(window))
         top = jnp.where(jnp.isfinite(top), top, 0.0)
-        term = top - error
-        new_total = total + term
-        return (window - top, new_total, (new_total - total) - term), table
+        return (window - top, *_kahan(total, error, top)), table
 
     zero = jnp.zeros((), unary.dtype)
     (last, total, _), tables = jax.lax.scan(step, (start, zero, zero), (u, w))
     return red(last.reshape(-1), axis=0) + total, (last, tables)
+
+
+#: the widest span (max − min, in nats) of a chain's pairwise tables for which
+#: :func:`log_partition` runs in scaled probability space, per float dtype: an entry
+#: lost to underflow (below e^-87 of its step's largest in float32) can then return
+#: within e^-(87 - span) of the largest, below float32's resolution
+SCALED_SPAN = {4: 64.0, 8: 640.0}
+
+
+def _kahan(total, error, term):
+    """One step of a compensated sum: (total + term, the new compensation)."""
+    term = term - error
+    new_total = total + term
+    return new_total, (new_total - total) - term
+
+
+def _chain_scaled(plan, unary, pairwise):
+    """log Z of a chain (a band of width 1) by the forward algorithm in probability
+    space, each step scaled to a largest entry of 1 (CRFsuite's and the HMM textbooks'
+    recursion): K exponentials a step instead of K², a matrix product, and residuals of
+    K floats a step for the gradient. Exact to float rounding when every pairwise table
+    is finite and spans less than :data:`SCALED_SPAN` (:func:`runs_scaled`).
+
+    On the CoNLL-2002 training set packed in 2,115 rows of 128, one value and gradient
+    of the chain CRF's objective took 0.19 s against 0.33 s in log space, and a
+    hand-written plain-JAX forward algorithm 0.26 s in log space and 0.16 s scaled."""
+    u, w = _band_inputs(plan, unary, pairwise)
+    w = w[:, 0]  # (n, K, K) [old, new]; the first position's is a dummy of zeros
+
+    def scaled(x, axes):
+        top = jax.lax.stop_gradient(jnp.max(x, axes, keepdims=True))
+        top = jnp.where(jnp.isfinite(top), top, 0.0)
+        return jnp.exp(x - top), jnp.squeeze(top, axes)
+
+    eu, top_u = scaled(u, (-1,))
+    ew, top_w = scaled(w, (-2, -1))
+    logs = top_u + top_w.at[0].set(0.0)
+
+    def step(carry, inputs):
+        alpha, total, error = carry
+        eu_p, ew_p, log_p = inputs
+        alpha = (alpha @ ew_p) * eu_p
+        top = jax.lax.stop_gradient(jnp.max(alpha))
+        top = jnp.where(top > 0, top, 1.0)
+        total, error = _kahan(total, error, jnp.log(top) + log_p)
+        return (alpha / top, total, error), None
+
+    zero = jnp.zeros((), unary.dtype)
+    first = (eu[0], *_kahan(zero, zero, logs[0]))
+    (alpha, total, error), _ = jax.lax.scan(step, first, (eu[1:], ew[1:], logs[1:]))
+    return jnp.log(jnp.sum(alpha)) + total
+
+
+def runs_scaled(plan, pairwise):
+    """Whether :func:`log_partition` runs scaled (:func:`_chain_scaled`, exact on these
+    tables): a chain whose pairwise tables are all finite and each spans less than
+    :data:`SCALED_SPAN` (a traced scalar; False, a Python bool, for other plans)."""
+    if plan.band is None or plan.band.width != 1 or not len(pairwise):
+        return False
+    span = jnp.max(pairwise, (-2, -1)) - jnp.min(pairwise, (-2, -1))
+    limit = SCALED_SPAN[jnp.dtype(pairwise.dtype).itemsize]
+    return jnp.all(jnp.isfinite(pairwise)) & jnp.all(span < limit)
 
 
 def _band_backtrack(plan, state, pick, keys):
@@ -204,8 +265,16 @@ def backtrack(plan: EliminationPlan, pairwise: jax.Array, tables, pick: Callable
 
 
 def log_partition(plan, unary, pairwise):
-    """log Σ_x exp(Σ unary + Σ pairwise)."""
-    return eliminate(plan, unary, pairwise, "sum")[0]
+    """log Σ_x exp(Σ unary + Σ pairwise); on a chain whose pairwise tables allow it
+    (finite, spans below :data:`SCALED_SPAN`), by the scaled forward algorithm in
+    probability space, otherwise in log space (one ``lax.cond``: under ``vmap`` over
+    examples that share their pairwise tables, as a chain CRF's do, only one branch
+    runs)."""
+    ok = runs_scaled(plan, pairwise)
+    if ok is False:
+        return eliminate(plan, unary, pairwise, "sum")[0]
+    return jax.lax.cond(ok, lambda u, w: _chain_scaled(plan, u, w),
+                        lambda u, w: eliminate(plan, u, w, "sum")[0], unary, pairwise)
 
 
 def max_score(plan, unary, pairwise):

@@ -8,7 +8,7 @@ from . import estimators, infer, kernels, models, posterior
 from .domains import Binary, Categorical, Real, Spin
 from .estimators import CD, MCMCMLE, PCD, PF, PSMC, SMC
 from .evaluate import ais, exact, pseudo_log_likelihood, quadrature
-from .learn import (AveragedState, ExactFitResult, LearnerCore, LearnState, MLE,
+from .learn import (AveragedState, Exact, ExactFitResult, LearnerCore, LearnState, MLE,
                     NonFiniteError, PseudoFitResult, RunResult, averaged, fit_exact,
                     fit_pseudo_likelihood)
 from .model import UGM, as_ugm
@@ -30,7 +30,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["checkpoint", "distributed", "estimators", "infer", "kernels", "models", "network", "posterior", "Binary", "Categorical",
-           "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "MLE",
+           "Real", "Spin", "UGM", "as_ugm", "factor", "CD", "PCD", "MCMCMLE", "PF", "SMC", "PSMC", "Exact", "MLE",
            "averaged", "AveragedState",
            "LearnerCore", "LearnState", "NonFiniteError", "RunResult", "predict",
            "Prediction", "sample", "ais", "exact", "quadrature", "pseudo_log_likelihood",

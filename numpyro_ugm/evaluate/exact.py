@@ -44,7 +44,7 @@ from .elimination import MAX_TABLE_SIZE
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "target_log_likelihood",
            "check_enumerable", "sample", "sampler", "map_state", "pair_marginals",
-           "PairMarginals", "objective", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION",
+           "PairMarginals", "objective", "mean_log_partition", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION",
            "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS", "MAX_TABLE_SIZE"]
 
 
@@ -85,6 +85,40 @@ def objective(model: UGM, target: Target, owner: str, method: str = "auto", *,
     def run(p, xs, us):
         labels, observed = eliminating.to_labels(el, xs)
         return jnp.mean(eliminating.log_probs(el, p, labels, observed, us)[0])
+
+    return run
+
+
+def mean_log_partition(model: UGM | None, target: Target, owner: str, method: str = "auto",
+                       *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                       max_configurations: int | None = MAX_CONFIGURATIONS,
+                       max_table_size: int | None = MAX_TABLE_SIZE,
+                       num_examples: int | None = None, params: dict | None = None,
+                       inputs: dict | None = None) -> Callable:
+    """log Z(θ) as a traceable ``(params, inputs) -> scalar`` (with inputs, a leading
+    example axis: the mean of the examples' log Z's), by enumeration or elimination as
+    ``method`` picks for ``num_examples`` examples (:func:`log_partition`); checked
+    before it runs (sizes; with ``params`` and ``model``, that the potential decomposes,
+    under the first example of ``inputs``). The negative phase of an exact learner."""
+    per_example = inputs is not None
+    num = num_examples if per_example else None
+    el = eliminating.choose(
+        model, owner, method, lambda: enumeration_sizes(target, num, per_example),
+        lambda: check_enumerable(target, chunk_size, owner, max_configurations, num,
+                                 per_example), max_table_size, target,
+        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
+
+    def one(p, us):
+        if el is not None:
+            return eliminating.log_z(el, p, us)
+        return log_z(target if us is None else target.bind(**us), p, chunk_size)
+
+    def run(p, us=None):
+        if us is None:
+            return one(p, None)
+        if el is not None:
+            return jnp.mean(jax.vmap(lambda u: one(p, u))(us))
+        return jnp.mean(jax.lax.map(lambda u: one(p, u), us))
 
     return run
 

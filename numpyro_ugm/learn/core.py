@@ -28,6 +28,7 @@ from ..model.diagnose import DIVERGED, chain_spread
 from ..model.validation import check_normalizable
 from ..estimators.per_example import ConditionalBatch
 from .averaging import AveragedState
+from .exact_estimator import exact_negative
 
 
 class StepInfo(NamedTuple):
@@ -302,11 +303,14 @@ class LearnerCore:
         positions = jax.lax.stop_gradient(particles.position)
         conditional = isinstance(batch, ConditionalBatch)
         data, inputs = (batch.data, batch.inputs) if conditional else (batch, None)
+        exact = exact_negative(self.estimator)
 
         def objective(u):
             p = space.to_constrained(u)
             positive = jnp.mean(target.free_energies(p, data, inputs))
-            if inputs is None:
+            if exact is not None:  # log Z itself: its gradient is E_p[∇θ f], exactly
+                negative = exact(target, p, inputs)
+            elif inputs is None:
                 negative = jnp.sum(weights * target.free_energies(p, positions))
             else:  # per example: its own weighted particles under its own inputs
                 def example_negative(w, inp, x):
@@ -314,9 +318,11 @@ class LearnerCore:
                     return jnp.sum(w * target.free_energies(p, x, many))
 
                 negative = jnp.mean(jax.vmap(example_negative)(weights, inputs, positions))
-            return self.objective(u, p, positive, negative), positive
+            return self.objective(u, p, positive, negative), (positive, negative)
 
-        grads, positive = jax.grad(objective, has_aux=True)(state.params)
+        grads, (positive, negative) = jax.grad(objective, has_aux=True)(state.params)
+        if exact is not None:
+            info = info._replace(log_z=negative)
         estimator_state = self.estimator.record_gradients(estimator_state, grads)
         neg_grads = jax.tree.map(jnp.negative, grads)
         updates, opt_state = self.optimizer.update(neg_grads, state.opt_state, state.params)
@@ -328,7 +334,8 @@ class LearnerCore:
         # are not a failure; parameters whose log prior is not finite are (float32 values
         # past ~1e19 under a Normal prior: a diverging step size)
         grad_norm, grads_finite = _norm_and_finite(grads)
-        spread = chain_spread(target, positions) if target.real_sites else None
+        spread = chain_spread(target, positions) if target.real_sites and exact is None \
+            else None
         finite = (grads_finite & all_finite(new_params)
                   & jnp.all(jnp.stack([v <= DIVERGED for v in (spread or {}).values()]
                                       or [jnp.array(True)]))

@@ -184,6 +184,10 @@ class MLE:
         setup = self._setup
         state = self._placement.run(setup.core.init)(rng_key, setup.all(), init_params,
                                                      self._check_start)
+        check = getattr(setup.core.estimator, "check", None)
+        if check is not None:  # an exact negative phase: its sums fit, its tables hold
+            check(setup.problem.model, setup.core.target, setup.core.get_params(state),
+                  setup.problem.num_examples, setup.problem.inputs)
         sizes = (getattr(setup.core.estimator, "num_particles", None),
                  setup.steps.batches.num_examples if setup.inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state,

@@ -21,6 +21,7 @@ from ..estimators.per_example import PerExample
 from ..model.problem import Problem, build_problem, check_free_energy
 from ..model.validation import validate_data
 from .data import Minibatches, Placement, check_inputs
+from .exact_estimator import exact_negative
 from .steps import Steps
 
 
@@ -142,7 +143,8 @@ def build_core(model, estimator, optimizer, core_class, data, model_args, model_
     if batch > num_examples:
         raise ValueError(f"MLE: batch_size must be in [1, {num_examples}] (the number of "
                          f"examples), got {batch_size}")
-    estimator = estimator if inputs is None else PerExample(estimator)
+    if inputs is not None and exact_negative(estimator) is None:  # particles per example
+        estimator = PerExample(estimator)
     core = core_class(problem.target, problem.param_model, estimator, optimizer,
                       num_examples)
     return core, Minibatches(num_examples, batch), problem

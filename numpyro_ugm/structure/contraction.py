@@ -87,7 +87,8 @@ def _band_forward(plan, unary, pairwise, kind):
 
 
 #: the widest span (max − min, in nats) of a chain's pairwise tables for which
-#: :func:`log_partition` runs in scaled probability space, per float dtype: an entry
+#: :func:`log_partition` runs in scaled probability space, per float dtype's size in
+#: bytes (others, e.g. float16, stay in log space): an entry
 #: lost to underflow (below e^-87 of its step's largest in float32) can then return
 #: within e^-(87 - span) of the largest, below float32's resolution
 SCALED_SPAN = {4: 64.0, 8: 640.0}
@@ -144,7 +145,7 @@ def runs_scaled(plan, pairwise):
     if plan.band is None or plan.band.width != 1 or not len(pairwise):
         return False
     span = jnp.max(pairwise, (-2, -1)) - jnp.min(pairwise, (-2, -1))
-    limit = SCALED_SPAN[jnp.dtype(pairwise.dtype).itemsize]
+    limit = SCALED_SPAN.get(jnp.dtype(pairwise.dtype).itemsize, 0.0)  # other: log space
     return jnp.all(jnp.isfinite(pairwise)) & jnp.all(span < limit)
 
 

@@ -182,12 +182,8 @@ class MLE:
         rng_key = as_key(rng_key, "MLE.init")
         self._set_up(data, model_args, model_kwargs, inputs, batch_size)
         setup = self._setup
-        state = self._placement.run(setup.core.init)(rng_key, setup.all(), init_params,
-                                                     self._check_start)
-        check = getattr(setup.core.estimator, "check", None)
-        if check is not None:  # an exact negative phase: its sums fit, its tables hold
-            check(setup.problem.model, setup.core.target, setup.core.get_params(state),
-                  setup.problem.num_examples, setup.problem.inputs)
+        state = _estimator_checked(setup, self._placement.run(setup.core.init)(
+            rng_key, setup.all(), init_params, self._check_start))
         sizes = (getattr(setup.core.estimator, "num_particles", None),
                  setup.steps.batches.num_examples if setup.inputs is not None else None)
         state = state._replace(estimator_state=self._placement.shard(state.estimator_state,
@@ -402,6 +398,17 @@ def _check_checkpoints(checkpoint_every, checkpoint_dir, thinning) -> Optional[i
         raise ValueError(f"MLE.run: checkpoint_every ({every}) must be a multiple of "
                          f"thinning ({thinning})")
     return every // thinning
+
+
+def _estimator_checked(setup, state: LearnState) -> LearnState:
+    """``state`` once the estimator's own check before learning, on the host, passed, if
+    it has one (:class:`~numpyro_ugm.learn.exact_estimator.Exact`: its sums fit, its
+    tables hold)."""
+    check = getattr(setup.core.estimator, "check", None)
+    if check is not None:
+        check(setup.problem.model, setup.core.target, setup.core.get_params(state),
+              setup.problem.num_examples, setup.problem.inputs)
+    return state
 
 
 def _ready(setup, when="first"):

@@ -119,6 +119,23 @@ def test_minimize_converges_and_chunks_give_identical_iterates():
     np.testing.assert_array_equal(slow.trace["grad_norm"], chunked.trace["grad_norm"])
 
 
+@pytest.mark.parametrize("clipped", [False, True])
+def test_minimize_reuses_the_line_search_only_where_it_made_the_iterate(clipped):
+    """With ``aux``, L-BFGS's line-search value and gradient serve the next step — the
+    same trace as computing them — but not after a transformation that changes the step
+    (clipping: the line search's point is not the iterate)."""
+    def loss(u, x):
+        v = jnp.sum((u - x) ** 2 * jnp.arange(1.0, 4.0)) + jnp.sum(u ** 4)
+        return v, -v
+
+    x = jnp.array([3.0, -2.0, 5.0])
+    opt = optax.chain(optax.lbfgs(), optax.clip(0.3)) if clipped else optax.lbfgs()
+    reused = minimize(loss, jnp.zeros(3), opt, 15, x, aux=lambda u, v, x: -v)
+    computed = minimize(loss, jnp.zeros(3), opt, 15, x)
+    np.testing.assert_allclose(reused.trace["value"], computed.trace["value"], rtol=1e-6)
+    np.testing.assert_allclose(reused.trace["aux"], -reused.trace["value"])
+
+
 def test_minimize_keeps_the_last_finite_iterate():
     def blows_up(u):
         return jnp.where(u["x"] > 3.0, jnp.nan, -u["x"]), u["x"]

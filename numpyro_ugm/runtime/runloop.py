@@ -341,8 +341,9 @@ def minimize(loss: Callable, init_params: Any, optimizer: optax.GradientTransfor
 
     With ``aux`` (``(params, value, *args) -> aux``: the auxiliary output recovered from
     the value, e.g. the log-likelihood from the penalized objective), an optimizer whose
-    line search keeps the value and gradient at the point it accepts (``optax.lbfgs``)
-    has them reused as the next step's: one gradient a step instead of two.
+    last transformation is a line search that keeps the value and gradient at the point
+    it accepts (``optax.lbfgs``) has them reused as the next step's: one gradient a step
+    instead of two (after a further transformation, e.g. clipping, they are computed).
 
     Returns
     -------
@@ -371,15 +372,26 @@ class _Minimizer(NamedTuple):
     advance: Callable
 
 
+def _line_search_state(opt_state):
+    """The state of the optimizer's last transformation (a chain's state is a tuple of
+    its parts') when it keeps a line search's value and gradient at the point it
+    accepted — the next iterate only if nothing transforms the step after it — else
+    None."""
+    last = opt_state
+    while type(last) is tuple and last:
+        last = last[-1]
+    stored = (getattr(last, "value", None), getattr(last, "grad", None))
+    return None if any(v is None for v in stored) else last
+
+
 def _evaluate(loss, aux, state, args):
     """``((value, aux), grad)`` at the iterate: taken from the optimizer's state where its
     line search stored them (with ``aux``; the first step computes them), else computed."""
-    stored = (optax.tree.get(state.opt_state, "value"),
-              optax.tree.get(state.opt_state, "grad"))
-    if aux is None or any(v is None for v in stored):
+    search = None if aux is None else _line_search_state(state.opt_state)
+    if search is None:
         return jax.value_and_grad(loss, has_aux=True)(state.params, *args)
     value, grad = optax.value_and_grad_from_state(lambda u, *a: loss(u, *a)[0])(
-        state.params, *args, state=state.opt_state)
+        state.params, *args, state=search)
     return (value, aux(state.params, value, *args)), grad
 
 

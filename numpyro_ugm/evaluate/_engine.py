@@ -233,9 +233,8 @@ def enumeration_sizes(target: Target, num_examples: int | None = None,
     many examples an elimination would contract one by one instead (1 when the call
     needs one log Z)."""
     one = work(make_plan(target, tuple(target.state_sites), sum_out))
-    every, examples = one * (num_examples if per_example else 1), 1
-    if per_example:
-        examples = num_examples
+    examples = num_examples if per_example else 1
+    every = one * examples
     if num_examples is not None and target.latent_sites:
         every += work(make_plan(target, target.latent_sites), num_examples)
         examples = num_examples

@@ -30,8 +30,7 @@ from ..model.validation import to_data
 from ._engine import (DEFAULT_CHUNK_SIZE, MIN_SUM_OUT_REDUCTION, check_enumeration,
                      check_size, chunk_states, chunks, config_budget, config_log_weight,
                      configurations, enumeration_sizes, float_dtype, index_dtype,
-                     log_prob_observed,
-                     log_prob_per_input, log_z, make_plan)
+                     log_prob_observed, log_prob_per_input, log_z, make_plan)
 from ._enumeration import (check_integrals, expectation, finite_result, log_likelihood,
                           log_partition, log_prob, marginals, num_enumerated)
 from ._moments import Moments, moments
@@ -44,8 +43,9 @@ from .elimination import MAX_TABLE_SIZE
 __all__ = ["log_partition", "log_likelihood", "log_prob", "expectation", "marginals",
            "moments", "Moments", "num_enumerated", "target_log_likelihood",
            "check_enumerable", "sample", "sampler", "map_state", "pair_marginals",
-           "PairMarginals", "objective", "mean_log_partition", "DEFAULT_CHUNK_SIZE", "MIN_SUM_OUT_REDUCTION",
-           "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS", "MAX_TABLE_SIZE"]
+           "PairMarginals", "objective", "mean_log_partition", "DEFAULT_CHUNK_SIZE",
+           "MIN_SUM_OUT_REDUCTION", "MAX_CONFIGURATIONS", "WARN_CONFIGURATIONS",
+           "MAX_TABLE_SIZE"]
 
 
 # --- on a target, for the learners -------------------------------------------------------
@@ -73,12 +73,8 @@ def objective(model: UGM, target: Target, owner: str, method: str = "auto", *,
     (:func:`target_log_likelihood`), by enumeration or, where ``method`` picks it (as in
     :func:`log_partition`), by elimination; checked before it runs (sizes; with
     ``params``, that the potential decomposes, under the first example of ``inputs``)."""
-    el = eliminating.choose(
-        model, owner, method,
-        lambda: enumeration_sizes(target, num_examples, per_example),
-        lambda: check_enumerable(target, chunk_size, owner, max_configurations,
-                                 num_examples, per_example), max_table_size, target,
-        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
+    el = _choose(model, target, owner, method, chunk_size, max_configurations,
+                 max_table_size, num_examples, per_example, params, inputs)
     if el is None:
         return lambda p, xs, us: target_log_likelihood(target, p, xs, us, chunk_size)
 
@@ -101,12 +97,9 @@ def mean_log_partition(model: UGM | None, target: Target, owner: str, method: st
     before it runs (sizes; with ``params`` and ``model``, that the potential decomposes,
     under the first example of ``inputs``). The negative phase of an exact learner."""
     per_example = inputs is not None
-    num = num_examples if per_example else None
-    el = eliminating.choose(
-        model, owner, method, lambda: enumeration_sizes(target, num, per_example),
-        lambda: check_enumerable(target, chunk_size, owner, max_configurations, num,
-                                 per_example), max_table_size, target,
-        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
+    el = _choose(model, target, owner, method, chunk_size, max_configurations,
+                 max_table_size, num_examples if per_example else None, per_example,
+                 params, inputs)
 
     def one(p, us):
         if el is not None:
@@ -121,6 +114,18 @@ def mean_log_partition(model: UGM | None, target: Target, owner: str, method: st
         return jnp.mean(jax.lax.map(lambda u: one(p, u), us))
 
     return run
+
+
+def _choose(model, target, owner, method, chunk_size, max_configurations, max_table_size,
+            num_examples, per_example, params, inputs):
+    """:func:`~numpyro_ugm.evaluate.elimination.choose` for a learner's sums over
+    ``num_examples`` examples (each under its own inputs with ``per_example``), the
+    decomposition checked under the first example of ``inputs``."""
+    return eliminating.choose(
+        model, owner, method, lambda: enumeration_sizes(target, num_examples, per_example),
+        lambda: check_enumerable(target, chunk_size, owner, max_configurations,
+                                 num_examples, per_example), max_table_size, target,
+        params=params, inputs=None if inputs is None else jax.tree.map(lambda v: v[0], inputs))
 
 
 def check_enumerable(target: Target, chunk_size: int, owner: str,

@@ -69,6 +69,9 @@ class Exact(Estimator):
             raise ValueError(f"Exact: method must be one of {METHODS}, got "
                              f"{self.method!r}")
         self._set("chunk_size", check_count("Exact", "chunk_size", self.chunk_size))
+        for name in ("max_table_size", "max_configurations"):
+            if getattr(self, name) is not None:
+                self._set(name, check_count("Exact", name, getattr(self, name)))
 
     def init(self, rng_key, target, params, batch) -> tuple:
         """No state: nothing is carried between updates."""
@@ -102,4 +105,4 @@ class Exact(Estimator):
 def exact_negative(estimator: Any):
     """``estimator.log_partition`` when the estimator computes the negative phase
     exactly (:class:`Exact`), else None."""
-    return getattr(estimator, "log_partition", None) if isinstance(estimator, Exact) else None
+    return estimator.log_partition if isinstance(estimator, Exact) else None

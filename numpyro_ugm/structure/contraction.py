@@ -135,7 +135,8 @@ def _chain_scaled(plan, unary, pairwise):
     zero = jnp.zeros((), unary.dtype)
     first = (eu[0], *_kahan(zero, zero, logs[0]))
     (alpha, total, error), _ = jax.lax.scan(step, first, (eu[1:], ew[1:], logs[1:]))
-    return jnp.log(jnp.sum(alpha)) + total
+    mass = jnp.sum(alpha)  # 0 when no labelling is possible: −inf with a zero gradient
+    return jnp.where(mass > 0, jnp.log(jnp.where(mass > 0, mass, 1.0)), -jnp.inf) + total
 
 
 def runs_scaled(plan, pairwise):
